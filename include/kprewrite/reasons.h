@@ -1,0 +1,37 @@
+/*
+ * The fixed vocabulary of verdict reasons, shared by the report, the probe
+ * table and the tests. Each entry: identifier, printed name, one-line meaning.
+ * doc/reasons.md and kprewrite(1) list the same words; t/reasons.t checks that.
+ * Numbers are part of the probe-table ABI: append only, never renumber.
+ */
+#ifndef KPREWRITE_REASONS_H
+#define KPREWRITE_REASONS_H
+
+#define KP_REASONS(X) \
+    X(NONE,               "none",                     "no reason: the probe is optimized") \
+    X(TOO_SHORT,          "too-short",                "fewer than 5 bytes of whole instructions before the function ends") \
+    X(CROSSES_FUNCTION,   "crosses-function",         "the 5-byte jump would run into the next function") \
+    X(JUMP_INTO_DCR,      "jump-into-dcr",            "a branch, call, jump-table entry, landing pad or fixup targets the DCR after its first byte") \
+    X(INDIRECT_JUMP,      "indirect-jump",            "the function has an indirect jump whose targets cannot be proven") \
+    X(NOT_RELOCATABLE,    "not-relocatable",          "an instruction of the DCR cannot run out of line (int3, ud2, int n, syscall, privileged, loop/jrcxz, xbegin, ...)") \
+    X(CALL_IN_DCR,        "call-in-dcr",              "the DCR holds a call and the image has no unwind data for detours (vmlinux: ORC)") \
+    X(EXCEPTION_TABLE,    "exception-table",          "an instruction of the function has an exception-table entry (__ex_table): its fixup may jump back in") \
+    X(RESERVED,           "reserved",                 "the DCR overlaps a site the kernel patches or searches (printed as reserved:<table>)") \
+    X(NOT_INSN_BOUNDARY,  "not-instruction-boundary", "the probe address is inside an instruction") \
+    X(BLACKLISTED,        "blacklisted",              "the function may not be probed (kprobe blacklist, .kprobes.text, .noinstr.text, .entry.text, __cfi_/__pfx_, or a piece of such a function)") \
+    X(OUTSIDE_FUNCTION,   "outside-function",         "the offset is at or past the end of the function") \
+    X(NO_FUNCTION,        "no-function",              "no function (symbol or FDE) covers the address") \
+    X(NOT_EXECUTABLE,     "not-executable",           "the address is not in an executable section") \
+    X(DECODE_FAILED,      "decode-failed",            "the function's bytes do not decode as x86-64 up to the probe") \
+    X(PLT_STUB,           "plt-stub",                 "the address is in a PLT stub (.plt, .plt.got, .plt.sec)") \
+    X(INIT_FINI_STUB,     "init-fini-stub",           "the address is in the .init or .fini stub") \
+    X(RETURN_NOT_AT_ENTRY,"return-not-at-entry",      "a return probe must be on the function entry")
+
+enum kp_reason {
+#define KP_REASON_ENUM(id, name, text) KP_R_##id,
+    KP_REASONS(KP_REASON_ENUM)
+#undef KP_REASON_ENUM
+    KP_R__COUNT
+};
+
+#endif

@@ -1,0 +1,173 @@
+/* x86-64 decoding over Zydis: classify each instruction for the analysis. */
+#include "decode.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <Zydis/Zydis.h>
+
+static ZydisDecoder decoder;
+static ZydisFormatter formatter;
+static bool ready;
+
+static void init_once(void)
+{
+    if (ready)
+        return;
+    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+    ZydisFormatterInit(&formatter, ZYDIS_FORMATTER_STYLE_ATT);
+    /* objdump-like text: lower-case hex, no zero padding */
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_ADDR_PADDING_RELATIVE, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_DISP_PADDING, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_IMM_PADDING, ZYDIS_PADDING_DISABLED);
+    ready = true;
+}
+
+static enum x86_kind classify(const ZydisDecodedInstruction *zi)
+{
+    bool rel = zi->attributes & ZYDIS_ATTRIB_IS_RELATIVE;
+    bool far = zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+
+    switch (zi->mnemonic) {
+    case ZYDIS_MNEMONIC_JMP:
+        return far ? XK_FAR : rel ? XK_JMP : XK_JMP_IND;
+    case ZYDIS_MNEMONIC_CALL:
+        return far ? XK_FAR : rel ? XK_CALL : XK_CALL_IND;
+    case ZYDIS_MNEMONIC_RET:
+        return far ? XK_FAR : XK_RET;
+    case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+        return XK_FAR;
+    case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+    case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
+        return XK_LOOP;
+    case ZYDIS_MNEMONIC_XBEGIN:
+        return XK_XBEGIN;
+    case ZYDIS_MNEMONIC_INT3:
+        return XK_INT3;
+    case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INTO: case ZYDIS_MNEMONIC_INT1:
+        return XK_INTN;
+    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+        return XK_UD;
+    case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER:
+    case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
+        return XK_SYSCALL;
+    case ZYDIS_MNEMONIC_ENDBR64:
+        return XK_ENDBR;
+    case ZYDIS_MNEMONIC_HLT:
+        return XK_PRIV;
+    default:
+        break;
+    }
+    if (zi->meta.category == ZYDIS_CATEGORY_COND_BR)
+        return XK_JCC;
+    if (zi->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED)
+        return XK_PRIV;
+    /* mov to %ss masks interrupts for one instruction: never move it. */
+    if (zi->mnemonic == ZYDIS_MNEMONIC_MOV && zi->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT &&
+        zi->opcode == 0x8e && zi->raw.modrm.reg == 2)
+        return XK_PRIV;
+    return XK_OTHER;
+}
+
+unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out)
+{
+    ZydisDecoderContext ctx;
+    ZydisDecodedInstruction zi;
+
+    init_once();
+    if (avail == 0 || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)))
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->addr = addr;
+    out->len = zi.length;
+    out->kind = classify(&zi);
+    if (zi.attributes & ZYDIS_ATTRIB_HAS_NOTRACK)
+        out->flags |= XF_NOTRACK;
+    if (zi.attributes & ZYDIS_ATTRIB_HAS_LOCK)
+        out->flags |= XF_LOCK;
+    if (zi.mnemonic == ZYDIS_MNEMONIC_NOP)
+        out->flags |= XF_NOP;
+    if (zi.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
+        /* Relative branches carry the displacement as an immediate. */
+        for (int i = 0; i < 2; i++) {
+            if (zi.raw.imm[i].is_relative) {
+                out->target = addr + zi.length + (uint64_t)zi.raw.imm[i].value.s;
+                break;
+            }
+        }
+    }
+    /* mod=00 rm=101 without SIB is RIP-relative in 64-bit mode; Zydis reports
+     * register-only forms (mov %cr etc.) with mod forced, so confirm with the
+     * decoded operands before trusting it. */
+    if ((zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) && zi.raw.modrm.mod == 0 && zi.raw.modrm.rm == 5 &&
+        zi.raw.disp.size == 32) {
+        ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+        if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&decoder, &ctx, &zi, ops, zi.operand_count))) {
+            for (unsigned i = 0; i < zi.operand_count; i++) {
+                if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP) {
+                    out->flags |= XF_RIPREL;
+                    out->disp_off = zi.raw.disp.offset;
+                    break;
+                }
+            }
+        }
+    }
+    return zi.length;
+}
+
+const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf, size_t size)
+{
+    ZydisDecoderContext ctx;
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+
+    init_once();
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&decoder, &ctx, &zi, ops, zi.operand_count)) ||
+        !ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&formatter, &zi, ops, zi.operand_count_visible,
+                                                      buf, size, addr, NULL)))
+        snprintf(buf, size, "(bad)");
+    return buf;
+}
+
+bool x86_is_endbr_like(const uint8_t *p, size_t avail, unsigned *len)
+{
+    static const uint8_t pats[][4] = {
+        { 0xf3, 0x0f, 0x1e, 0xfa },   /* endbr64 */
+        { 0x66, 0x0f, 0x1f, 0x00 },   /* osp nopl (%rax): sealed endbr (<= 6.15) */
+        { 0x0f, 0x1f, 0x40, 0xd6 },   /* nopl -42(%rax): sealed endbr (2025) */
+        { 0x0f, 0xb9, 0x48, 0x00 },   /* ud1 0x0(%rax),%ecx: IBT_PLUS poison */
+    };
+    if (avail < 4)
+        return false;
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++)
+        if (memcmp(p, pats[i], 4) == 0) {
+            *len = 4;
+            return true;
+        }
+    return false;
+}
+
+bool x86_relocatable(const struct x86_insn *in, const char **why)
+{
+    switch (in->kind) {
+    case XK_INT3:    *why = "int3"; return false;
+    case XK_INTN:    *why = "software interrupt"; return false;
+    case XK_UD:      *why = "ud (bug/trap site)"; return false;
+    case XK_SYSCALL: *why = "syscall-like"; return false;
+    case XK_PRIV:    *why = "privileged"; return false;
+    case XK_FAR:     *why = "far transfer"; return false;
+    case XK_LOOP:    *why = "loop/jrcxz (rel8 only)"; return false;
+    case XK_XBEGIN:  *why = "xbegin (abort target)"; return false;
+    default:         *why = NULL; return true;
+    }
+}
+
+bool x86_is_call_or_nop5(const uint8_t *p, size_t avail)
+{
+    static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+    if (avail < 5)
+        return false;
+    return p[0] == 0xe8 || memcmp(p, nop5, 5) == 0;
+}

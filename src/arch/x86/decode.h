@@ -1,0 +1,84 @@
+/*
+ * x86-64 instruction facts the rewriter needs, decoded over Zydis.
+ * This directory is the only code in kprewrite that knows x86 encodings.
+ */
+#ifndef KPREWRITE_X86_DECODE_H
+#define KPREWRITE_X86_DECODE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define X86_JMP32_LEN 5   /* e9 rel32: the jump that replaces the DCR */
+#define X86_MAX_INSN_LEN 15
+
+enum x86_kind {
+    XK_OTHER,
+    XK_JMP,        /* direct jmp rel8/rel32 */
+    XK_JCC,        /* direct jcc rel8/rel32 */
+    XK_CALL,       /* direct call rel32 */
+    XK_RET,
+    XK_JMP_IND,    /* jmp *r/m */
+    XK_CALL_IND,   /* call *r/m */
+    XK_LOOP,       /* loop/loope/loopne/jrcxz/jecxz: rel8 only */
+    XK_XBEGIN,     /* RTM abort target: relative, not relocatable */
+    XK_INT3,
+    XK_INTN,       /* int n, into, int1 */
+    XK_UD,         /* ud0/ud1/ud2 */
+    XK_SYSCALL,    /* syscall, sysenter, sysret, sysexit */
+    XK_PRIV,       /* privileged or interrupt-masking (hlt, cli, mov %cr, mov ss, ...) */
+    XK_FAR,        /* far jmp/call/ret, iret */
+    XK_ENDBR,      /* endbr64 */
+};
+
+enum x86_flags {
+    XF_RIPREL  = 1u << 0,   /* has a RIP-relative memory operand */
+    XF_NOTRACK = 1u << 1,   /* notrack prefix on an indirect branch */
+    XF_LOCK    = 1u << 2,
+    XF_NOP     = 1u << 3,
+};
+
+/* One decoded instruction. */
+struct x86_insn {
+    uint64_t addr;
+    uint64_t target;      /* direct branch/call/loop/xbegin target */
+    uint8_t len;
+    uint8_t kind;         /* enum x86_kind */
+    uint8_t flags;        /* enum x86_flags */
+    uint8_t disp_off;     /* offset of the RIP-relative disp32 when XF_RIPREL */
+};
+
+/* Decode one instruction at p (avail bytes readable) loaded at addr.
+ * Returns its length, or 0 when the bytes are not a valid instruction. */
+unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out);
+
+/* AT&T text of the instruction at p, e.g. "push %rbp". Returns buf. */
+const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf, size_t size);
+
+/* True for endbr64 and the kernel's endbr-like seal/poison patterns
+ * (osp nopl (%rax), nopl -42(%rax), ud1 0x0(%rax),%ecx): what
+ * arch_adjust_kprobe_addr treats as endbr. Sets *len to the pattern length. */
+bool x86_is_endbr_like(const uint8_t *p, size_t avail, unsigned *len);
+
+/* Can this instruction run out of line (in a detour, relocated)? If not,
+ * returns false and points *why at a short explanation. */
+bool x86_relocatable(const struct x86_insn *in, const char **why);
+
+/* Is this a direct branch whose target is a control-flow target (jmp, jcc,
+ * call, loop, xbegin)? */
+static inline bool x86_has_target(const struct x86_insn *in)
+{
+    return in->kind == XK_JMP || in->kind == XK_JCC || in->kind == XK_CALL ||
+           in->kind == XK_LOOP || in->kind == XK_XBEGIN;
+}
+
+/* Does control never fall through to the next instruction? */
+static inline bool x86_ends_flow(const struct x86_insn *in)
+{
+    return in->kind == XK_JMP || in->kind == XK_JMP_IND || in->kind == XK_RET ||
+           in->kind == XK_FAR || in->kind == XK_UD;
+}
+
+/* Is this `call __fentry__`-shaped (e8 rel32) or a 5-byte nop (the fentry
+ * site after boot)? */
+bool x86_is_call_or_nop5(const uint8_t *p, size_t avail);
+#endif

@@ -1,0 +1,388 @@
+/* Jump-table recovery for the switch patterns gcc and clang emit on x86-64. */
+#include "jumptable.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <Zydis/Zydis.h>
+
+#define SCAN_LIMIT 24        /* instructions walked back from the jump */
+#define MAX_ENTRIES 65536    /* a larger "table" is not a switch */
+
+struct full {
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+};
+
+static bool decode_full(const struct x86_insn *in, x86_read_fn read, void *ctx, struct full *f)
+{
+    static ZydisDecoder dec;
+    static bool ready;
+    ZydisDecoderContext dctx;
+    size_t avail = 0;
+    const uint8_t *p = read(ctx, in->addr, &avail);
+
+    if (!ready) {
+        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    return p && ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &dctx, p, avail, &f->zi)) &&
+           ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&dec, &dctx, &f->zi, f->ops, f->zi.operand_count));
+}
+
+static ZydisRegister big(ZydisRegister r)
+{
+    ZydisRegister e = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+    return e == ZYDIS_REGISTER_NONE ? r : e;
+}
+
+/* Does f write (any part of) register r? */
+static bool writes(const struct full *f, ZydisRegister r)
+{
+    for (unsigned i = 0; i < f->zi.operand_count; i++)
+        if (f->ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            (f->ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) && big(f->ops[i].reg.value) == r)
+            return true;
+    return false;
+}
+
+static bool is_reg(const ZydisDecodedOperand *op, ZydisRegister r)
+{
+    return op->type == ZYDIS_OPERAND_TYPE_REGISTER && big(op->reg.value) == r;
+}
+
+static bool has_target_in(const uint64_t *t, size_t n, uint64_t lo, uint64_t hi)
+{
+    /* any t with lo < t <= hi */
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (t[m] <= lo) a = m + 1; else b = m;
+    }
+    return a < n && t[a] <= hi;
+}
+
+/* Absolute address of a RIP-relative memory operand of in. */
+static bool rip_slot(const ZydisDecodedOperand *op, const struct x86_insn *in, uint64_t *addr)
+{
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.base != ZYDIS_REGISTER_RIP ||
+        op->mem.index != ZYDIS_REGISTER_NONE)
+        return false;
+    *addr = in->addr + in->len + (uint64_t)op->mem.disp.value;
+    return true;
+}
+
+static bool same_slot(const struct full *f, const struct x86_insn *in, const ZydisDecodedOperand *op,
+                      uint64_t mem)
+{
+    uint64_t a;
+    (void)f;
+    return rip_slot(op, in, &a) && a == mem;
+}
+
+/* Is f a copy that the bound may be read through: mov/movzx/movsxd from a
+ * register (follow it), or a load from a RIP-relative slot (compare that)? */
+static bool copies_index(const struct full *f, const struct x86_insn *in, ZydisRegister *idx,
+                         unsigned *width, uint64_t *mem, bool *have_mem)
+{
+    ZydisMnemonic m = f->zi.mnemonic;
+    const ZydisDecodedOperand *src = &f->ops[1];
+    if (f->ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER || *have_mem)
+        return false;
+    if (src->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        if (m == ZYDIS_MNEMONIC_MOVZX) {
+            *width = src->size;
+        } else if (m == ZYDIS_MNEMONIC_MOVSXD || (m == ZYDIS_MNEMONIC_MOV && f->ops[0].size >= 32 &&
+                                                   src->size == f->ops[0].size)) {
+            /* same value for any index the unsigned check lets through */
+        } else {
+            return false;
+        }
+        *idx = big(src->reg.value);
+        return true;
+    }
+    if (m == ZYDIS_MNEMONIC_MOV && f->ops[0].size >= 32 && rip_slot(src, in, mem)) {
+        *have_mem = true;
+        return true;
+    }
+    return false;
+}
+
+struct bstate {
+    ZydisRegister idx;      /* register holding the index */
+    unsigned width;         /* zero-extended from this many bits (0: no) */
+    uint64_t mem;           /* the index was loaded from this RIP-relative slot */
+    bool have_mem;
+    ZydisMnemonic guard;    /* the unsigned jcc seen, waiting for its cmp */
+};
+
+static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, struct bstate st,
+                           const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
+                           int depth, bool skip_first);
+
+/* Control reaches insns[i] from several places: the bound must hold on
+ * every way in. Returns the largest proven count, or 0. */
+static unsigned bound_at_merge(const struct x86_insn *insns, size_t n, size_t i, struct bstate st,
+                               const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
+                               int depth)
+{
+    unsigned best = 0;
+    struct full g;
+    for (size_t k = 0; k < n; k++) {
+        if ((insns[k].kind != XK_JCC && insns[k].kind != XK_JMP) || insns[k].target != insns[i].addr)
+            continue;
+        if (!decode_full(&insns[k], read, ctx, &g))
+            return 0;
+        struct bstate in = st;
+        if (insns[k].kind == XK_JCC) {
+            /* jbe/jb taken = in range: the same check, inverted */
+            if (g.zi.mnemonic != ZYDIS_MNEMONIC_JBE && g.zi.mnemonic != ZYDIS_MNEMONIC_JB)
+                return 0;
+            in.guard = g.zi.mnemonic;
+        }
+        unsigned r = bound_from(insns, n, k, in, targets, ntargets, read, ctx, depth + 1, false);
+        if (!r)
+            return 0;
+        if (r > best)
+            best = r;
+    }
+    if (i > 0 && !x86_ends_flow(&insns[i - 1])) {
+        unsigned r = bound_from(insns, n, i, st, targets, ntargets, read, ctx, depth + 1, true);
+        if (!r)
+            return 0;
+        if (r > best)
+            best = r;
+    }
+    return best;
+}
+
+/* Number of table entries proven by a `cmp $N,%idx` + unsigned jcc on every
+ * path reaching insns[i] with the index in st.idx; 0 when unproven.
+ * skip_first: insns[i] was already treated as a merge point. */
+static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, struct bstate st,
+                           const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
+                           int depth, bool skip_first)
+{
+    if (depth > 4)
+        return 0;
+    for (int steps = 0; steps < SCAN_LIMIT; steps++) {
+        if (!(skip_first && steps == 0) && i < n &&
+            has_target_in(targets, ntargets, insns[i].addr - 1, insns[i].addr)) {
+            if (st.guard != ZYDIS_MNEMONIC_INVALID)
+                return 0;   /* another path joins between the check and its jcc */
+            return bound_at_merge(insns, n, i, st, targets, ntargets, read, ctx, depth);
+        }
+        if (i == 0)
+            return 0;
+        i--;
+        struct full f;
+        if (!decode_full(&insns[i], read, ctx, &f))
+            return 0;
+        ZydisMnemonic m = f.zi.mnemonic;
+        if (insns[i].kind == XK_JCC) {
+            if (st.guard != ZYDIS_MNEMONIC_INVALID)
+                continue;   /* jcc do not change flags */
+            if (m == ZYDIS_MNEMONIC_JNBE || m == ZYDIS_MNEMONIC_JNB) {
+                st.guard = m;
+                continue;
+            }
+            return 0;
+        }
+        if (x86_ends_flow(&insns[i]))
+            return 0;
+        if (st.have_mem && (insns[i].kind == XK_CALL || insns[i].kind == XK_CALL_IND))
+            return 0;   /* a call may change the memory slot between check and load */
+        bool same = st.have_mem ? same_slot(&f, &insns[i], &f.ops[0], st.mem) : is_reg(&f.ops[0], st.idx);
+        if (m == ZYDIS_MNEMONIC_CMP && same && f.ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+            st.guard != ZYDIS_MNEMONIC_INVALID) {
+            uint64_t imm = f.ops[1].imm.value.u;
+            if (f.ops[0].size < 64)
+                imm &= (1ull << f.ops[0].size) - 1;
+            if (imm >= MAX_ENTRIES)
+                return 0;
+            uint64_t count;
+            switch (st.guard) {
+            case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JBE: count = imm + 1; break; /* ja / jbe */
+            case ZYDIS_MNEMONIC_JNB:  case ZYDIS_MNEMONIC_JB:  count = imm; break;     /* jae / jb */
+            default: return 0;
+            }
+            /* A zero-extended narrow copy cannot exceed its width. */
+            if (st.width && st.width < 32 && count > (1ull << st.width))
+                count = 1ull << st.width;
+            return (unsigned)count;
+        }
+        if (st.guard != ZYDIS_MNEMONIC_INVALID && f.zi.cpu_flags &&
+            (f.zi.cpu_flags->modified | f.zi.cpu_flags->set_0 | f.zi.cpu_flags->set_1 | f.zi.cpu_flags->undefined))
+            return 0;   /* something else set the flags the jcc tested */
+        if (!st.have_mem && !writes(&f, st.idx))
+            continue;
+        if (st.have_mem) {
+            if (f.zi.attributes & ZYDIS_ATTRIB_HAS_MODRM && f.ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+                (f.ops[0].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+                return 0;   /* a store, possibly to the slot */
+            continue;
+        }
+        if (st.guard == ZYDIS_MNEMONIC_INVALID &&
+            copies_index(&f, &insns[i], &st.idx, &st.width, &st.mem, &st.have_mem))
+            continue;   /* the index is a copy of another register or a memory slot */
+        if (m == ZYDIS_MNEMONIC_MOV && f.ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+            f.ops[0].size == 32 && f.ops[1].size == 32 && big(f.ops[1].reg.value) == st.idx)
+            continue;   /* mov %eI,%eI only clears the high half */
+        return 0;       /* the index changed in a way we do not follow */
+    }
+    return 0;
+}
+
+static unsigned find_bound(const struct x86_insn *insns, size_t n, size_t from, ZydisRegister idx,
+                           const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx)
+{
+    struct bstate st = { .idx = idx, .guard = ZYDIS_MNEMONIC_INVALID };
+    return bound_from(insns, n, from, st, targets, ntargets, read, ctx, 0, false);
+}
+
+/* Walk back from insns[idx] for the instruction that last wrote reg;
+ * returns its index or n, and fills f. */
+static size_t def_of(const struct x86_insn *insns, size_t n, size_t idx, ZydisRegister reg,
+                     x86_read_fn read, void *ctx, struct full *f)
+{
+    for (size_t i = idx, steps = 0; i > 0 && steps < SCAN_LIMIT; steps++) {
+        i--;
+        if (x86_ends_flow(&insns[i]) || !decode_full(&insns[i], read, ctx, f))
+            return n;
+        if (writes(f, reg))
+            return i;
+    }
+    return n;
+}
+
+/* The only instruction of the function that writes reg, or n when there
+ * are none or several. A register written once (gcc hoists the table base
+ * into a callee-saved register at entry) holds that value everywhere after. */
+static size_t sole_def(const struct x86_insn *insns, size_t n, ZydisRegister reg, x86_read_fn read,
+                       void *ctx, struct full *f)
+{
+    size_t found = n;
+    struct full g;
+    for (size_t i = 0; i < n; i++) {
+        if (insns[i].kind == XK_CALL || insns[i].kind == XK_CALL_IND) {
+            /* calls clobber the caller-saved registers */
+            if (reg != ZYDIS_REGISTER_RBX && reg != ZYDIS_REGISTER_RBP && reg != ZYDIS_REGISTER_R12 &&
+                reg != ZYDIS_REGISTER_R13 && reg != ZYDIS_REGISTER_R14 && reg != ZYDIS_REGISTER_R15)
+                return n;
+            continue;
+        }
+        if (!decode_full(&insns[i], read, ctx, &g))
+            return n;
+        if (g.zi.mnemonic == ZYDIS_MNEMONIC_PUSH || g.zi.mnemonic == ZYDIS_MNEMONIC_POP)
+            continue;   /* saving/restoring the caller's value in prologue/epilogue */
+        if (writes(&g, reg)) {
+            if (found != n)
+                return n;
+            found = i;
+            *f = g;
+        }
+    }
+    return found;
+}
+
+static void read_table(const struct x86_insn *insns, size_t n, size_t load, size_t jmp,
+                       ZydisRegister idx, uint64_t table, unsigned width, bool relative,
+                       const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
+                       struct x86_ijmp_result *res)
+{
+    (void)jmp;
+    unsigned entries = find_bound(insns, n, load, idx, targets, ntargets, read, ctx);
+    size_t avail = 0;
+    const uint8_t *p;
+
+    if (entries == 0) {
+        res->why = "no bound check on the table index";
+        return;
+    }
+    p = read(ctx, table, &avail);
+    if (!p || avail / width < entries) {
+        res->why = "jump table outside the image";
+        return;
+    }
+    res->targets = malloc(entries * sizeof *res->targets);
+    if (!res->targets) {
+        res->why = "out of memory";
+        return;
+    }
+    for (unsigned e = 0; e < entries; e++) {
+        if (relative) {
+            int32_t v;
+            memcpy(&v, p + (size_t)e * 4, 4);
+            res->targets[e] = table + (int64_t)v;
+        } else {
+            memcpy(&res->targets[e], p + (size_t)e * 8, 8);
+        }
+    }
+    res->kind = X86_IJMP_TABLE;
+    res->table = table;
+    res->entries = entries;
+}
+
+void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
+                       const uint64_t *targets, size_t ntargets,
+                       x86_read_fn read, void *ctx, struct x86_ijmp_result *res)
+{
+    struct full j, a, l, b;
+
+    memset(res, 0, sizeof *res);
+    res->kind = X86_IJMP_UNKNOWN;
+    res->why = "unrecognised indirect jump";
+    if (!decode_full(&insns[idx], read, ctx, &j))
+        return;
+    const ZydisDecodedOperand *op = &j.ops[0];
+
+    if (op->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+        if (op->mem.base == ZYDIS_REGISTER_RIP && op->mem.index == ZYDIS_REGISTER_NONE) {
+            res->kind = X86_IJMP_SLOT;
+            res->slot = insns[idx].addr + insns[idx].len + (uint64_t)op->mem.disp.value;
+            return;
+        }
+        if (op->mem.base == ZYDIS_REGISTER_NONE && op->mem.index != ZYDIS_REGISTER_NONE &&
+            op->mem.scale == 8)
+            read_table(insns, n, idx, idx, big(op->mem.index), (uint64_t)op->mem.disp.value, 8, false,
+                       targets, ntargets, read, ctx, res);
+        return;
+    }
+    if (op->type != ZYDIS_OPERAND_TYPE_REGISTER)
+        return;
+    ZydisRegister ra = big(op->reg.value);
+    size_t ia = def_of(insns, n, idx, ra, read, ctx, &a);
+    if (ia == n)
+        return;
+    /* mov SLOT(%rip),%rA; ...; jmp *%rA: a tail call through a pointer slot */
+    uint64_t slot;
+    if (a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && rip_slot(&a.ops[1], &insns[ia], &slot)) {
+        res->kind = X86_IJMP_SLOT;
+        res->slot = slot;
+        return;
+    }
+    /* mov T(,%rI,8),%rA */
+    if (a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && a.ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+        a.ops[1].mem.base == ZYDIS_REGISTER_NONE && a.ops[1].mem.scale == 8) {
+        read_table(insns, n, ia, idx, big(a.ops[1].mem.index), (uint64_t)a.ops[1].mem.disp.value, 8,
+                   false, targets, ntargets, read, ctx, res);
+        return;
+    }
+    /* add %rB,%rA  <-  movslq (%rB,%rI,4),%rA  <-  lea T(%rip),%rB */
+    if (a.zi.mnemonic != ZYDIS_MNEMONIC_ADD || !is_reg(&a.ops[0], ra) ||
+        a.ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
+        return;
+    ZydisRegister rb = big(a.ops[1].reg.value);
+    size_t il = def_of(insns, n, ia, ra, read, ctx, &l);
+    if (il == n || l.zi.mnemonic != ZYDIS_MNEMONIC_MOVSXD || l.ops[1].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+        big(l.ops[1].mem.base) != rb || l.ops[1].mem.scale != 4 || l.ops[1].mem.disp.value != 0)
+        return;
+    size_t ib = def_of(insns, n, ia, rb, read, ctx, &b);
+    if (ib == n)
+        ib = sole_def(insns, n, rb, read, ctx, &b);   /* base hoisted out of a loop */
+    if (ib == n || b.zi.mnemonic != ZYDIS_MNEMONIC_LEA || b.ops[1].mem.base != ZYDIS_REGISTER_RIP ||
+        b.ops[1].mem.index != ZYDIS_REGISTER_NONE)
+        return;
+    uint64_t table = insns[ib].addr + insns[ib].len + (uint64_t)b.ops[1].mem.disp.value;
+    read_table(insns, n, il, idx, big(l.ops[1].mem.index), table, 4, true,
+               targets, ntargets, read, ctx, res);
+}

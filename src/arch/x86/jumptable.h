@@ -1,0 +1,33 @@
+/* Recovery of switch jump tables behind `jmp *%reg` / `jmp *T(,%reg,8)`. */
+#ifndef KPREWRITE_X86_JUMPTABLE_H
+#define KPREWRITE_X86_JUMPTABLE_H
+#include "decode.h"
+
+typedef const uint8_t *(*x86_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
+
+enum x86_ijmp {
+    X86_IJMP_UNKNOWN,   /* targets cannot be proven */
+    X86_IJMP_TABLE,     /* a bounded jump table: *targets filled */
+    X86_IJMP_SLOT,      /* jmp *SLOT(%rip): a tail call through one pointer slot (*slot set) */
+};
+
+struct x86_ijmp_result {
+    enum x86_ijmp kind;
+    uint64_t table;      /* table address (TABLE) */
+    unsigned entries;    /* number of entries (TABLE) */
+    uint64_t slot;       /* pointer slot address (SLOT) */
+    uint64_t *targets;   /* malloc'ed (TABLE); caller frees */
+    const char *why;     /* for UNKNOWN: what was not matched */
+};
+
+/* Analyse the indirect jump insns[idx] of a function whose instructions are
+ * insns[0..n) (in address order). targets/ntargets: the sorted direct branch
+ * targets known inside the function (a merge point between the bound check
+ * and the jump defeats the proof). Patterns: gcc/clang PIC
+ * (lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA; jmp *%rA) and
+ * absolute (jmp *T(,%rI,8) or mov T(,%rI,8),%rA; jmp *%rA), bounded by
+ * cmp $N,%rI with ja/jae (or jbe/jb to the dispatch block). */
+void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
+                       const uint64_t *targets, size_t ntargets,
+                       x86_read_fn read, void *ctx, struct x86_ijmp_result *res);
+#endif

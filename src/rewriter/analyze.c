@@ -1,0 +1,449 @@
+/* Whole-function safety analysis, after the Linux optprobe rules. */
+#include "analyze.h"
+#include "ehframe.h"
+#include "../arch/x86/decode.h"
+#include "../arch/x86/jumptable.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Compact instruction boundary kept for probed functions. */
+struct cinsn {
+    uint32_t off;
+    uint8_t len, kind, flags;
+};
+
+struct fstate {
+    struct cinsn *insns;
+    size_t n;
+    uint64_t decode_fail;    /* first undecodable address, 0 if none */
+};
+
+enum ref_kind { REF_BRANCH, REF_JTABLE, REF_PAD, REF_TABLE, REF_ENDBR };
+
+/* Something that may transfer control to target. */
+struct ref {
+    uint64_t target, from;
+    uint8_t kind;            /* enum ref_kind */
+    uint8_t table;           /* REF_TABLE: enum ktable_id */
+};
+
+struct refs { struct ref *v; size_t n, cap; };
+
+struct state {
+    const struct image *img;
+    const struct symbols *sy;
+    const struct kfacts *kf;
+    uint8_t *probed;         /* per function: has probes to analyse */
+    uint8_t *fam_probed;     /* per family head (parent): some member has probes */
+    uint64_t *taint;         /* per family head: first unproven indirect jump */
+    struct fstate *fs;       /* per function (filled for probed ones) */
+    struct refs refs;
+    struct analysis_stats *st;
+};
+
+static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
+{
+    const struct func *fn = symbols_func_at(s->sy, target);
+    if (!fn || !s->probed[fn - s->sy->funcs])
+        return true;   /* only targets inside probed functions matter */
+    if (s->refs.n == s->refs.cap) {
+        size_t cap = s->refs.cap ? s->refs.cap * 2 : 1024;
+        struct ref *v = realloc(s->refs.v, cap * sizeof *v);
+        if (!v)
+            return false;
+        s->refs.v = v;
+        s->refs.cap = cap;
+    }
+    s->refs.v[s->refs.n++] = (struct ref){ target, from, (uint8_t)kind, table };
+    return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    return x->target < y->target ? -1 : x->target > y->target;
+}
+
+/* Is slot a GOT entry? Then a jmp through it is a tail call to a function entry. */
+static bool got_slot(const struct image *img, uint64_t slot)
+{
+    const struct section *s = image_section_at(img, slot);
+    return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
+}
+
+/* The indirect jumps of one function: recover tables, or taint the family. */
+static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n,
+                          uint64_t *local, size_t nlocal)
+{
+    const struct func *fn = &s->sy->funcs[fi];
+    qsort(local, nlocal, sizeof *local, cmp_u64);
+    for (size_t k = 0; k < n; k++) {
+        if (insns[k].kind != XK_JMP_IND)
+            continue;
+        struct x86_ijmp_result r;
+        x86_indirect_jump(insns, n, k, local, nlocal, image_read_cb, (void *)s->img, &r);
+        bool proven = false;
+        if (r.kind == X86_IJMP_TABLE) {
+            proven = true;
+            for (unsigned e = 0; e < r.entries; e++)
+                if (!image_is_exec_addr(s->img, r.targets[e]))
+                    proven = false;
+            for (unsigned e = 0; proven && e < r.entries; e++)
+                if (!add_ref(s, r.targets[e], insns[k].addr, REF_JTABLE, 0)) {
+                    free(r.targets);
+                    return -1;
+                }
+            if (proven)
+                s->st->jump_tables++;
+        } else if (r.kind == X86_IJMP_SLOT) {
+            proven = got_slot(s->img, r.slot);
+        }
+        /* IBT images: a tracked indirect jump can only land on an endbr64,
+         * and every endbr64 is already a target (see decode_function). */
+        if (!proven && s->img->ibt && !(insns[k].flags & XF_NOTRACK))
+            proven = true;
+        free(r.targets);
+        if (!proven) {
+            s->st->ijmp_unknown++;
+            if (!s->taint[fn->parent])
+                s->taint[fn->parent] = insns[k].addr;
+        }
+    }
+    return 0;
+}
+
+static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, size_t *cap,
+                           uint64_t **local, size_t *lcap)
+{
+    const struct func *fn = &s->sy->funcs[fi];
+    size_t n = 0, nlocal = 0;
+    bool has_ijmp = false;
+    uint64_t fail = 0;
+
+    for (uint64_t a = fn->start; a < fn->end;) {
+        size_t avail = 0;
+        const uint8_t *p = image_read(s->img, a, &avail);
+        if (avail > fn->end - a)
+            avail = (size_t)(fn->end - a);
+        if (n == *cap) {
+            *cap = *cap ? *cap * 2 : 4096;
+            struct x86_insn *nb = realloc(*buf, *cap * sizeof **buf);
+            if (!nb)
+                return -1;
+            *buf = nb;
+        }
+        struct x86_insn *in = &(*buf)[n];
+        if (!p || !x86_decode(p, avail, a, in)) {
+            fail = a;
+            break;
+        }
+        n++;
+        a += in->len;
+        if (x86_has_target(in)) {
+            if (!add_ref(s, in->target, in->addr, REF_BRANCH, 0))
+                return -1;
+            if (in->target >= fn->start && in->target < fn->end) {
+                if (nlocal == *lcap) {
+                    *lcap = *lcap ? *lcap * 2 : 1024;
+                    uint64_t *nl = realloc(*local, *lcap * sizeof **local);
+                    if (!nl)
+                        return -1;
+                    *local = nl;
+                }
+                (*local)[nlocal++] = in->target;
+            }
+        }
+        if (in->kind == XK_JMP_IND)
+            has_ijmp = true;
+        if (in->kind == XK_ENDBR && s->img->ibt && !add_ref(s, in->addr, in->addr, REF_ENDBR, 0))
+            return -1;
+    }
+    s->st->funcs_decoded++;
+    s->st->insns_decoded += n;
+    if (has_ijmp && (s->probed[fi] || s->fam_probed[fn->parent]) &&
+        indirect_jumps(s, fi, *buf, n, *local, nlocal) < 0)
+        return -1;
+    if (s->probed[fi]) {
+        struct fstate *f = &s->fs[fi];
+        f->decode_fail = fail;
+        f->n = n;
+        f->insns = malloc((n ? n : 1) * sizeof *f->insns);
+        if (!f->insns)
+            return -1;
+        for (size_t k = 0; k < n; k++)
+            f->insns[k] = (struct cinsn){ (uint32_t)((*buf)[k].addr - fn->start), (*buf)[k].len,
+                                          (*buf)[k].kind, (*buf)[k].flags };
+    }
+    return 0;
+}
+
+static int landing_pads(struct state *s)
+{
+    for (size_t i = 0; i < s->sy->nfuncs; i++) {
+        const struct func *fn = &s->sy->funcs[i];
+        uint64_t *pads = NULL;
+        size_t n = 0;
+        char e[160];
+        if (!fn->lsda || !s->fam_probed[fn->parent])
+            continue;
+        if (lsda_landing_pads(image_read_cb, (void *)s->img, fn->lsda, fn->start, &pads, &n, e, sizeof e) < 0) {
+            /* Unreadable LSDA: its pads are unknown, so nothing in the family can move. */
+            if (!s->taint[fn->parent])
+                s->taint[fn->parent] = fn->lsda;
+            continue;
+        }
+        for (size_t k = 0; k < n; k++)
+            if (!add_ref(s, pads[k], fn->lsda, REF_PAD, 0)) {
+                free(pads);
+                return -1;
+            }
+        s->st->landing_pads += n;
+        free(pads);
+    }
+    return 0;
+}
+
+static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#include <stdarg.h>
+static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
+{
+    va_list ap;
+    p->verdict = v;
+    p->reason = r;
+    p->detail[0] = 0;
+    if (fmt) {
+        va_start(ap, fmt);
+        vsnprintf(p->detail, sizeof p->detail, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static size_t find_insn(const struct fstate *f, uint32_t off)
+{
+    size_t a = 0, b = f->n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (f->insns[m].off < off) a = m + 1; else b = m;
+    }
+    return a;
+}
+
+/* First ref with from < target... in (lo, hi): lo < target < hi. */
+static const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = r->n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (r->v[m].target <= lo) a = m + 1; else b = m;
+    }
+    return a < r->n && r->v[a].target < hi ? &r->v[a] : NULL;
+}
+
+static void describe_ref(const struct ref *r, char *buf, size_t size)
+{
+    switch (r->kind) {
+    case REF_BRANCH: snprintf(buf, size, "branch at 0x%llx to 0x%llx", (unsigned long long)r->from, (unsigned long long)r->target); break;
+    case REF_JTABLE: snprintf(buf, size, "jump table of the jmp at 0x%llx to 0x%llx", (unsigned long long)r->from, (unsigned long long)r->target); break;
+    case REF_PAD: snprintf(buf, size, "landing pad 0x%llx (LSDA at 0x%llx)", (unsigned long long)r->target, (unsigned long long)r->from); break;
+    case REF_TABLE: snprintf(buf, size, "%s entry at 0x%llx to 0x%llx", ktable_name(r->table), (unsigned long long)r->from, (unsigned long long)r->target); break;
+    case REF_ENDBR: snprintf(buf, size, "endbr64 at 0x%llx (indirect branch target)", (unsigned long long)r->target); break;
+    }
+}
+
+static bool blacklisted(const struct state *s, struct probe *p, const struct func *fn)
+{
+    const struct krange *r = kfacts_blacklisted(s->kf, p->addr);
+    const struct func *parent = &s->sy->funcs[fn->parent];
+    if (!r)
+        r = kfacts_blacklisted(s->kf, fn->start);
+    if (r) {
+        set(p, V_REFUSED, KP_R_BLACKLISTED, "%s", ktable_name(r->table));
+        return true;
+    }
+    if (parent != fn && (r = kfacts_blacklisted(s->kf, parent->start))) {
+        set(p, V_REFUSED, KP_R_BLACKLISTED, "piece of %s (%s)", parent->name, ktable_name(r->table));
+        return true;
+    }
+    return false;
+}
+
+static void judge(struct state *s, struct probe *p)
+{
+    const struct func *fn = &s->sy->funcs[p->func];
+    const struct fstate *f = &s->fs[p->func];
+    uint32_t off = (uint32_t)(p->addr - fn->start);
+    size_t i = find_insn(f, off), j, avail;
+    const char *why;
+    char text[96];
+
+    if (blacklisted(s, p, fn))
+        return;
+    if (i == f->n || f->insns[i].off != off) {
+        if (f->decode_fail && p->addr >= f->decode_fail) {
+            set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
+            return;
+        }
+        uint64_t before = fn->start + f->insns[i - 1].off;
+        uint64_t after = i < f->n ? fn->start + f->insns[i].off : before + f->insns[i - 1].len;
+        set(p, V_REFUSED, KP_R_NOT_INSN_BOUNDARY, "inside the instruction at 0x%llx; boundaries 0x%llx and 0x%llx",
+            (unsigned long long)before, (unsigned long long)before, (unsigned long long)after);
+        return;
+    }
+    struct x86_insn pi = { .addr = p->addr, .len = f->insns[i].len, .kind = f->insns[i].kind, .flags = f->insns[i].flags };
+    if (pi.kind == XK_INT3 || pi.kind == XK_INTN || pi.kind == XK_UD) {
+        x86_relocatable(&pi, &why);
+        set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
+        return;
+    }
+    const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr, pi.len);
+    if (rs) {
+        if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == X86_JMP32_LEN) {
+            p->notes |= NOTE_FENTRY_TAKEOVER;
+        } else {
+            set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
+            p->reason_arg = ktable_name(rs->table);
+            return;
+        }
+    }
+    if (kfacts_extable_in(s->kf, p->addr, p->addr + 1)) {
+        set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
+        return;
+    }
+
+    /* The DCR: fewest whole instructions covering the 5-byte jump. */
+    unsigned len = 0;
+    for (j = i; j < f->n && len < X86_JMP32_LEN; j++)
+        len += f->insns[j].len;
+    p->dcr_len = (uint8_t)(len < 255 ? len : 255);
+    p->dcr_ninsn = (uint8_t)(j - i);
+    size_t pos = 0;
+    for (size_t k = i; k < j; k++) {
+        uint64_t a = fn->start + f->insns[k].off;
+        const uint8_t *b = image_read(s->img, a, &avail);
+        x86_format(b, avail, a, text, sizeof text);
+        pos += (size_t)snprintf(p->dcr_text + pos, pos < DCR_TEXT_MAX ? DCR_TEXT_MAX - pos : 0, "%s%s",
+                                k == i ? "" : "; ", text);
+        if (pos >= DCR_TEXT_MAX)
+            pos = DCR_TEXT_MAX - 1;
+    }
+    if (f->decode_fail) {
+        set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
+        return;
+    }
+    if (len < X86_JMP32_LEN) {
+        if (fn->end - fn->start < X86_JMP32_LEN)
+            set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long", (unsigned long long)(fn->end - fn->start));
+        else
+            set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s", len, fn->name);
+        return;
+    }
+    bool has_call = false;
+    for (size_t k = i; k < j; k++) {
+        struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
+                               .kind = f->insns[k].kind, .flags = f->insns[k].flags };
+        if (!x86_relocatable(&in, &why)) {
+            set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
+            return;
+        }
+        if (in.kind == XK_CALL)
+            has_call = true;
+        if (in.flags & XF_RIPREL)
+            p->notes |= NOTE_RIPREL;
+        if (in.kind == XK_JMP || in.kind == XK_JCC)
+            p->notes |= NOTE_BRANCH_REENC;
+    }
+    rs = kfacts_reserved_overlap(s->kf, p->addr + pi.len, len - pi.len);
+    if (rs) {
+        set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
+        p->reason_arg = ktable_name(rs->table);
+        return;
+    }
+    uint64_t ex = kfacts_extable_in(s->kf, fn->start, fn->end);
+    if (ex) {
+        set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
+        return;
+    }
+    if (s->taint[fn->parent]) {
+        set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
+        return;
+    }
+    const struct ref *r = ref_into(&s->refs, p->addr, p->addr + len);
+    if (r) {
+        char d[160];
+        describe_ref(r, d, sizeof d);
+        set(p, V_INT3, KP_R_JUMP_INTO_DCR, "%s", d);
+        return;
+    }
+    if (has_call) {
+        if (s->img->kind == IMG_VMLINUX) {
+            set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
+            return;
+        }
+        p->notes |= NOTE_CALL_KEPT;
+    }
+    set(p, V_OPTIMIZED, KP_R_NONE, NULL);
+}
+
+int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf,
+                   struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen)
+{
+    struct state s = { .img = img, .sy = sy, .kf = kf, .st = st };
+    struct x86_insn *buf = NULL;
+    uint64_t *local = NULL;
+    size_t cap = 0, lcap = 0, nf = sy->nfuncs ? sy->nfuncs : 1;
+    int rc = -1;
+
+    memset(st, 0, sizeof *st);
+    s.probed = calloc(nf, 1);
+    s.fam_probed = calloc(nf, 1);
+    s.taint = calloc(nf, sizeof *s.taint);
+    s.fs = calloc(nf, sizeof *s.fs);
+    if (!s.probed || !s.fam_probed || !s.taint || !s.fs)
+        goto oom;
+    size_t todo = 0;
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->verdict == V_REFUSED || p->func == SIZE_MAX)
+            continue;
+        s.probed[p->func] = 1;
+        s.fam_probed[sy->funcs[p->func].parent] = 1;
+        todo++;
+    }
+    if (todo) {
+        for (size_t i = 0; i < sy->nfuncs; i++)
+            if (decode_function(&s, i, &buf, &cap, &local, &lcap) < 0)
+                goto oom;
+        if (landing_pads(&s) < 0)
+            goto oom;
+        for (size_t i = 0; i < kf->ntargets; i++)
+            if (!add_ref(&s, kf->targets[i].target, kf->targets[i].from, REF_TABLE, kf->targets[i].table))
+                goto oom;
+        qsort(s.refs.v, s.refs.n, sizeof *s.refs.v, cmp_ref);
+        for (size_t i = 0; i < probes->n; i++) {
+            struct probe *p = &probes->v[i];
+            if (p->verdict != V_REFUSED && p->func != SIZE_MAX)
+                judge(&s, p);
+        }
+    }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "%s: out of memory during analysis", img->path);
+out:
+    if (s.fs)
+        for (size_t i = 0; i < sy->nfuncs; i++)
+            free(s.fs[i].insns);
+    free(s.fs); free(s.probed); free(s.fam_probed); free(s.taint); free(s.refs.v);
+    free(buf); free(local);
+    return rc;
+}

@@ -1,0 +1,22 @@
+/* Whole-function analysis: gives every resolved probe its verdict. */
+#ifndef KPREWRITE_ANALYZE_H
+#define KPREWRITE_ANALYZE_H
+#include "image.h"
+#include "ktables.h"
+#include "probe.h"
+#include "symbols.h"
+
+struct analysis_stats {
+    size_t funcs_decoded;
+    size_t insns_decoded;
+    size_t jump_tables;       /* recovered */
+    size_t ijmp_unknown;      /* indirect jumps left unproven */
+    size_t landing_pads;
+};
+
+/* Decodes each function of the image once (probed functions keep their
+ * instruction boundaries; the others only contribute control-flow targets)
+ * and sets verdict, reason, detail and DCR of every probe not refused yet. */
+int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf,
+                   struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen);
+#endif

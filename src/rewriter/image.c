@@ -1,0 +1,283 @@
+/* Opening and validating ELF images with libelf. */
+#include "image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NT_GNU_PROPERTY_TYPE_0_ 5
+#define GNU_PROPERTY_X86_FEATURE_1_AND_ 0xc0000002u
+#define GNU_PROPERTY_X86_FEATURE_1_IBT_ 1u
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    snprintf(err, errlen, fmt, a, b);
+    return -1;
+}
+
+const char *image_kind_name(enum image_kind k)
+{
+    switch (k) {
+    case IMG_EXEC: return "exec";
+    case IMG_PIE: return "pie";
+    case IMG_DSO: return "dso";
+    case IMG_VMLINUX: return "vmlinux";
+    }
+    return "?";
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+    const struct section *x = *(struct section *const *)a, *y = *(struct section *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* .note.gnu.property: does the image claim IBT (indirect branches land on endbr64)? */
+static bool read_ibt(const struct image *img)
+{
+    const struct section *s = image_section_by_name(img, ".note.gnu.property");
+    if (!s || !s->data)
+        return false;
+    const uint8_t *p = s->data, *end = s->data + s->size;
+    while (end - p >= 12) {
+        uint32_t namesz, descsz, type;
+        memcpy(&namesz, p, 4); memcpy(&descsz, p + 4, 4); memcpy(&type, p + 8, 4);
+        size_t name_al = (namesz + 3u) & ~3u, desc_al = (descsz + 7u) & ~7u;
+        if (name_al > (size_t)(end - p - 12) || desc_al > (size_t)(end - p - 12) - name_al)
+            return false;
+        const uint8_t *d = p + 12 + name_al;
+        if (type == NT_GNU_PROPERTY_TYPE_0_ && namesz == 4 && memcmp(p + 12, "GNU", 4) == 0) {
+            for (const uint8_t *q = d; q + 8 <= d + descsz;) {
+                uint32_t pt, psz;
+                memcpy(&pt, q, 4); memcpy(&psz, q + 4, 4);
+                if (psz > (size_t)(d + descsz - q - 8))
+                    return false;
+                if (pt == GNU_PROPERTY_X86_FEATURE_1_AND_ && psz >= 4) {
+                    uint32_t v;
+                    memcpy(&v, q + 8, 4);
+                    return v & GNU_PROPERTY_X86_FEATURE_1_IBT_;
+                }
+                q += 8 + ((psz + 7u) & ~7u);
+            }
+        }
+        p += 12 + name_al + desc_al;
+    }
+    return false;
+}
+
+static bool looks_like_kernel(const struct image *img)
+{
+    return image_section_by_name(img, "__ex_table") || image_section_by_name(img, "__ksymtab") ||
+           image_section_by_name(img, ".altinstructions");
+}
+
+static bool dynamic_pie_flag(const struct image *img)
+{
+    const struct section *s = image_section_by_name(img, ".dynamic");
+    if (!s || !s->data)
+        return false;
+    for (size_t off = 0; off + 16 <= s->size; off += 16) {
+        int64_t tag; uint64_t val;
+        memcpy(&tag, s->data + off, 8); memcpy(&val, s->data + off + 8, 8);
+        if (tag == DT_NULL)
+            break;
+        if (tag == DT_FLAGS_1 && (val & DF_1_PIE))
+            return true;
+    }
+    return false;
+}
+
+int image_open(struct image *img, const char *path, bool force_kernel, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t shnum, shstrndx;
+
+    memset(img, 0, sizeof *img);
+    img->fd = -1;
+    img->path = path;
+    elf_version(EV_CURRENT);
+    img->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (img->fd < 0)
+        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(img->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        image_close(img);
+        return fail(err, errlen, "%s: not a regular file%s", path, "");
+    }
+    img->map_size = (size_t)st.st_size;
+    if (img->map_size < EI_NIDENT) {
+        image_close(img);
+        return fail(err, errlen, "%s: not an ELF file (%s)", path, img->map_size ? "too short" : "empty");
+    }
+    /* Private and writable only because libelf may touch its buffer; the file never changes. */
+    img->map = mmap(NULL, img->map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, img->fd, 0);
+    if (img->map == MAP_FAILED) {
+        img->map = NULL;
+        image_close(img);
+        return fail(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+    }
+    if (memcmp(img->map, ELFMAG, SELFMAG) != 0) {
+        image_close(img);
+        return fail(err, errlen, "%s: not an ELF file%s", path, "");
+    }
+    if (img->map[EI_CLASS] != ELFCLASS64) {
+        image_close(img);
+        return fail(err, errlen, "%s: %s ELF is not supported (x86-64 only)", path,
+                    img->map[EI_CLASS] == ELFCLASS32 ? "32-bit" : "unknown-class");
+    }
+    if (img->map[EI_DATA] != ELFDATA2LSB) {
+        image_close(img);
+        return fail(err, errlen, "%s: big-endian ELF is not supported (x86-64 only)%s", path, "");
+    }
+    img->elf = elf_memory((char *)img->map, img->map_size);
+    if (!img->elf || elf_kind(img->elf) != ELF_K_ELF || !gelf_getehdr(img->elf, &img->ehdr)) {
+        image_close(img);
+        return fail(err, errlen, "%s: malformed ELF header: %s", path, elf_errmsg(-1));
+    }
+    if (img->ehdr.e_machine != EM_X86_64) {
+        char m[32];
+        snprintf(m, sizeof m, "e_machine %u", img->ehdr.e_machine);
+        image_close(img);
+        return fail(err, errlen, "%s: unsupported machine (%s): x86-64 only", path, m);
+    }
+    if (img->ehdr.e_type == ET_REL) {
+        image_close(img);
+        return fail(err, errlen, "%s: relocatable object: link it first%s", path, "");
+    }
+    if (img->ehdr.e_type != ET_EXEC && img->ehdr.e_type != ET_DYN) {
+        image_close(img);
+        return fail(err, errlen, "%s: not an executable or shared object (e_type)%s", path, "");
+    }
+    if (elf_getshdrnum(img->elf, &shnum) != 0 || elf_getshdrstrndx(img->elf, &shstrndx) != 0) {
+        image_close(img);
+        return fail(err, errlen, "%s: malformed section headers: %s", path, elf_errmsg(-1));
+    }
+    if (shnum == 0) {
+        image_close(img);
+        return fail(err, errlen, "%s: no section headers (cannot find functions)%s", path, "");
+    }
+    /* libelf does not check that section headers fit in the file. */
+    if (img->ehdr.e_shoff > img->map_size ||
+        (uint64_t)shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
+        image_close(img);
+        return fail(err, errlen, "%s: truncated: section headers past end of file%s", path, "");
+    }
+    img->secs = calloc(shnum, sizeof *img->secs);
+    img->by_addr = calloc(shnum, sizeof *img->by_addr);
+    if (!img->secs || !img->by_addr) {
+        image_close(img);
+        return fail(err, errlen, "%s: out of memory%s", path, "");
+    }
+    img->nsecs = shnum;
+    for (size_t i = 0; i < shnum; i++) {
+        Elf_Scn *scn = elf_getscn(img->elf, i);
+        GElf_Shdr sh;
+        struct section *s = &img->secs[i];
+        if (!scn || !gelf_getshdr(scn, &sh)) {
+            image_close(img);
+            return fail(err, errlen, "%s: malformed section header: %s", path, elf_errmsg(-1));
+        }
+        s->index = i;
+        s->name = elf_strptr(img->elf, shstrndx, sh.sh_name);
+        if (!s->name)
+            s->name = "";
+        s->addr = sh.sh_addr; s->size = sh.sh_size; s->offset = sh.sh_offset;
+        s->flags = sh.sh_flags; s->type = sh.sh_type; s->entsize = sh.sh_entsize;
+        s->link = sh.sh_link; s->info = sh.sh_info;
+        if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL) {
+            if (sh.sh_offset > img->map_size || sh.sh_size > img->map_size - sh.sh_offset) {
+                char sec[64];
+                snprintf(sec, sizeof sec, "%.60s", s->name);
+                image_close(img);
+                return fail(err, errlen, "%s: truncated: section %s extends past end of file", path, sec);
+            }
+            s->data = img->map + sh.sh_offset;
+        }
+        if ((sh.sh_flags & SHF_ALLOC) && sh.sh_size && sh.sh_addr + sh.sh_size >= sh.sh_addr)
+            img->by_addr[img->nby_addr++] = s;
+    }
+    qsort(img->by_addr, img->nby_addr, sizeof *img->by_addr, cmp_addr);
+
+    img->ibt = read_ibt(img);
+    if (img->ehdr.e_type == ET_EXEC)
+        img->kind = (force_kernel || looks_like_kernel(img)) ? IMG_VMLINUX : IMG_EXEC;
+    else {
+        size_t phnum = 0;
+        bool interp = false;
+        elf_getphdrnum(img->elf, &phnum);
+        for (size_t i = 0; i < phnum; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(img->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+                interp = true;
+        }
+        img->kind = (interp || dynamic_pie_flag(img)) ? IMG_PIE : IMG_DSO;
+        if (force_kernel) {
+            image_close(img);
+            return fail(err, errlen, "%s: --kernel given but the image is ET_DYN, not a vmlinux%s", path, "");
+        }
+    }
+    return 0;
+}
+
+void image_close(struct image *img)
+{
+    if (img->elf)
+        elf_end(img->elf);
+    if (img->map)
+        munmap(img->map, img->map_size);
+    if (img->fd >= 0)
+        close(img->fd);
+    free(img->secs);
+    free(img->by_addr);
+    img->elf = NULL; img->map = NULL; img->fd = -1; img->secs = NULL; img->by_addr = NULL;
+}
+
+const struct section *image_section_at(const struct image *img, uint64_t vaddr)
+{
+    size_t a = 0, b = img->nby_addr;
+    while (a < b) {               /* last section with addr <= vaddr */
+        size_t m = (a + b) / 2;
+        if (img->by_addr[m]->addr <= vaddr) a = m + 1; else b = m;
+    }
+    /* Sections may nest or be empty; look back over a few candidates. */
+    for (size_t i = a; i > 0 && a - i < 4; i--) {
+        const struct section *s = img->by_addr[i - 1];
+        if (vaddr >= s->addr && vaddr - s->addr < s->size)
+            return s;
+    }
+    return NULL;
+}
+
+const uint8_t *image_read(const struct image *img, uint64_t vaddr, size_t *avail)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    if (!s || !s->data) {
+        *avail = 0;
+        return NULL;
+    }
+    *avail = (size_t)(s->size - (vaddr - s->addr));
+    return s->data + (vaddr - s->addr);
+}
+
+const uint8_t *image_read_cb(void *img, uint64_t vaddr, size_t *avail)
+{
+    return image_read(img, vaddr, avail);
+}
+
+const struct section *image_section_by_name(const struct image *img, const char *name)
+{
+    for (size_t i = 0; i < img->nsecs; i++)
+        if (strcmp(img->secs[i].name, name) == 0)
+            return &img->secs[i];
+    return NULL;
+}
+
+bool image_is_exec_addr(const struct image *img, uint64_t vaddr)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    return s && (s->flags & SHF_EXECINSTR) && s->data;
+}

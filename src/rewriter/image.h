@@ -1,0 +1,50 @@
+/* An ELF image opened read-only: sections, classification, reads by address. */
+#ifndef KPREWRITE_IMAGE_H
+#define KPREWRITE_IMAGE_H
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
+
+struct section {
+    const char *name;
+    uint64_t addr, size, offset, flags, entsize;
+    uint32_t type, link, info;
+    size_t index;
+    const uint8_t *data;     /* file bytes; NULL for SHT_NOBITS */
+};
+
+struct image {
+    const char *path;
+    int fd;
+    uint8_t *map;            /* the whole file, read-only */
+    size_t map_size;
+    Elf *elf;
+    GElf_Ehdr ehdr;
+    enum image_kind kind;
+    bool ibt;                /* GNU property: IBT-compatible code */
+    struct section *secs;
+    size_t nsecs;
+    /* Allocated sections with file bytes, sorted by address, for reads. */
+    struct section **by_addr;
+    size_t nby_addr;
+};
+
+/* Open and validate path. force_kernel: treat an ET_EXEC as vmlinux.
+ * On error returns -1 with a one-line message in err. */
+int image_open(struct image *img, const char *path, bool force_kernel, char *err, size_t errlen);
+void image_close(struct image *img);
+
+/* Bytes at vaddr within one allocated PROGBITS section; *avail = bytes left in it. */
+const uint8_t *image_read(const struct image *img, uint64_t vaddr, size_t *avail);
+/* Callback form for eh_read_fn / x86_read_fn. */
+const uint8_t *image_read_cb(void *img, uint64_t vaddr, size_t *avail);
+
+const struct section *image_section_by_name(const struct image *img, const char *name);
+/* The allocated section containing vaddr (including NOBITS), or NULL. */
+const struct section *image_section_at(const struct image *img, uint64_t vaddr);
+bool image_is_exec_addr(const struct image *img, uint64_t vaddr);
+const char *image_kind_name(enum image_kind k);
+#endif

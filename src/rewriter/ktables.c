@@ -1,0 +1,457 @@
+/* One table-driven reader for every vmlinux table that names code sites. */
+#include "ktables.h"
+#include "../arch/x86/decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum site_enc { REL32, ABS64 };
+enum len_mode { LEN_FIXED, LEN_FIELD, LEN_INSN, LEN_JUMP_LABEL };
+enum action { ACT_RESERVE, ACT_EXTABLE, ACT_BLACKLIST };
+enum check { CHK_NONE, CHK_UD, CHK_ALT_REPL };
+
+/* One candidate layout: entry size and, for LEN_FIELD, where the length byte is. */
+struct layout { uint8_t entsize, len_off; };
+
+struct ktable_desc {
+    enum ktable_id id;
+    const char *section;               /* section name, when the table has its own */
+    const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
+    struct layout layouts[4];          /* tried in order; entsize 0 ends the list */
+    enum site_enc enc;
+    uint8_t site_off;
+    enum len_mode len_mode;
+    uint8_t fixed_len;
+    int8_t target_off;                 /* rel32 field naming a control-flow target, or -1 */
+    enum action action;
+    enum check check;
+};
+
+/* Entry formats: ../shared/design/kprobes-reference.md section 2. */
+static const struct ktable_desc tables[] = {
+    /* struct exception_table_entry { int insn, fixup, data; } (older: no data) */
+    { KT_EX_TABLE, "__ex_table", "__start___ex_table", "__stop___ex_table",
+      { { 12, 0 }, { 8, 0 } }, REL32, 0, LEN_INSN, 0, 4, ACT_EXTABLE, CHK_NONE },
+    /* struct alt_instr: 14 B {s32,s32,u32 ft_flags,u8 instrlen,u8 repllen} since 6.3;
+     * 12 B {s32,s32,u16 cpuid,u8 instrlen,u8 repllen}; 13 B with padlen (<= 5.x) */
+    { KT_ALTINSTR, ".altinstructions", "__alt_instructions", "__alt_instructions_end",
+      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, REL32, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_ALT_REPL },
+    /* s32 relative to the entry, pointing at a lock prefix */
+    { KT_SMP_LOCKS, ".smp_locks", "__smp_locks", "__smp_locks_end",
+      { { 4, 0 } }, REL32, 0, LEN_FIXED, 1, -1, ACT_RESERVE, CHK_NONE },
+    /* struct jump_entry { s32 code, target; long key; } */
+    { KT_JUMP_TABLE, "__jump_table", "__start___jump_table", "__stop___jump_table",
+      { { 16, 0 } }, REL32, 0, LEN_JUMP_LABEL, 0, 4, ACT_RESERVE, CHK_NONE },
+    /* struct static_call_site { s32 addr, key; } */
+    { KT_STATIC_CALL, ".static_call_sites", "__start_static_call_sites", "__stop_static_call_sites",
+      { { 8, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
+    { KT_RETPOLINE, ".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end",
+      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
+    { KT_RETURN, ".return_sites", "__return_sites", "__return_sites_end",
+      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
+    { KT_CALL_SITES, ".call_sites", "__call_sites", "__call_sites_end",
+      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
+    { KT_IBT_SEAL, ".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end",
+      { { 4, 0 } }, REL32, 0, LEN_FIXED, 4, -1, ACT_RESERVE, CHK_NONE },
+    { KT_CFI_SITES, ".cfi_sites", "__cfi_sites", "__cfi_sites_end",
+      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
+    /* struct paravirt_patch_site { u8 *instr; u8 type; u8 len; } (kernels <= 6.7) */
+    { KT_PARAINSTR, ".parainstructions", "__parainstructions", "__parainstructions_end",
+      { { 16, 9 } }, ABS64, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_NONE },
+    /* struct bug_entry, relative pointers: 12 B (BUGVERBOSE), 16 B (+format), 8 B (no verbose) */
+    { KT_BUG_TABLE, "__bug_table", "__start___bug_table", "__stop___bug_table",
+      { { 12, 0 }, { 16, 0 }, { 8, 0 } }, REL32, 0, LEN_FIXED, 2, -1, ACT_RESERVE, CHK_UD },
+    /* unsigned long: absolute addresses of the 5-byte fentry calls */
+    { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
+      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 5, -1, ACT_RESERVE, CHK_NONE },
+    /* NOKPROBE_SYMBOL(): unsigned long function addresses */
+    { KT_KPROBE_BLACKLIST, "_kprobe_blacklist", "__start_kprobe_blacklist", "__stop_kprobe_blacklist",
+      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 1, -1, ACT_BLACKLIST, CHK_NONE },
+};
+
+static const char *const names[KT__COUNT] = {
+    [KT_EX_TABLE] = "__ex_table", [KT_ALTINSTR] = ".altinstructions", [KT_SMP_LOCKS] = ".smp_locks",
+    [KT_JUMP_TABLE] = "__jump_table", [KT_STATIC_CALL] = ".static_call_sites",
+    [KT_RETPOLINE] = ".retpoline_sites", [KT_RETURN] = ".return_sites", [KT_CALL_SITES] = ".call_sites",
+    [KT_IBT_SEAL] = ".ibt_endbr_seal", [KT_CFI_SITES] = ".cfi_sites",
+    [KT_PARAINSTR] = ".parainstructions", [KT_BUG_TABLE] = "__bug_table", [KT_MCOUNT] = "__mcount_loc",
+    [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
+    [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
+    [KT_ENTRY_TEXT] = ".entry.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+};
+
+const char *ktable_name(enum ktable_id id)
+{
+    return id < KT__COUNT ? names[id] : "?";
+}
+
+struct growing { void *p; size_t n, cap, elt; };
+
+static bool push(struct growing *g, const void *x)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 256;
+        void *p = realloc(g->p, cap * g->elt);
+        if (!p)
+            return false;
+        g->p = p;
+        g->cap = cap;
+    }
+    memcpy((char *)g->p + g->n++ * g->elt, x, g->elt);
+    return true;
+}
+
+struct ctx {
+    const struct image *img;
+    const struct symbols *sy;
+    struct growing reserved, targets, extable, blacklist;
+};
+
+/* Locate a table: its own section, else the __start/__stop symbols. */
+static bool locate(const struct ctx *c, const struct ktable_desc *d, const uint8_t **data,
+                   uint64_t *vaddr, uint64_t *size)
+{
+    const struct section *s = image_section_by_name(c->img, d->section);
+    uint64_t a, b;
+    size_t avail;
+
+    if (s && s->data && s->size) {
+        *data = s->data; *vaddr = s->addr; *size = s->size;
+        return true;
+    }
+    if (symbols_addr_of(c->sy, d->start_sym, &a) && symbols_addr_of(c->sy, d->stop_sym, &b) && b > a) {
+        *data = image_read(c->img, a, &avail);
+        if (*data && avail >= b - a) {
+            *vaddr = a; *size = b - a;
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t eaddr)
+{
+    if (d->enc == ABS64) {
+        uint64_t v;
+        memcpy(&v, e + d->site_off, 8);
+        return v;
+    }
+    int32_t r;
+    memcpy(&r, e + d->site_off, 4);
+    return eaddr + d->site_off + (int64_t)r;
+}
+
+static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+                         const uint8_t *e, uint64_t site)
+{
+    size_t avail = 0;
+    const uint8_t *p;
+    struct x86_insn in;
+
+    switch (d->len_mode) {
+    case LEN_FIXED: return d->fixed_len;
+    case LEN_FIELD: return e[l->len_off];
+    case LEN_JUMP_LABEL:
+        /* 2 bytes for jmp8 / nop2, else the 5-byte jmp32 / nop5 */
+        p = image_read(c->img, site, &avail);
+        if (p && avail >= 2 && (p[0] == 0xeb || (p[0] == 0x66 && p[1] == 0x90)))
+            return 2;
+        return 5;
+    case LEN_INSN:
+        p = image_read(c->img, site, &avail);
+        return p ? x86_decode(p, avail, site, &in) : 0;
+    }
+    return 0;
+}
+
+/* Does every entry make sense with this layout? */
+static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+                        const uint8_t *data, uint64_t vaddr, uint64_t size)
+{
+    const struct section *repl = image_section_by_name(c->img, ".altinstr_replacement");
+    if (size % l->entsize)
+        return false;
+    for (uint64_t off = 0; off < size; off += l->entsize) {
+        const uint8_t *e = data + off;
+        uint64_t site = site_of(d, e, vaddr + off);
+        if (d->enc == ABS64 && site == 0)
+            continue;   /* linker padding: the kernel skips NULL entries too */
+        if (!image_is_exec_addr(c->img, site))
+            return false;
+        if (d->check == CHK_UD) {
+            size_t avail;
+            const uint8_t *p = image_read(c->img, site, &avail);
+            if (!p || avail < 2 || p[0] != 0x0f || (p[1] != 0x0b && p[1] != 0xb9 && p[1] != 0xff))
+                return false;
+        }
+        if (d->check == CHK_ALT_REPL && repl) {
+            int32_t r;
+            memcpy(&r, e + 4, 4);
+            uint64_t to = vaddr + off + 4 + (int64_t)r;
+            unsigned repllen = e[l->len_off + 1];
+            if (to < repl->addr || to + repllen > repl->addr + repl->size || e[l->len_off] < repllen)
+                return false;
+        }
+    }
+    return true;
+}
+
+static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts *kf, char *err, size_t errlen)
+{
+    const uint8_t *data;
+    uint64_t vaddr, size;
+    const struct layout *l = NULL;
+
+    if (!locate(c, d, &data, &vaddr, &size))
+        return 0;
+    for (const struct layout *cand = d->layouts; cand->entsize; cand++)
+        if (layout_fits(c, d, cand, data, vaddr, size)) {
+            l = cand;
+            break;
+        }
+    if (!l) {
+        snprintf(err, errlen, "%s: table %s (%llu bytes at 0x%llx): entry layout not recognised; "
+                 "refusing to guess", c->img->path, names[d->id], (unsigned long long)size,
+                 (unsigned long long)vaddr);
+        return -1;
+    }
+    kf->entsize[d->id] = l->entsize;
+    for (uint64_t off = 0; off < size; off += l->entsize) {
+        const uint8_t *e = data + off;
+        uint64_t site = site_of(d, e, vaddr + off);
+        if (d->enc == ABS64 && site == 0)
+            continue;
+        kf->count[d->id]++;
+        if (d->target_off >= 0) {
+            int32_t r;
+            memcpy(&r, e + d->target_off, 4);
+            struct kref t = { vaddr + off + (uint64_t)d->target_off + (int64_t)r, vaddr + off,
+                              (uint8_t)d->id };
+            if (!push(&c->targets, &t))
+                goto oom;
+        }
+        if (d->action == ACT_BLACKLIST) {
+            const struct func *fn = symbols_func_at(c->sy, site);
+            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id };
+            if (!push(&c->blacklist, &r))
+                goto oom;
+            continue;
+        }
+        if (d->action == ACT_EXTABLE && !push(&c->extable, &site))
+            goto oom;
+        struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id };
+        if (r.len == 0)
+            r.len = 1;
+        if (!push(&c->reserved, &r))
+            goto oom;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory reading %s", c->img->path, names[d->id]);
+    return -1;
+}
+
+/* Relocations that patch code bytes: at load (TEXTREL, KASLR) the bytes
+ * change, so an instruction carrying one must not move or be copied.
+ * PC-relative ones survive moving the whole text, except the kernel's
+ * inverse per-cpu relocations (PC32 against .data..percpu symbols). */
+static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < c->img->nsecs; i++) {
+        const struct section *s = &c->img->secs[i];
+        if (s->type != SHT_RELA || !s->data || s->entsize != sizeof(Elf64_Rela))
+            continue;
+        const struct section *symtab = s->link < c->img->nsecs ? &c->img->secs[s->link] : NULL;
+        for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= s->size; off += sizeof(Elf64_Rela)) {
+            Elf64_Rela r;
+            memcpy(&r, s->data + off, sizeof r);
+            uint32_t type = ELF64_R_TYPE(r.r_info);
+            unsigned len;
+            switch (type) {
+            case R_X86_64_64: len = 8; break;
+            case R_X86_64_32: case R_X86_64_32S: len = 4; break;
+            case R_X86_64_RELATIVE: case R_X86_64_IRELATIVE: len = 8; break;
+            case R_X86_64_PC32: {
+                /* only the per-cpu inverse relocations matter */
+                uint32_t symi = ELF64_R_SYM(r.r_info);
+                Elf64_Sym sym;
+                if (c->img->kind != IMG_VMLINUX || !symtab || !symtab->data ||
+                    (uint64_t)(symi + 1) * sizeof sym > symtab->size)
+                    continue;
+                memcpy(&sym, symtab->data + symi * sizeof sym, sizeof sym);
+                if (sym.st_shndx >= c->img->nsecs ||
+                    strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
+                    continue;
+                len = 4;
+                break;
+            }
+            default: continue;
+            }
+            /* vmlinux: r_offset is a virtual address (ET_EXEC --emit-relocs). */
+            if (!image_is_exec_addr(c->img, r.r_offset))
+                continue;
+            struct krange kr = { r.r_offset, len, KT_RELOC };
+            kf->count[KT_RELOC]++;
+            if (!push(&c->reserved, &kr)) {
+                snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Ranges that are blacklisted as a whole: by section, or by start/end symbols. */
+static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
+{
+    static const struct { enum ktable_id id; const char *sec, *a, *b; } ranges[] = {
+        { KT_KPROBES_TEXT, ".kprobes.text", "__kprobes_text_start", "__kprobes_text_end" },
+        { KT_NOINSTR_TEXT, ".noinstr.text", "__noinstr_text_start", "__noinstr_text_end" },
+        { KT_ENTRY_TEXT, ".entry.text", "__entry_text_start", "__entry_text_end" },
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        const struct section *s = image_section_by_name(c->img, ranges[i].sec);
+        uint64_t a = 0, b = 0;
+        if (s && s->size) {
+            a = s->addr; b = s->addr + s->size;
+        } else if (!symbols_addr_of(c->sy, ranges[i].a, &a) || !symbols_addr_of(c->sy, ranges[i].b, &b)) {
+            continue;
+        }
+        if (b <= a)
+            continue;
+        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id };
+        if (!push(&c->blacklist, &r))
+            goto oom;
+    }
+    for (size_t i = 0; i < c->sy->nfuncs; i++) {
+        const struct func *fn = &c->sy->funcs[i];
+        if (strncmp(fn->name, "__cfi_", 6) == 0 || strncmp(fn->name, "__pfx_", 6) == 0) {
+            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE };
+            if (r.len && !push(&c->blacklist, &r))
+                goto oom;
+        }
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory", c->img->path);
+    return -1;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct krange *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_kref(const void *a, const void *b)
+{
+    const struct kref *x = a, *y = b;
+    return x->target < y->target ? -1 : x->target > y->target;
+}
+
+static size_t uniq_u64(uint64_t *v, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i])
+            v[k++] = v[i];
+    return k;
+}
+
+int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
+                char *err, size_t errlen)
+{
+    struct ctx c = { .img = img, .sy = sy,
+                     .reserved = { .elt = sizeof(struct krange) }, .targets = { .elt = sizeof(struct kref) },
+                     .extable = { .elt = 8 }, .blacklist = { .elt = sizeof(struct krange) } };
+
+    memset(kf, 0, sizeof *kf);
+    /* Kernel tables only mean something in a vmlinux; a user program that
+     * happened to name a section __ex_table must not be read as one. */
+    if (img->kind == IMG_VMLINUX) {
+        for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+            if (read_table(&c, &tables[i], kf, err, errlen) < 0)
+                goto fail;
+        if (read_blacklist_ranges(&c, err, errlen) < 0)
+            goto fail;
+    }
+    if (read_relocs(&c, kf, err, errlen) < 0)
+        goto fail;
+    qsort(c.reserved.p, c.reserved.n, sizeof(struct krange), cmp_range);
+    qsort(c.blacklist.p, c.blacklist.n, sizeof(struct krange), cmp_range);
+    qsort(c.targets.p, c.targets.n, sizeof(struct kref), cmp_kref);
+    qsort(c.extable.p, c.extable.n, 8, cmp_u64);
+    kf->reserved = c.reserved.p; kf->nreserved = c.reserved.n;
+    kf->blacklist = c.blacklist.p; kf->nblacklist = c.blacklist.n;
+    kf->targets = c.targets.p; kf->ntargets = c.targets.n;
+    kf->extable = c.extable.p; kf->nextable = uniq_u64(c.extable.p, c.extable.n);
+    return 0;
+fail:
+    free(c.reserved.p); free(c.targets.p); free(c.extable.p); free(c.blacklist.p);
+    return -1;
+}
+
+void kfacts_free(struct kfacts *kf)
+{
+    free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->blacklist);
+    memset(kf, 0, sizeof *kf);
+}
+
+/* Ranges are short (<= 255 bytes) except blacklist ones, so for reserved
+ * sites it is enough to look back from the first start >= end. */
+const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len)
+{
+    size_t a = 0, b = kf->nreserved;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (kf->reserved[m].start < start + len) a = m + 1; else b = m;
+    }
+    for (size_t i = a; i > 0 && a - i < 64; i--) {
+        const struct krange *r = &kf->reserved[i - 1];
+        if (r->start + r->len > start)
+            return r;
+        if (r->start + 256 < start)
+            break;
+    }
+    return NULL;
+}
+
+const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
+{
+    /* Function ranges do not nest, so the last start <= addr decides among
+     * them; the few section-wide ranges are checked one by one. */
+    size_t a = 0, b = kf->nblacklist;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (kf->blacklist[m].start <= addr) a = m + 1; else b = m;
+    }
+    for (size_t i = a; i > 0 && a - i < 4; i--) {
+        const struct krange *r = &kf->blacklist[i - 1];
+        if (addr - r->start < r->len)
+            return r;
+    }
+    for (size_t i = 0; i < kf->nblacklist; i++) {
+        const struct krange *r = &kf->blacklist[i];
+        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_ENTRY_TEXT && addr >= r->start &&
+            addr - r->start < r->len)
+            return r;
+    }
+    return NULL;
+}
+
+uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end)
+{
+    size_t a = 0, b = kf->nextable;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (kf->extable[m] < start) a = m + 1; else b = m;
+    }
+    return a < kf->nextable && kf->extable[a] < end ? kf->extable[a] : 0;
+}

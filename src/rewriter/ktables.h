@@ -1,0 +1,62 @@
+/*
+ * Facts an image imposes on probes, read by one table-driven reader:
+ * the vmlinux patch/search tables (each entry's site is reserved, some add
+ * branch targets), the kprobe blacklist, and relocations into code.
+ */
+#ifndef KPREWRITE_KTABLES_H
+#define KPREWRITE_KTABLES_H
+#include "image.h"
+#include "symbols.h"
+
+enum ktable_id {
+    KT_EX_TABLE, KT_ALTINSTR, KT_SMP_LOCKS, KT_JUMP_TABLE, KT_STATIC_CALL, KT_RETPOLINE,
+    KT_RETURN, KT_CALL_SITES, KT_IBT_SEAL, KT_CFI_SITES, KT_PARAINSTR, KT_BUG_TABLE,
+    KT_MCOUNT, KT_KPROBE_BLACKLIST, KT_RELOC,
+    /* blacklist sources that are address ranges rather than tables */
+    KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_CFI_PREAMBLE,
+    KT__COUNT
+};
+
+struct krange {
+    uint64_t start;
+    uint32_t len;
+    uint8_t table;         /* enum ktable_id */
+};
+
+/* A control-flow target named by a table entry (jump-label target, fixup). */
+struct kref {
+    uint64_t target;
+    uint64_t from;         /* the table entry's address */
+    uint8_t table;
+};
+
+struct kfacts {
+    struct krange *reserved;   /* sites that must keep their bytes, sorted by start */
+    size_t nreserved;
+    struct kref *targets;      /* extra control-flow targets, sorted by target */
+    size_t ntargets;
+    uint64_t *extable;         /* instructions with an exception-table entry, sorted */
+    size_t nextable;
+    struct krange *blacklist;  /* blacklisted code ranges, sorted by start */
+    size_t nblacklist;
+    unsigned count[KT__COUNT]; /* entries read per table */
+    unsigned entsize[KT__COUNT];
+};
+
+/* Name of a table as printed in reasons (reserved:<name>). */
+const char *ktable_name(enum ktable_id id);
+
+/* Read every table present in img. Returns 0, or -1 with a one-line error
+ * (a table that exists but cannot be understood is an error: guessing could
+ * corrupt the kernel). */
+int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
+                char *err, size_t errlen);
+void kfacts_free(struct kfacts *kf);
+
+/* First reserved range overlapping [start, start+len), or NULL. */
+const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);
+/* Blacklist range containing addr, or NULL. */
+const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr);
+/* Does any exception-table instruction lie in [start, end)? Returns it or 0. */
+uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end);
+#endif

@@ -1,0 +1,174 @@
+/* Text (kprobes-list style) and JSON reports. */
+#include "report.h"
+
+#include <string.h>
+
+static const char *const note_names[] = {
+    "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded",
+};
+
+static const char *note_text(unsigned bit)
+{
+    switch (bit) {
+    case NOTE_AFTER_ENDBR: return "after endbr64";
+    case NOTE_FENTRY_TAKEOVER: return "fentry site taken over: its __mcount_loc slot is zeroed, ftrace will not see this function";
+    case NOTE_CALL_KEPT: return "call kept as a real call";
+    case NOTE_RIPREL: return "RIP-relative operand re-pointed";
+    case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";
+    }
+    return "";
+}
+
+static void print_site(FILE *out, const struct probe *p)
+{
+    fprintf(out, "%016llx  %c  ", (unsigned long long)p->addr, p->is_return ? 'r' : 'k');
+    if (p->sym)
+        fprintf(out, "%s+0x%llx", p->sym, (unsigned long long)p->off);
+    else
+        fprintf(out, "0x%llx", (unsigned long long)p->addr);
+}
+
+void report_text(FILE *out, const struct probe_list *probes)
+{
+    char rb[64];
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        print_site(out, p);
+        switch (p->verdict) {
+        case V_OPTIMIZED: fprintf(out, "  [OPTIMIZED]"); break;
+        case V_INT3: fprintf(out, "  [INT3] %s", probe_reason(p, rb, sizeof rb)); break;
+        case V_REFUSED: fprintf(out, "  refused: %s", probe_reason(p, rb, sizeof rb)); break;
+        }
+        if (p->detail[0])
+            fprintf(out, " (%s)", p->detail);
+        if (p->dcr_len && p->verdict != V_REFUSED)
+            fprintf(out, "  dcr %u: %s", p->dcr_len, p->dcr_text);
+        for (unsigned b = 0; b < sizeof note_names / sizeof note_names[0]; b++)
+            if (p->notes & (1u << b))
+                fprintf(out, "  [%s]", note_text(1u << b));
+        fputc('\n', out);
+    }
+}
+
+static void json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+struct counts {
+    size_t verdict[3];
+    size_t reason[3][KP_R__COUNT];
+};
+
+static void count(const struct probe_list *probes, struct counts *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < probes->n; i++) {
+        c->verdict[probes->v[i].verdict]++;
+        c->reason[probes->v[i].verdict][probes->v[i].reason]++;
+    }
+}
+
+void report_json(FILE *out, const struct image *img, const struct symbols *sy,
+                 const struct probe_list *probes, const struct analysis_stats *st)
+{
+    char rb[64];
+    struct counts c;
+
+    fprintf(out, "{\n  \"image\": ");
+    json_str(out, img->path);
+    fprintf(out, ",\n  \"kind\": \"%s\",\n  \"ibt\": %s,\n  \"functions\": %zu,\n  \"probes\": [",
+            image_kind_name(img->kind), img->ibt ? "true" : "false", sy->nfuncs);
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        fprintf(out, "%s\n    {\"spec\": ", i ? "," : "");
+        json_str(out, p->spec ? p->spec->text : "");
+        fprintf(out, ", \"origin\": ");
+        json_str(out, p->spec ? p->spec->origin : "");
+        fprintf(out, ", \"address\": \"0x%llx\", \"type\": \"%c\", \"symbol\": ",
+                (unsigned long long)p->addr, p->is_return ? 'r' : 'k');
+        if (p->sym)
+            json_str(out, p->sym);
+        else
+            fprintf(out, "null");
+        fprintf(out, ", \"offset\": %llu, \"verdict\": \"%s\", \"reason\": ",
+                (unsigned long long)p->off, verdict_name(p->verdict));
+        if (p->verdict == V_OPTIMIZED)
+            fprintf(out, "null");
+        else
+            json_str(out, probe_reason(p, rb, sizeof rb));
+        fprintf(out, ", \"detail\": ");
+        json_str(out, p->detail);
+        if (p->dcr_len && p->verdict != V_REFUSED) {
+            fprintf(out, ", \"dcr\": {\"length\": %u, \"instructions\": [", p->dcr_len);
+            /* dcr_text holds "a; b; c" */
+            const char *s = p->dcr_text;
+            for (int k = 0; *s; k++) {
+                const char *e = strstr(s, "; ");
+                size_t len = e ? (size_t)(e - s) : strlen(s);
+                char one[128];
+                snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), s);
+                fprintf(out, "%s", k ? ", " : "");
+                json_str(out, one);
+                s += len + (e ? 2 : 0);
+            }
+            fprintf(out, "]}");
+        } else {
+            fprintf(out, ", \"dcr\": null");
+        }
+        fprintf(out, ", \"notes\": [");
+        for (unsigned b = 0, k = 0; b < sizeof note_names / sizeof note_names[0]; b++)
+            if (p->notes & (1u << b))
+                fprintf(out, "%s\"%s\"", k++ ? ", " : "", note_names[b]);
+        fprintf(out, "]}");
+    }
+    count(probes, &c);
+    fprintf(out, "\n  ],\n  \"summary\": {\"probes\": %zu, \"optimized\": %zu, \"int3\": %zu, \"refused\": %zu",
+            probes->n, c.verdict[V_OPTIMIZED], c.verdict[V_INT3], c.verdict[V_REFUSED]);
+    for (int v = V_INT3; v <= V_REFUSED; v++) {
+        fprintf(out, ", \"%s_reasons\": {", verdict_name((enum verdict)v));
+        for (int r = 0, k = 0; r < KP_R__COUNT; r++)
+            if (c.reason[v][r])
+                fprintf(out, "%s\"%s\": %zu", k++ ? ", " : "", reason_name((enum kp_reason)r), c.reason[v][r]);
+        fprintf(out, "}");
+    }
+    fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
+            st->jump_tables, st->ijmp_unknown, st->landing_pads);
+}
+
+void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st)
+{
+    struct counts c;
+    count(probes, &c);
+    fprintf(out, "summary: %zu probes: %zu optimized, %zu int3, %zu refused\n", probes->n,
+            c.verdict[V_OPTIMIZED], c.verdict[V_INT3], c.verdict[V_REFUSED]);
+    for (int v = V_INT3; v <= V_REFUSED; v++)
+        for (int r = 0; r < KP_R__COUNT; r++)
+            if (c.reason[v][r])
+                fprintf(out, "summary: %-8s %-26s %zu\n", verdict_name((enum verdict)v),
+                        reason_name((enum kp_reason)r), c.reason[v][r]);
+    fprintf(out, "summary: %zu functions decoded, %zu instructions, %zu jump tables recovered, "
+            "%zu indirect jumps unproven, %zu landing pads\n", st->funcs_decoded, st->insns_decoded,
+            st->jump_tables, st->ijmp_unknown, st->landing_pads);
+}
+
+enum exit_status report_exit_status(const struct probe_list *probes)
+{
+    struct counts c;
+    count(probes, &c);
+    if (c.verdict[V_REFUSED])
+        return EXIT_SOME_REFUSED;
+    if (c.verdict[V_INT3])
+        return EXIT_SOME_INT3;
+    return EXIT_ALL_OPTIMIZED;
+}

@@ -1,0 +1,173 @@
+/* Resolving probe specs to probe points. */
+#include "resolve.h"
+#include "../arch/x86/decode.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct probe *new_probe(struct probe_list *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct probe *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        l->v = v;
+        l->cap = cap;
+    }
+    struct probe *p = &l->v[l->n++];
+    memset(p, 0, sizeof *p);
+    p->func = SIZE_MAX;
+    return p;
+}
+
+static void refuse(struct probe *p, enum kp_reason r, const char *detail)
+{
+    p->verdict = V_REFUSED;
+    p->reason = r;
+    snprintf(p->detail, sizeof p->detail, "%s", detail ? detail : "");
+}
+
+/* Stubs that are not function bodies. */
+static bool stub_section(const struct image *img, uint64_t addr, struct probe *p)
+{
+    const struct section *s = image_section_at(img, addr);
+    if (!s)
+        return false;
+    if (!strcmp(s->name, ".plt") || !strcmp(s->name, ".plt.got") || !strcmp(s->name, ".plt.sec")) {
+        refuse(p, KP_R_PLT_STUB, s->name);
+        return true;
+    }
+    if (!strcmp(s->name, ".init") || !strcmp(s->name, ".fini")) {
+        refuse(p, KP_R_INIT_FINI_STUB, s->name);
+        return true;
+    }
+    return false;
+}
+
+/* Fill in a probe at addr; sym/off name it. */
+static void place(struct probe *p, const struct image *img, const struct symbols *sy, uint64_t addr,
+                  const char *sym, uint64_t off, uint64_t sym_addr)
+{
+    p->addr = addr;
+    p->sym = sym;
+    p->off = off;
+    if (stub_section(img, addr, p))
+        return;
+    const struct func *fn = symbols_func_at(sy, sym ? sym_addr : addr);
+    if (!fn) {
+        if (!image_is_exec_addr(img, addr))
+            refuse(p, KP_R_NOT_EXECUTABLE, NULL);
+        else
+            refuse(p, KP_R_NO_FUNCTION, NULL);
+        return;
+    }
+    p->func = (size_t)(fn - sy->funcs);
+    if (!sym) {
+        p->sym = fn->name;
+        p->off = addr - fn->start;
+    }
+    if (addr < fn->start || addr >= fn->end) {
+        char d[96];
+        snprintf(d, sizeof d, "%s is 0x%llx bytes long", fn->name,
+                 (unsigned long long)(fn->end - fn->start));
+        refuse(p, KP_R_OUTSIDE_FUNCTION, d);
+        return;
+    }
+    /* sym+0 on an endbr64 function means after the endbr64 (arch_adjust_kprobe_addr). */
+    size_t avail;
+    unsigned elen;
+    const uint8_t *b = image_read(img, fn->start, &avail);
+    if (addr == fn->start && b && x86_is_endbr_like(b, avail, &elen) && fn->end - fn->start > elen) {
+        p->addr += elen;
+        p->off += elen;
+        p->notes |= NOTE_AFTER_ENDBR;
+    }
+    if (p->is_return && p->addr != fn->start + ((p->notes & NOTE_AFTER_ENDBR) ? elen : 0))
+        refuse(p, KP_R_RETURN_NOT_AT_ENTRY, NULL);
+}
+
+static bool duplicate(const struct probe_list *l, uint64_t addr, bool ret, size_t upto)
+{
+    for (size_t i = 0; i < upto; i++)
+        if (l->v[i].addr == addr && l->v[i].is_return == ret)
+            return true;
+    return false;
+}
+
+int probes_resolve(const struct spec_list *specs, const struct image *img, const struct symbols *sy,
+                   struct probe_list *out, char *err, size_t errlen)
+{
+    /* Which functions a glob already gave an entry probe: bit 0 for k, bit 1 for r. */
+    uint8_t *globbed = calloc(sy->nfuncs ? sy->nfuncs : 1, 1);
+    if (!globbed)
+        goto oom;
+    for (size_t s = 0; s < specs->n; s++) {
+        const struct probe_spec *sp = &specs->v[s];
+        uint8_t bit = sp->is_return ? 2 : 1;
+        if (sp->is_glob) {
+            size_t matched = 0;
+            for (size_t i = 0; i < sy->nnames; i++) {
+                const struct name_ent *ne = &sy->names[i];
+                if (ne->func == SIZE_MAX || sy->funcs[ne->func].start != ne->addr ||
+                    fnmatch(sp->sym, ne->name, 0) != 0)
+                    continue;
+                /* Globs expand to function bodies: PLT and .init/.fini stubs are not. */
+                struct probe stub;
+                if (stub_section(img, ne->addr, &stub))
+                    continue;
+                matched++;
+                if (globbed[ne->func] & bit)
+                    continue;   /* an alias, or an earlier glob */
+                globbed[ne->func] |= bit;
+                struct probe *p = new_probe(out);
+                if (!p)
+                    goto oom;
+                p->spec = sp;
+                p->is_return = sp->is_return;
+                place(p, img, sy, ne->addr, sy->funcs[ne->func].name, 0, ne->addr);
+            }
+            if (!matched) {
+                snprintf(err, errlen, "%s: %s: no function matches '%s'", img->path, sp->origin, sp->sym);
+                free(globbed);
+                return -1;
+            }
+            continue;
+        }
+        struct probe *p = new_probe(out);
+        if (!p)
+            goto oom;
+        p->spec = sp;
+        p->is_return = sp->is_return;
+        if (!sp->sym) {
+            place(p, img, sy, sp->addr, NULL, 0, 0);
+        } else {
+            const struct name_ent *ne = symbols_lookup(sy, sp->sym);
+            uint64_t a;
+            if (!ne) {
+                snprintf(err, errlen, symbols_addr_of(sy, sp->sym, &a)
+                         ? "%s: %s: '%s' is not a function" : "%s: %s: unknown symbol '%s'",
+                         img->path, sp->origin, sp->sym);
+                free(globbed);
+                return -1;
+            }
+            place(p, img, sy, ne->addr + sp->off, ne->name, sp->off, ne->addr);
+        }
+        if (duplicate(out, p->addr, p->is_return, out->n - 1))
+            out->n--;
+    }
+    free(globbed);
+    return 0;
+oom:
+    free(globbed);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+void probe_list_free(struct probe_list *l)
+{
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,203 @@
+/* Probe spec parsing with exact error columns. */
+#include "spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RETURN_SUFFIX "%return"
+
+static int bad(size_t *col, size_t c, char *err, size_t errlen, const char *msg)
+{
+    *col = c;
+    snprintf(err, errlen, "%s", msg);
+    return -1;
+}
+
+/* Number: decimal or 0x hex, the whole of [s, s+len). */
+static bool parse_number(const char *s, size_t len, uint64_t *v, size_t *badpos)
+{
+    size_t i = 0;
+    int base = 10;
+    uint64_t x = 0;
+    if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        i = 2;
+    }
+    if (i == len) {
+        *badpos = i;
+        return false;
+    }
+    for (; i < len; i++) {
+        int d;
+        if (isdigit((unsigned char)s[i])) d = s[i] - '0';
+        else if (base == 16 && isxdigit((unsigned char)s[i])) d = tolower((unsigned char)s[i]) - 'a' + 10;
+        else { *badpos = i; return false; }
+        if (x > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) { *badpos = i; return false; }
+        x = x * (uint64_t)base + (uint64_t)d;
+    }
+    *v = x;
+    return true;
+}
+
+int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err, size_t errlen)
+{
+    size_t len = strlen(text), end, plus = SIZE_MAX, badpos;
+
+    memset(out, 0, sizeof *out);
+    if (len == 0)
+        return bad(col, 1, err, errlen, "empty probe spec");
+    for (size_t i = 0; i < len; i++)
+        if (isspace((unsigned char)text[i]) || !isprint((unsigned char)text[i]))
+            return bad(col, i + 1, err, errlen, "unexpected character in probe spec");
+    end = len;
+    char *pct = strchr(text, '%');
+    if (pct) {
+        if (strcmp(pct, RETURN_SUFFIX) != 0)
+            return bad(col, (size_t)(pct - text) + 1, err, errlen, "only '%return' may follow '%'");
+        out->is_return = true;
+        end = (size_t)(pct - text);
+        if (end == 0)
+            return bad(col, 1, err, errlen, "'%return' needs a function name");
+    }
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        if (out->is_return)
+            return bad(col, 1, err, errlen, "'%return' needs a function name, not an address");
+        if (!parse_number(text, end, &out->addr, &badpos))
+            return bad(col, badpos + 1, err, errlen, "bad hexadecimal address");
+    } else {
+        for (size_t i = 0; i < end; i++) {
+            if (text[i] == '+') { plus = i; break; }
+            if (text[i] == '-')
+                return bad(col, i + 1, err, errlen, "negative offsets are not allowed; use SYM+OFF");
+        }
+        size_t symlen = plus == SIZE_MAX ? end : plus;
+        if (symlen == 0)
+            return bad(col, 1, err, errlen, "missing symbol name before '+'");
+        if (isdigit((unsigned char)text[0]))
+            return bad(col, 1, err, errlen, "a symbol name cannot start with a digit (addresses start with 0x)");
+        for (size_t i = 0; i < symlen; i++) {
+            char c = text[i];
+            if (!(isalnum((unsigned char)c) || strchr("_.$@*?[]!-:~<>,", c)))
+                return bad(col, i + 1, err, errlen, "unexpected character in symbol name");
+        }
+        if (plus != SIZE_MAX) {
+            if (plus + 1 == end)
+                return bad(col, plus + 2, err, errlen, "missing offset after '+'");
+            if (!parse_number(text + plus + 1, end - plus - 1, &out->off, &badpos))
+                return bad(col, plus + 2 + badpos, err, errlen, "bad offset (decimal or 0x hex)");
+            out->has_off = true;
+            if (out->is_return && out->off != 0)
+                return bad(col, plus + 2, err, errlen, "a return probe goes on the function entry (+0)");
+        }
+        out->sym = strndup(text, symlen);
+        if (!out->sym)
+            return bad(col, 1, err, errlen, "out of memory");
+        out->is_glob = strpbrk(out->sym, "*?[") != NULL;
+        if (out->is_glob && out->has_off && out->off != 0) {
+            free(out->sym);
+            out->sym = NULL;
+            return bad(col, plus + 1, err, errlen, "a glob expands to function entries and takes no offset");
+        }
+    }
+    out->text = strdup(text);
+    if (!out->text) {
+        free(out->sym);
+        return bad(col, 1, err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+int spec_add(struct spec_list *l, const char *text, const char *origin, char *err, size_t errlen)
+{
+    struct probe_spec s;
+    size_t col = 0;
+    char msg[200];
+
+    if (spec_parse(text, &s, &col, msg, sizeof msg) < 0) {
+        snprintf(err, errlen, "%s:%zu: %s: '%s'", origin, col, msg, text);
+        return -1;
+    }
+    snprintf(s.origin, sizeof s.origin, "%s", origin);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct probe_spec *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            free(s.sym); free(s.text);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = s;
+    return 0;
+}
+
+int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t got;
+
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open probe file: %s", path, strerror(errno));
+        return -1;
+    }
+    while ((got = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        size_t start = 0, stop = strlen(line);
+        while (start < stop && isspace((unsigned char)line[start]))
+            start++;
+        while (stop > start && isspace((unsigned char)line[stop - 1]))
+            stop--;
+        if (start == stop)
+            continue;
+        line[stop] = 0;
+        struct probe_spec s;
+        size_t col = 0;
+        char msg[200];
+        if (strchr(line + start, ' ') || strchr(line + start, '\t')) {
+            size_t c = strcspn(line + start, " \t");
+            snprintf(err, errlen, "%s:%zu:%zu: one probe spec per line", path, lineno, start + c + 1);
+            goto fail;
+        }
+        if (spec_parse(line + start, &s, &col, msg, sizeof msg) < 0) {
+            snprintf(err, errlen, "%s:%zu:%zu: %s", path, lineno, start + col, msg);
+            goto fail;
+        }
+        free(s.sym);
+        free(s.text);
+        char origin[300];
+        snprintf(origin, sizeof origin, "%s:%zu", path, lineno);
+        if (spec_add(l, line + start, origin, err, errlen) < 0)
+            goto fail;
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+        goto fail;
+    }
+    free(line);
+    fclose(f);
+    return 0;
+fail:
+    free(line);
+    fclose(f);
+    return -1;
+}
+
+void spec_list_free(struct spec_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].sym);
+        free(l->v[i].text);
+    }
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,408 @@
+/* Function bounds and names: .symtab, .dynsym, System.map, .eh_frame. */
+#include "symbols.h"
+#include "ehframe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct raw {
+    uint64_t addr, size;
+    const char *name;
+    int rank;                 /* higher = preferred as the function's name */
+    enum func_origin origin;
+};
+
+struct vec { void *p; size_t n, cap, elt; };
+
+static void *vec_push(struct vec *v)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        void *p = realloc(v->p, cap * v->elt);
+        if (!p)
+            return NULL;
+        v->p = p;
+        v->cap = cap;
+    }
+    return (char *)v->p + v->elt * v->n++;
+}
+
+static int cmp_raw(const void *a, const void *b)
+{
+    const struct raw *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return y->rank - x->rank;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    const struct name_ent *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+    const struct func *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Reads one symbol table; function-like symbols go to raws, all to addrs. */
+static int read_symtab(const struct image *img, const struct section *s, struct vec *raws,
+                       struct vec *addrs, char *err, size_t errlen)
+{
+    Elf_Scn *scn = elf_getscn(img->elf, s->index);
+    Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+    size_t n = s->entsize ? s->size / s->entsize : 0;
+
+    if (!d || s->entsize != sizeof(Elf64_Sym) || d->d_size < n * sizeof(Elf64_Sym) ||
+        s->link >= img->nsecs) {
+        snprintf(err, errlen, "%s: malformed symbol table %s", img->path, s->name);
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(d, (int)i, &sym))
+            continue;
+        const char *name = elf_strptr(img->elf, s->link, sym.st_name);
+        if (!name || !*name || sym.st_shndx == SHN_UNDEF)
+            continue;
+        int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+        struct name_ent *ne = vec_push(addrs);
+        if (!ne)
+            goto oom;
+        *ne = (struct name_ent){ name, sym.st_value, SIZE_MAX };
+        if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_ABS)
+            continue;
+        bool fn = type == STT_FUNC || type == STT_GNU_IFUNC;
+        /* Kernel assembly (SYM_CODE_START) leaves some entry points untyped. */
+        if (!fn && type == STT_NOTYPE && img->kind == IMG_VMLINUX && sym.st_size > 0 &&
+            strncmp(name, ".L", 2) != 0)
+            fn = true;
+        if (!fn || !image_is_exec_addr(img, sym.st_value))
+            continue;
+        struct raw *r = vec_push(raws);
+        if (!r)
+            goto oom;
+        /* Prefer global over weak over local names, symtab over dynsym,
+         * and names without a '.' suffix. */
+        int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (s->type == SHT_SYMTAB) +
+                   (strchr(name, '.') ? 0 : 8);
+        *r = (struct raw){ sym.st_value, sym.st_size, name, rank, FO_SYMBOL };
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory reading symbols", img->path);
+    return -1;
+}
+
+/* System.map: "ffffffff81000000 T _stext" per line. */
+static int read_system_map(const struct image *img, const char *path, struct vec *raws,
+                           struct vec *addrs, char **strings, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    size_t used = 0, cap = 0, lineno = 0;
+    struct { uint64_t addr; size_t off; char type; } *tmp = NULL;
+    size_t ntmp = 0, captmp = 0;
+
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open System.map: %s", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long a;
+        char type, name[512];
+        lineno++;
+        if (line[0] == '\n' || line[0] == '#')
+            continue;
+        if (sscanf(line, "%llx %c %511s", &a, &type, name) != 3) {
+            snprintf(err, errlen, "%s:%zu:1: not a System.map line", path, lineno);
+            fclose(f);
+            free(tmp);
+            return -1;
+        }
+        size_t len = strlen(name) + 1;
+        if (used + len > cap) {
+            cap = (cap ? cap * 2 : 1 << 16) + len;
+            char *p = realloc(*strings, cap);
+            if (!p)
+                goto oom;
+            *strings = p;
+        }
+        memcpy(*strings + used, name, len);
+        if (ntmp == captmp) {
+            captmp = captmp ? captmp * 2 : 1024;
+            void *p = realloc(tmp, captmp * sizeof *tmp);
+            if (!p)
+                goto oom;
+            tmp = p;
+        }
+        tmp[ntmp].addr = a; tmp[ntmp].off = used; tmp[ntmp].type = type;
+        ntmp++;
+        used += len;
+    }
+    fclose(f);
+    /* Pointers only now: the string buffer moved while growing. */
+    for (size_t i = 0; i < ntmp; i++) {
+        const char *name = *strings + tmp[i].off;
+        struct name_ent *ne = vec_push(addrs);
+        if (!ne)
+            goto oom2;
+        *ne = (struct name_ent){ name, tmp[i].addr, SIZE_MAX };
+        char t = tmp[i].type;
+        if ((t == 't' || t == 'T' || t == 'w' || t == 'W') && image_is_exec_addr(img, tmp[i].addr)) {
+            struct raw *r = vec_push(raws);
+            if (!r)
+                goto oom2;
+            *r = (struct raw){ tmp[i].addr, 0, name, (t == 'T' ? 4 : 0) + (strchr(name, '.') ? 0 : 8),
+                               FO_SYSTEM_MAP };
+        }
+    }
+    free(tmp);
+    return 0;
+oom:
+    fclose(f);
+oom2:
+    free(tmp);
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+}
+
+static uint64_t section_end(const struct image *img, uint64_t addr)
+{
+    const struct section *s = image_section_at(img, addr);
+    return s ? s->addr + s->size : addr;
+}
+
+/* The FDE whose range starts at addr, or NULL. */
+static const struct eh_fde *fde_at(const struct eh_fde *f, size_t n, uint64_t addr)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (f[m].start < addr) a = m + 1; else b = m;
+    }
+    return a < n && f[a].start == addr ? &f[a] : NULL;
+}
+
+static void set_parents(struct symbols *sy)
+{
+    for (size_t i = 0; i < sy->nfuncs; i++) {
+        struct func *fn = &sy->funcs[i];
+        const char *dot = fn->name[0] != '.' ? strchr(fn->name, '.') : NULL;
+        fn->parent = i;
+        if (!dot || fn->origin == FO_FDE)
+            continue;
+        char base[512];
+        size_t len = (size_t)(dot - fn->name);
+        if (len >= sizeof base)
+            continue;
+        memcpy(base, fn->name, len);
+        base[len] = 0;
+        const struct name_ent *ne = symbols_lookup(sy, base);
+        if (ne && ne->func != SIZE_MAX && ne->func != i)
+            fn->parent = ne->func;
+    }
+}
+
+int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
+                 char *err, size_t errlen)
+{
+    struct vec raws = { .elt = sizeof(struct raw) }, addrs = { .elt = sizeof(struct name_ent) };
+    struct vec funcs = { .elt = sizeof(struct func) }, names = { .elt = sizeof(struct name_ent) };
+    struct eh_fde *fdes = NULL;
+    size_t nfdes = 0;
+    char *fde_names = NULL;
+    const struct section *eh;
+
+    memset(sy, 0, sizeof *sy);
+    for (size_t i = 0; i < img->nsecs; i++)
+        if ((img->secs[i].type == SHT_SYMTAB || img->secs[i].type == SHT_DYNSYM) &&
+            read_symtab(img, &img->secs[i], &raws, &addrs, err, errlen) < 0)
+            goto fail;
+    if (system_map && read_system_map(img, system_map, &raws, &addrs, &sy->strings, err, errlen) < 0)
+        goto fail;
+    eh = image_section_by_name(img, ".eh_frame");
+    if (eh && eh->data && eh->size) {
+        char eherr[200];
+        if (eh_frame_fdes(eh->data, eh->size, eh->addr, &fdes, &nfdes, eherr, sizeof eherr) < 0) {
+            snprintf(err, errlen, "%s: %s", img->path, eherr);
+            goto fail;
+        }
+    }
+    sy->nfdes = nfdes;
+    qsort(raws.p, raws.n, sizeof(struct raw), cmp_raw);
+
+    /* One function per distinct start address; all its names become aliases. */
+    struct raw *r = raws.p;
+    for (size_t i = 0; i < raws.n;) {
+        size_t j = i;
+        uint64_t size = 0;
+        enum func_origin origin = r[i].origin;
+        while (j < raws.n && r[j].addr == r[i].addr) {
+            if (r[j].size > size)
+                size = r[j].size;
+            j++;
+        }
+        struct func *fn = vec_push(&funcs);
+        if (!fn)
+            goto oom;
+        *fn = (struct func){ .start = r[i].addr, .end = r[i].addr + size, .name = r[i].name,
+                             .origin = origin };
+        i = j;
+    }
+    /* Bounds for unsized symbols: their FDE, else the next function or section end. */
+    struct func *F = funcs.p;
+    size_t nsym = funcs.n;
+    for (size_t i = 0; i < nsym; i++) {
+        const struct eh_fde *fd = fde_at(fdes, nfdes, F[i].start);
+        if (fd)
+            F[i].lsda = fd->lsda;
+        if (F[i].end > F[i].start)
+            continue;
+        if (fd) {
+            F[i].end = fd->end;
+            continue;
+        }
+        uint64_t end = section_end(img, F[i].start);
+        if (i + 1 < nsym && F[i + 1].start < end)
+            end = F[i + 1].start;
+        F[i].end = end;
+        F[i].size_guessed = true;
+    }
+    /* FDEs that start where no symbol covers them become fde@ADDR functions.
+     * Symbols are sorted, so one forward walk finds the covering ones. */
+    size_t used = 0, cap = 0;
+    size_t *fde_name_off = NULL, nfde_funcs = 0;
+    for (size_t k = 0, i = 0; k < nfdes; k++) {
+        while (i < nsym && F[i].end <= fdes[k].start)
+            i++;
+        bool covered = false;
+        for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
+            if (fdes[k].start < F[m].end) { covered = true; break; }
+        if (covered || !image_is_exec_addr(img, fdes[k].start))
+            continue;
+        if (used + 32 > cap) {
+            cap = cap ? cap * 2 : 4096;
+            char *p = realloc(fde_names, cap);
+            if (!p)
+                goto oom;
+            fde_names = p;
+        }
+        size_t *o = realloc(fde_name_off, (nfde_funcs + 1) * sizeof *o);
+        if (!o)
+            goto oom;
+        fde_name_off = o;
+        fde_name_off[nfde_funcs++] = used;
+        used += (size_t)snprintf(fde_names + used, 32, "fde@0x%llx", (unsigned long long)fdes[k].start) + 1;
+        struct func *fn = vec_push(&funcs);
+        if (!fn)
+            goto oom;
+        F = funcs.p;
+        *fn = (struct func){ .start = fdes[k].start, .end = fdes[k].end, .lsda = fdes[k].lsda,
+                             .origin = FO_FDE };
+    }
+    /* fde names: now that the buffer is final, point at it. */
+    F = funcs.p;
+    for (size_t k = 0; k < nfde_funcs; k++)
+        F[nsym + k].name = fde_names + fde_name_off[k];
+    free(fde_name_off);
+    qsort(funcs.p, funcs.n, sizeof(struct func), cmp_func);
+    sy->funcs = funcs.p;
+    sy->nfuncs = funcs.n;
+
+    /* Name index: every function-symbol alias plus the fde@ names. */
+    for (size_t i = 0; i < raws.n; i++) {
+        struct name_ent *ne = vec_push(&names);
+        if (!ne)
+            goto oom;
+        const struct func *fn = symbols_func_at(sy, r[i].addr);
+        *ne = (struct name_ent){ r[i].name, r[i].addr, fn ? (size_t)(fn - sy->funcs) : SIZE_MAX };
+    }
+    for (size_t i = 0; i < sy->nfuncs; i++) {
+        if (sy->funcs[i].origin != FO_FDE)
+            continue;
+        struct name_ent *ne = vec_push(&names);
+        if (!ne)
+            goto oom;
+        *ne = (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i };
+    }
+    qsort(names.p, names.n, sizeof(struct name_ent), cmp_name);
+    qsort(addrs.p, addrs.n, sizeof(struct name_ent), cmp_name);
+    sy->names = names.p;
+    sy->nnames = names.n;
+    sy->addrs = addrs.p;
+    sy->naddrs = addrs.n;
+    sy->fde_names = fde_names;
+    set_parents(sy);
+    free(raws.p);
+    free(fdes);
+    return 0;
+oom:
+    snprintf(err, errlen, "%s: out of memory building the function list", img->path);
+fail:
+    free(raws.p);
+    free(addrs.p);
+    free(funcs.p);
+    free(names.p);
+    free(fdes);
+    free(fde_names);
+    free(sy->strings);
+    sy->strings = NULL;
+    return -1;
+}
+
+void symbols_free(struct symbols *sy)
+{
+    free(sy->funcs);
+    free(sy->names);
+    free(sy->addrs);
+    free(sy->strings);
+    free(sy->fde_names);
+    memset(sy, 0, sizeof *sy);
+}
+
+const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr)
+{
+    size_t a = 0, b = sy->nfuncs;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (sy->funcs[m].start <= addr) a = m + 1; else b = m;
+    }
+    /* A sized symbol may contain later-starting ones (nested labels): look back a little. */
+    for (size_t i = a; i > 0 && a - i < 8; i--) {
+        const struct func *fn = &sy->funcs[i - 1];
+        if (addr >= fn->start && addr < fn->end)
+            return fn;
+    }
+    return NULL;
+}
+
+static const struct name_ent *find_name(const struct name_ent *v, size_t n, const char *name)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (strcmp(v[m].name, name) < 0) a = m + 1; else b = m;
+    }
+    return a < n && strcmp(v[a].name, name) == 0 ? &v[a] : NULL;
+}
+
+const struct name_ent *symbols_lookup(const struct symbols *sy, const char *name)
+{
+    return find_name(sy->names, sy->nnames, name);
+}
+
+bool symbols_addr_of(const struct symbols *sy, const char *name, uint64_t *addr)
+{
+    const struct name_ent *ne = find_name(sy->addrs, sy->naddrs, name);
+    if (ne)
+        *addr = ne->addr;
+    return ne != NULL;
+}

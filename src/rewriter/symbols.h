@@ -1,0 +1,47 @@
+/* Functions of an image: names and bounds from .symtab, .dynsym, System.map
+ * and .eh_frame FDEs; lookups by name, glob and address. */
+#ifndef KPREWRITE_SYMBOLS_H
+#define KPREWRITE_SYMBOLS_H
+#include "image.h"
+
+enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE };
+
+struct func {
+    uint64_t start, end;       /* [start, end) */
+    const char *name;          /* preferred name; "fde@0x..." for unnamed FDEs */
+    uint64_t lsda;             /* from the covering FDE, 0 if none */
+    enum func_origin origin;
+    bool size_guessed;         /* no size: bounded by the next function or section end */
+    size_t parent;             /* for foo.cold / foo.part.N / foo.isra.N: index of foo, else self */
+};
+
+struct name_ent {
+    const char *name;
+    uint64_t addr;             /* the symbol's own address */
+    size_t func;               /* covering function (index), or SIZE_MAX */
+};
+
+struct symbols {
+    struct func *funcs;        /* sorted by start, non-overlapping */
+    size_t nfuncs;
+    struct name_ent *names;    /* every name (aliases too), sorted by name */
+    size_t nnames;
+    /* Every symbol of any type, sorted by name (e.g. __start___ex_table). */
+    struct name_ent *addrs;
+    size_t naddrs;
+    char *strings;             /* storage for System.map names */
+    char *fde_names;           /* storage for fde@ names */
+    size_t nfdes;              /* FDEs seen in .eh_frame */
+};
+
+int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
+                 char *err, size_t errlen);
+void symbols_free(struct symbols *sy);
+
+/* Function covering addr, or NULL. */
+const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr);
+/* Function name entry (any alias) named name, or NULL. */
+const struct name_ent *symbols_lookup(const struct symbols *sy, const char *name);
+/* Address of any symbol (function or not) named name; false if none. */
+bool symbols_addr_of(const struct symbols *sy, const char *name, uint64_t *addr);
+#endif
