@@ -355,7 +355,8 @@ static void judge(struct state *s, struct probe *p)
             set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
             return;
         }
-        if (in.kind == XK_CALL)
+        /* The fentry call is a nop after boot: the detour runs a nop in its place. */
+        if (in.kind == XK_CALL && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER)))
             has_call = true;
         if (in.flags & XF_RIPREL)
             p->notes |= NOTE_RIPREL;

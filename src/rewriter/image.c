@@ -125,9 +125,9 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         return fail(err, errlen, "%s: not an ELF file%s", path, "");
     }
     if (img->map[EI_CLASS] != ELFCLASS64) {
+        const char *cls = img->map[EI_CLASS] == ELFCLASS32 ? "32-bit" : "unknown-class";
         image_close(img);
-        return fail(err, errlen, "%s: %s ELF is not supported (x86-64 only)", path,
-                    img->map[EI_CLASS] == ELFCLASS32 ? "32-bit" : "unknown-class");
+        return fail(err, errlen, "%s: %s ELF is not supported (x86-64 only)", path, cls);
     }
     if (img->map[EI_DATA] != ELFDATA2LSB) {
         image_close(img);
@@ -152,6 +152,12 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         image_close(img);
         return fail(err, errlen, "%s: not an executable or shared object (e_type)%s", path, "");
     }
+    /* libelf does not check that section headers fit in the file. */
+    if (img->ehdr.e_shoff > img->map_size ||
+        (uint64_t)img->ehdr.e_shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
+        image_close(img);
+        return fail(err, errlen, "%s: truncated: section headers past end of file%s", path, "");
+    }
     if (elf_getshdrnum(img->elf, &shnum) != 0 || elf_getshdrstrndx(img->elf, &shstrndx) != 0) {
         image_close(img);
         return fail(err, errlen, "%s: malformed section headers: %s", path, elf_errmsg(-1));
@@ -160,9 +166,7 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         image_close(img);
         return fail(err, errlen, "%s: no section headers (cannot find functions)%s", path, "");
     }
-    /* libelf does not check that section headers fit in the file. */
-    if (img->ehdr.e_shoff > img->map_size ||
-        (uint64_t)shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
+    if ((uint64_t)shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
         image_close(img);
         return fail(err, errlen, "%s: truncated: section headers past end of file%s", path, "");
     }

@@ -108,7 +108,8 @@ struct ctx {
     struct growing reserved, targets, extable, blacklist;
 };
 
-/* Locate a table: its own section, else the __start/__stop symbols. */
+/* Locate a table: the __start/__stop symbols (exact: sections such as
+ * .smp_locks are padded to a page), else its own section. */
 static bool locate(const struct ctx *c, const struct ktable_desc *d, const uint8_t **data,
                    uint64_t *vaddr, uint64_t *size)
 {
@@ -116,18 +117,25 @@ static bool locate(const struct ctx *c, const struct ktable_desc *d, const uint8
     uint64_t a, b;
     size_t avail;
 
+    if (symbols_addr_of(c->sy, d->start_sym, &a) && symbols_addr_of(c->sy, d->stop_sym, &b) && b >= a) {
+        *data = image_read(c->img, a, &avail);
+        if (b == a || (*data && avail >= b - a)) {
+            *vaddr = a; *size = b - a;
+            return b > a;
+        }
+    }
     if (s && s->data && s->size) {
         *data = s->data; *vaddr = s->addr; *size = s->size;
         return true;
     }
-    if (symbols_addr_of(c->sy, d->start_sym, &a) && symbols_addr_of(c->sy, d->stop_sym, &b) && b > a) {
-        *data = image_read(c->img, a, &avail);
-        if (*data && avail >= b - a) {
-            *vaddr = a; *size = b - a;
-            return true;
-        }
-    }
     return false;
+}
+
+/* Zero entries are padding: a NULL pointer, or a relative one naming itself. */
+static bool padding(const struct ktable_desc *d, const uint8_t *e)
+{
+    static const uint8_t zero[8];
+    return memcmp(e + d->site_off, zero, d->enc == ABS64 ? 8 : 4) == 0;
 }
 
 static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t eaddr)
@@ -175,7 +183,7 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
     for (uint64_t off = 0; off < size; off += l->entsize) {
         const uint8_t *e = data + off;
         uint64_t site = site_of(d, e, vaddr + off);
-        if (d->enc == ABS64 && site == 0)
+        if (padding(d, e))
             continue;   /* linker padding: the kernel skips NULL entries too */
         if (!image_is_exec_addr(c->img, site))
             return false;
@@ -220,7 +228,7 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
     for (uint64_t off = 0; off < size; off += l->entsize) {
         const uint8_t *e = data + off;
         uint64_t site = site_of(d, e, vaddr + off);
-        if (d->enc == ABS64 && site == 0)
+        if (padding(d, e))
             continue;
         kf->count[d->id]++;
         if (d->target_off >= 0) {

@@ -15,8 +15,8 @@
 #include "symbols.h"
 
 static const char usage_text[] =
-"Usage: kprewrite --check [--json] [--summary] (--probe SPEC)... [--probe-file FILE]\n"
-"                 [--system-map FILE] [--kernel] IMAGE\n"
+"Usage: kprewrite --check [--json] [--summary] [--disasm] (--probe SPEC)...\n"
+"                 [--probe-file FILE] [--system-map FILE] [--kernel] IMAGE\n"
 "       kprewrite --help | --version\n"
 "\n"
 "Decide, for every probe point, whether kprewrite can bake it into IMAGE as a\n"
@@ -35,6 +35,7 @@ static const char usage_text[] =
 "  -s, --summary          add counts by verdict and reason (stderr with --json)\n"
 "  -m, --system-map FILE  take symbols from FILE (a vmlinux without .symtab)\n"
 "  -k, --kernel           treat an ET_EXEC image as a vmlinux\n"
+"  -d, --disasm           print the decoded instructions of each probed function\n"
 "  -h, --help             this text\n"
 "  -V, --version          the version\n"
 "\n"
@@ -57,23 +58,25 @@ int main(int argc, char **argv)
         { "summary", no_argument, NULL, 's' },
         { "system-map", required_argument, NULL, 'm' },
         { "kernel", no_argument, NULL, 'k' },
+        { "disasm", no_argument, NULL, 'd' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct spec_list specs = { 0 };
     const char *system_map = NULL;
-    bool check = false, json = false, summary = false, kernel = false;
+    bool check = false, json = false, summary = false, kernel = false, disasm = false;
     char err[1024];
     int c, status = EXIT_ERROR;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:khV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdhV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
         case 's': summary = true; break;
         case 'k': kernel = true; break;
+        case 'd': disasm = true; break;
         case 'm': system_map = optarg; break;
         case 'p':
             if (spec_add(&specs, optarg, "--probe", err, sizeof err) < 0) {
@@ -132,7 +135,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kprewrite: %s\n", err);
         goto free_all;
     }
-    if (json)
+    if (disasm)
+        report_disasm(stdout, &img, &sy, &probes);
+    else if (json)
         report_json(stdout, &img, &sy, &probes, &st);
     else
         report_text(stdout, &probes);

@@ -172,3 +172,34 @@ enum exit_status report_exit_status(const struct probe_list *probes)
         return EXIT_SOME_INT3;
     return EXIT_ALL_OPTIMIZED;
 }
+
+#include "../arch/x86/decode.h"
+
+void report_disasm(FILE *out, const struct image *img, const struct symbols *sy,
+                   const struct probe_list *probes)
+{
+    char text[128];
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < probes->n; i++) {
+        size_t f = probes->v[i].func;
+        if (f == SIZE_MAX || f == last)
+            continue;
+        last = f;
+        const struct func *fn = &sy->funcs[f];
+        fprintf(out, "%016llx <%s>: %llu bytes\n", (unsigned long long)fn->start, fn->name,
+                (unsigned long long)(fn->end - fn->start));
+        for (uint64_t a = fn->start; a < fn->end;) {
+            size_t avail = 0;
+            struct x86_insn in;
+            const uint8_t *p = image_read(img, a, &avail);
+            if (avail > fn->end - a)
+                avail = (size_t)(fn->end - a);
+            if (!p || !x86_decode(p, avail, a, &in)) {
+                fprintf(out, "%16llx  (bad)\n", (unsigned long long)a);
+                break;
+            }
+            fprintf(out, "%16llx  %2u  %s\n", (unsigned long long)a, in.len, x86_format(p, avail, a, text, sizeof text));
+            a += in.len;
+        }
+    }
+}

@@ -17,4 +17,7 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
 /* Counts by verdict and reason, for --summary (to out). */
 void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st);
 enum exit_status report_exit_status(const struct probe_list *probes);
+/* --disasm: every instruction of each probed function: address, length, text. */
+void report_disasm(FILE *out, const struct image *img, const struct symbols *sy,
+                   const struct probe_list *probes);
 #endif

@@ -119,7 +119,8 @@ static int read_system_map(const struct image *img, const char *path, struct vec
         unsigned long long a;
         char type, name[512];
         lineno++;
-        if (line[0] == '\n' || line[0] == '#')
+        /* blank, comment, or an undefined symbol as `nm` prints it */
+        if (line[0] == '\n' || line[0] == '#' || line[0] == ' ')
             continue;
         if (sscanf(line, "%llx %c %511s", &a, &type, name) != 3) {
             snprintf(err, errlen, "%s:%zu:1: not a System.map line", path, lineno);

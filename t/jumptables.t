@@ -1,0 +1,52 @@
+#!/bin/sh
+# Jump tables of real compilers are recovered, so switch functions stay
+# jump-optimizable; a table-less indirect jump does not.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC"
+D=$(tmpdir jumptables)
+compilers=$CC
+command -v clang >/dev/null 2>&1 && compilers="$compilers clang"
+for cc in $compilers; do
+    for pie in -fPIE/-pie -fno-pie/-no-pie; do
+        cf=${pie%/*}; lf=${pie#*/}
+        V=$D/switch-$(basename "$cc")$cf
+        if ! $cc -O2 $cf $lf -fno-inline -o "$V" "$KP_SRCDIR/t/data/switch.c" 2>/dev/null; then
+            skip "$cc $cf cannot build"; continue
+        fi
+        tag="$(basename "$cc") $cf"
+        json=$("$KPREWRITE" --check --json --probe classify --probe name "$V" | tr -d '\n')
+        n=$(printf '%s' "$json" | sed -n 's/.*"jump_tables": \([0-9]*\).*/\1/p')
+        if objdump -d "$V" | grep -q 'jmp  *\*'; then
+            ok $([ "${n:-0}" -ge 1 ]; echo $?) "$tag: jump tables recovered (${n:-0})"
+            like '"optimized": 2, "int3": 0' "$json" "$tag: both switch functions are jump-optimized"
+        else
+            skip "$tag: the compiler emitted no jump table"; skip "$tag: no table"
+        fi
+    done
+done
+# The same dispatch with its bound check removed must not be trusted.
+sed -e '/cmp/d' -e '/ja /d' >"$D/nobound.s" <<'ASM'
+	.text
+	.globl f
+	.type f,@function
+f:
+	cmp $2, %edi
+	ja 9f
+	lea 8f(%rip), %rdx
+	movslq (%rdx,%rdi,4), %rax
+	add %rdx, %rax
+	jmp *%rax
+1:	mov $1, %eax
+	ret
+9:	mov $-1, %eax
+	ret
+	.size f, .-f
+	.section .rodata
+	.balign 4
+8:	.long 1b-8b, 1b-8b, 1b-8b
+	.section .note.GNU-stack,"",@progbits
+ASM
+printf 'int f(int);\nint main(void){return f(0)!=1;}\n' >"$D/m.c"
+$CC -o "$D/nobound" "$D/nobound.s" "$D/m.c"
+like '\[INT3\] indirect-jump' "$(check1 "$D/nobound" f)" "no bound check: indirect-jump"
+done_testing

@@ -1,0 +1,37 @@
+# Shared helpers for the shell TAP tests. Source it; call done_testing at the end.
+T=0
+ok() { # STATUS DESCRIPTION: status 0 passes
+    T=$((T + 1))
+    if [ "$1" = 0 ]; then echo "ok $T - $2"; else echo "not ok $T - $2"; fi
+}
+is() { # WANT GOT DESCRIPTION
+    T=$((T + 1))
+    if [ "$1" = "$2" ]; then
+        echo "ok $T - $3"
+    else
+        echo "not ok $T - $3"
+        printf '# want: %s\n# got:  %s\n' "$1" "$2"
+    fi
+}
+like() { # ERE GOT DESCRIPTION
+    T=$((T + 1))
+    if printf '%s\n' "$2" | grep -Eq -- "$1"; then
+        echo "ok $T - $3"
+    else
+        echo "not ok $T - $3"
+        printf '# want match: %s\n# got: %s\n' "$1" "$2"
+    fi
+}
+skip() { T=$((T + 1)); echo "ok $T # SKIP $1"; }
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+done_testing() { echo "1..$T"; exit 0; }
+need() { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip_all "$t not found"; done; }
+# A fresh private directory for one test script.
+tmpdir() { d="$KP_BUILDDIR/t/tmp/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; }
+# The --check line for one probe, without the address column.
+check1() { # IMAGE SPEC [options...]
+    img=$1; spec=$2; shift 2
+    "$KPREWRITE" --check "$@" --probe "$spec" "$img" 2>&1 | sed 's/^[0-9a-f]\{16\}  //'
+}
+# Address of a symbol, as 16 hex digits.
+addr_of() { nm "$1" | awk -v s="$2" '$3 == s { printf "%016s\n", $1 }' | tr ' ' 0 | head -n 1; }
