@@ -63,7 +63,7 @@ int main(void)
     bad("ma in", 3, "unexpected character");
     bad("vfs_*+4", 6, "glob");
     bad("4main", 1, "cannot start with a digit");
-    bad("main+99999999999999999999", 24, "bad offset");
+    bad("main+99999999999999999999", 25, "bad offset");
 
     /* --probe-file: FILE:LINE:COLUMN for a bad line, comments and blanks skipped */
     char path[] = "/tmp/kp-spec-XXXXXX";

@@ -246,8 +246,14 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
                 goto oom;
             continue;
         }
-        if (d->action == ACT_EXTABLE && !push(&c->extable, &site))
-            goto oom;
+        if (d->action == ACT_EXTABLE) {
+            /* Not a reserved range: the analysis refuses the faulting
+             * instruction and int3s its whole function (exception-table),
+             * which a reserved:__ex_table verdict would hide. */
+            if (!push(&c->extable, &site))
+                goto oom;
+            continue;
+        }
         struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id };
         if (r.len == 0)
             r.len = 1;
@@ -269,6 +275,11 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
     for (size_t i = 0; i < c->img->nsecs; i++) {
         const struct section *s = &c->img->secs[i];
         if (s->type != SHT_RELA || !s->data || s->entsize != sizeof(Elf64_Rela))
+            continue;
+        /* Relocations of a non-allocated section (--emit-relocs keeps
+         * .rela.debug_info & co.) have offsets inside that section, not
+         * addresses: they would alias code at low link addresses. */
+        if (s->info && s->info < c->img->nsecs && !(c->img->secs[s->info].flags & SHF_ALLOC))
             continue;
         const struct section *symtab = s->link < c->img->nsecs ? &c->img->secs[s->link] : NULL;
         for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= s->size; off += sizeof(Elf64_Rela)) {

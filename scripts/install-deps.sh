@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs what kprewrite needs to build and test, from Debian 12 packages.
+set -e
+pkgs="build-essential autoconf automake libtool pkg-config libelf-dev libzydis-dev libzycore-dev
+      binutils g++ valgrind perl"
+missing=
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    [ "$(id -u)" = 0 ] || { echo "install-deps: run as root to install:$missing" >&2; exit 1; }
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
