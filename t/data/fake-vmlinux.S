@@ -6,14 +6,17 @@
  *
  *   as -o fake-vmlinux.o fake-vmlinux.S
  *   ld -q -static -nostdlib -e fn_plain -Ttext=0xffffffff81000000 \
- *      -z max-page-size=4096 -o vmlinux fake-vmlinux.o
+ *      -z max-page-size=4096 --unique=.data..percpu -o vmlinux fake-vmlinux.o
  *
- * (-q = --emit-relocs keeps .rela.text, like the kernel's vmlinux link.)
+ * (-q = --emit-relocs keeps .rela.text, like the kernel's vmlinux link;
+ * --unique keeps .data..percpu out of .data, where ld's default script
+ * would merge it.)
  *
  * One function per expected verdict. Every instruction is written out so
  * that the offsets in the comments are exact; the test relies on them.
- * Assembling with --defsym CORRUPT_xxx=1 adds one broken table entry (see
- * the end of the file) so that the test can check the table errors.
+ * Assembling with --defsym CORRUPT_xxx=1 (ALT, ALTREPL, LOCKS, JL, BUG,
+ * MCOUNT) adds one broken entry to a table (see the tables at the end) so
+ * that the test can check that such a table is an error.
  */
 
         .macro FUNC name
@@ -436,17 +439,30 @@ ex_entry_far:
         .long 3*32+18           /* ft_flags: a CPU feature bit */
         .byte 3                 /* instrlen */
         .byte .Lalt_repl_end - .Lalt_repl /* replacementlen */
+.ifdef CORRUPT_ALTREPL
+        .long .Lalt_orig - .
+        .long fn_plain - .      /* replacement outside .altinstr_replacement */
+        .long 0
+        .byte 3, 3
+.endif
 .ifdef CORRUPT_ALT
         .byte 0                 /* 15 bytes: no layout fits */
 .endif
 
-/* s32 relative, pointing at the lock prefix */
+/* s32 relative, pointing at the lock prefix. The table is bounded by
+ * __smp_locks/__smp_locks_end (a real .smp_locks is padded to a page); the
+ * word after the end is not part of it, and is not a valid entry. */
         .section .smp_locks, "a", @progbits
         .balign 4
+        .globl __smp_locks, __smp_locks_end
+__smp_locks:
         .long .Llock - .
+        .long 0                 /* zero: padding, skipped */
 .ifdef CORRUPT_LOCKS
         .long jl_key - .        /* points into .data */
 .endif
+__smp_locks_end:
+        .long 0x7fff0000        /* outside the bounds: must be ignored */
 
 /* struct jump_entry { s32 code, target; long key; } */
         .section __jump_table, "aw", @progbits
