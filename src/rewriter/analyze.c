@@ -3,6 +3,7 @@
 #include "ehframe.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/jumptable.h"
+#include "../arch/x86/detour.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,14 @@ static void judge(struct state *s, struct probe *p)
         }
         p->notes |= NOTE_CALL_KEPT;
     }
+    /* Flags: dead at a function entry (ABI), else only where proven. */
+    unsigned elen = 0;
+    const uint8_t *fb = image_read(s->img, fn->start, &avail);
+    p->at_entry = p->addr == fn->start ||
+                  (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen);
+    p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry;
+    if (!p->at_entry && !x86_flags_dead(image_read_cb, (void *)s->img, p->addr, fn->end))
+        p->notes |= NOTE_FLAGS_SAVED;
     set(p, V_OPTIMIZED, KP_R_NONE, NULL);
 }
 

@@ -2,11 +2,13 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze.h"
+#include "bake.h"
 #include "image.h"
 #include "ktables.h"
 #include "report.h"
@@ -15,15 +17,19 @@
 #include "symbols.h"
 
 static const char usage_text[] =
-"Usage: kprewrite --check [--json] [--summary] [--disasm] (--probe SPEC)...\n"
-"                 [--probe-file FILE] [--system-map FILE] [--kernel] IMAGE\n"
+"Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
+"                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
+"                 [--system-map FILE] [--kernel] IMAGE\n"
 "       kprewrite --help | --version\n"
 "\n"
-"Decide, for every probe point, whether kprewrite can bake it into IMAGE as a\n"
-"jump-optimized probe, must fall back to an int3 probe, or must refuse it.\n"
+"Bake probes into IMAGE (in place, or into OUT): each probe that can be\n"
+"jump-optimized gets a detour in the pool the image reserved by linking\n"
+"libkprewrite-rt. With --check, only report what would be done.\n"
 "\n"
 "Options:\n"
 "  -c, --check            report what would be done; change nothing\n"
+"  -o, --output OUT       write the rewritten image to OUT (default: in place)\n"
+"  -r, --remove SPEC      remove a probe baked earlier (its bytes come back)\n"
 "  -p, --probe SPEC       a probe point (repeatable):\n"
 "                           SYM          function entry (after endbr64)\n"
 "                           SYM+OFF      OFF bytes into SYM (decimal or 0x hex)\n"
@@ -48,6 +54,36 @@ static const char usage_text[] =
 "1 error (bad input, unknown symbol, malformed spec).\n"
 "Reasons are listed in kprewrite(1).\n";
 
+/* --remove: drop the probes at the points the specs name; each must be baked. */
+static int remove_probes(const struct image *img, const struct symbols *sy, const struct spec_list *removes,
+                         struct probe_list *probes, char *err, size_t errlen)
+{
+    struct probe_list gone = { 0 };
+    if (probes_resolve(removes, img, sy, &gone, err, errlen) < 0)
+        return -1;
+    for (size_t g = 0; g < gone.n; g++) {
+        size_t k = 0;
+        bool found = false;
+        for (size_t i = 0; i < probes->n; i++) {
+            struct probe *p = &probes->v[i];
+            if (p->addr == gone.v[g].addr && p->is_return == gone.v[g].is_return &&
+                strcmp(p->spec->origin, "baked") == 0) {
+                found = true;
+                continue;
+            }
+            probes->v[k++] = *p;
+        }
+        probes->n = k;
+        if (!found) {
+            snprintf(err, errlen, "%s: --remove %s: no probe is baked there", img->path, gone.v[g].spec->text);
+            probe_list_free(&gone);
+            return -1;
+        }
+    }
+    probe_list_free(&gone);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -59,24 +95,34 @@ int main(int argc, char **argv)
         { "system-map", required_argument, NULL, 'm' },
         { "kernel", no_argument, NULL, 'k' },
         { "disasm", no_argument, NULL, 'd' },
+        { "output", required_argument, NULL, 'o' },
+        { "remove", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    struct spec_list specs = { 0 };
+    struct spec_list specs = { 0 }, removes = { 0 };
+    const char *output = NULL;
     const char *system_map = NULL;
     bool check = false, json = false, summary = false, kernel = false, disasm = false;
     char err[1024];
     int c, status = EXIT_ERROR;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdhV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
         case 's': summary = true; break;
         case 'k': kernel = true; break;
         case 'd': disasm = true; break;
+        case 'o': output = optarg; break;
+        case 'r':
+            if (spec_add(&removes, optarg, "--remove", err, sizeof err) < 0) {
+                fprintf(stderr, "kprewrite: %s\n", err);
+                goto out;
+            }
+            break;
         case 'm': system_map = optarg; break;
         case 'p':
             if (spec_add(&specs, optarg, "--probe", err, sizeof err) < 0) {
@@ -93,7 +139,7 @@ int main(int argc, char **argv)
         case 'h': fputs(usage_text, stdout); status = 0; goto out;
         case 'V': printf("kprewrite %s\n", PACKAGE_VERSION); status = 0; goto out;
         default:
-            if (optopt && strchr("pfm", optopt))
+            if (optopt && strchr("pfmor", optopt))
                 fprintf(stderr, "kprewrite: option -%c needs an argument (try --help)\n", optopt);
             else
                 fprintf(stderr, "kprewrite: unknown option '%s' (try --help)\n", argv[optind - 1]);
@@ -104,11 +150,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "kprewrite: %s (try --help)\n", optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
         goto out;
     }
-    if (!check) {
-        fprintf(stderr, "kprewrite: only --check is available in this version (rewriting comes with the pool runtime)\n");
+    if (check && (output || removes.n)) {
+        fprintf(stderr, "kprewrite: --check changes nothing: it takes no --output or --remove\n");
         goto out;
     }
-    if (specs.n == 0) {
+    if (specs.n == 0 && (check || !removes.n)) {
         fprintf(stderr, "kprewrite: no probe given: use --probe SPEC or --probe-file FILE\n");
         goto out;
     }
@@ -118,9 +164,32 @@ int main(int argc, char **argv)
     struct kfacts kf;
     struct probe_list probes = { 0 };
     struct analysis_stats st;
+    struct pool_sections pool;
+    size_t nbaked_before = 0;
     if (image_open(&img, argv[optind], kernel, err, sizeof err) < 0) {
         fprintf(stderr, "kprewrite: %s\n", err);
         goto out;
+    }
+    if (!check) {
+        /* The probes baked earlier come first; their original bytes are put
+         * back in our private copy so the analysis sees the original code. */
+        struct spec_list all = { 0 };
+        int old;
+        if (pool_find(&img, &pool, err, sizeof err) < 0 ||
+            (old = pool_existing(&img, &pool, &all, err, sizeof err)) < 0) {
+            fprintf(stderr, "kprewrite: %s\n", err);
+            spec_list_free(&all);
+            goto close_image;
+        }
+        nbaked_before = (size_t)old;
+        for (size_t i = 0; i < specs.n; i++)
+            if (spec_add(&all, specs.v[i].text, specs.v[i].origin, err, sizeof err) < 0) {
+                fprintf(stderr, "kprewrite: %s\n", err);
+                spec_list_free(&all);
+                goto close_image;
+            }
+        spec_list_free(&specs);
+        specs = all;
     }
     if (symbols_load(&sy, &img, system_map, err, sizeof err) < 0) {
         fprintf(stderr, "kprewrite: %s\n", err);
@@ -130,8 +199,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "kprewrite: %s\n", err);
         goto free_symbols;
     }
-    if (probes_resolve(&specs, &img, &sy, &probes, err, sizeof err) < 0 ||
-        analyze_probes(&img, &sy, &kf, &probes, &st, err, sizeof err) < 0) {
+    if (probes_resolve(&specs, &img, &sy, &probes, err, sizeof err) < 0) {
+        fprintf(stderr, "kprewrite: %s\n", err);
+        goto free_all;
+    }
+    if (removes.n && remove_probes(&img, &sy, &removes, &probes, err, sizeof err) < 0) {
+        fprintf(stderr, "kprewrite: %s\n", err);
+        goto free_all;
+    }
+    if (analyze_probes(&img, &sy, &kf, &probes, &st, err, sizeof err) < 0) {
         fprintf(stderr, "kprewrite: %s\n", err);
         goto free_all;
     }
@@ -143,6 +219,17 @@ int main(int argc, char **argv)
         report_text(stdout, &probes);
     if (summary)
         report_summary(json ? stderr : stdout, &probes, &st);
+    if (!check) {
+        struct bake_result br;
+        const char *dest = output ? output : argv[optind];
+        if (bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
+            fprintf(stderr, "kprewrite: %s\n", err);
+            goto free_all;
+        }
+        fprintf(stderr, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
+                "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", nbaked_before, br.text_used,
+                br.table_used, br.data_used);
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "kprewrite: error writing the report\n");
         goto free_all;
@@ -157,5 +244,6 @@ close_image:
     image_close(&img);
 out:
     spec_list_free(&specs);
+    spec_list_free(&removes);
     return status;
 }

@@ -16,6 +16,7 @@ enum probe_note {
     NOTE_CALL_KEPT       = 1u << 2,  /* a call in the DCR stays a real call in the detour */
     NOTE_RIPREL          = 1u << 3,  /* RIP-relative operands are re-pointed */
     NOTE_BRANCH_REENC    = 1u << 4,  /* relative branches are re-encoded as rel32 */
+    NOTE_FLAGS_SAVED     = 1u << 5,  /* the arithmetic flags are live: the detour keeps them */
 };
 
 #define DCR_TEXT_MAX 384
@@ -35,6 +36,8 @@ struct probe {
     uint8_t dcr_ninsn;
     char dcr_text[DCR_TEXT_MAX];
     unsigned notes;          /* enum probe_note */
+    bool at_entry;           /* at the function entry (after endbr64): flags dead, %rsp = 8 mod 16 */
+    bool entry_aligned;      /* at_entry, and not the ELF entry point (entered unaligned) */
 };
 
 struct probe_list {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const char *const note_names[] = {
-    "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded",
+    "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
 };
 
 static const char *note_text(unsigned bit)
@@ -15,6 +15,7 @@ static const char *note_text(unsigned bit)
     case NOTE_CALL_KEPT: return "call kept as a real call";
     case NOTE_RIPREL: return "RIP-relative operand re-pointed";
     case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";
+    case NOTE_FLAGS_SAVED: return "flags live: saved";
     }
     return "";
 }

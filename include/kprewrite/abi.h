@@ -1,0 +1,72 @@
+/*
+ * The probe-table ABI: the only format both the rewriter and the runtimes
+ * know. Versioned; all addresses are stored relative to the table header
+ * (position independent: PIE, shared libraries, KASLR).
+ *
+ * The pool an image reserves (linked from libkprewrite-pool, see
+ * kprewrite-rt(3)) is four sections, found by name:
+ *   .kprewrite.text   AX  detours and out-of-line copies (filled with int3)
+ *   .kprewrite.table  A   struct kprw_table + entries + strings (read-only)
+ *   .kprewrite.data   WA  struct kprw_state per probe (live state, counters)
+ *   .kprewrite.slot   WA  one pointer: the runtime's dispatcher, set by the
+ *                         dynamic linker (a normal relocated variable)
+ */
+#ifndef KPREWRITE_ABI_H
+#define KPREWRITE_ABI_H
+#include <stdint.h>
+
+#define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
+#define KPRW_VERSION 1
+
+#define KPRW_SEC_TEXT ".kprewrite.text"
+#define KPRW_SEC_TABLE ".kprewrite.table"
+#define KPRW_SEC_DATA ".kprewrite.data"
+#define KPRW_SEC_SLOT ".kprewrite.slot"
+
+#define KPRW_ORIG_MAX 24             /* DCR <= 4 + 15 bytes */
+
+enum kprw_kind { KPRW_KIND_K = 'k', KPRW_KIND_R = 'r' };
+enum kprw_verdict { KPRW_OPTIMIZED = 0, KPRW_INT3 = 1 };
+
+enum kprw_entry_flags {
+    KPRW_F_AFTER_ENDBR = 1u << 0,    /* SYM+0 was placed after endbr64 */
+    KPRW_F_FLAGS_SAVED = 1u << 1,    /* the detour saves and restores the flags */
+    KPRW_F_ENTRY       = 1u << 2,    /* the probe is at the function entry */
+};
+
+struct kprw_table {
+    uint32_t magic;                  /* KPRW_MAGIC; 0 = pool never filled */
+    uint16_t version;                /* KPRW_VERSION */
+    uint16_t entry_size;             /* sizeof(struct kprw_entry) */
+    uint32_t nentries;
+    uint32_t strings_off;            /* from the header */
+    uint32_t strings_size;
+    uint32_t text_used;              /* bytes of .kprewrite.text in use */
+    int64_t state_rel;               /* .kprewrite.data - header */
+    uint64_t reserved[4];
+};
+
+struct kprw_entry {
+    int64_t site_rel;                /* probe address - header */
+    int64_t detour_rel;              /* detour - header (0: none) */
+    int64_t ool_rel;                 /* out-of-line copy - header (0: none) */
+    uint32_t name_off;               /* symbol name, in the strings */
+    uint32_t offset;                 /* from the symbol */
+    uint32_t flags;                  /* enum kprw_entry_flags */
+    uint8_t kind;                    /* enum kprw_kind */
+    uint8_t verdict;                 /* enum kprw_verdict */
+    uint8_t reason;                  /* enum kp_reason (reasons.h) */
+    uint8_t dcr_len;                 /* bytes replaced at the site */
+    uint8_t orig[KPRW_ORIG_MAX];     /* the original bytes of the DCR */
+};
+
+/* Live state, one per entry, in .kprewrite.data (zero in the file). */
+struct kprw_state {
+    uint64_t hits_unused;            /* counters live in the runtime (per thread) */
+    uint32_t index;                  /* entry index, written by the rewriter */
+    uint32_t pad;
+    int64_t table_rel;               /* table header - this state */
+    void *rt;                        /* runtime's per-probe record, set at run time */
+};
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * Detour template (user space). Entered by jmp from the probe site:
+ *
+ *   lea -(128+168)(%rsp),%rsp      skip the red zone, room for struct pt_regs
+ *   mov %reg, OFF(%rsp)            x15 general registers (movs: flags intact)
+ *   [lahf; seto %al; ... ]         arithmetic flags -> pt_regs.flags, when live
+ *   pt_regs.sp = original %rsp, .ip = site, .orig_ax = -1
+ *   lea state(%rip),%rdi; mov %rsp,%rsi
+ *   [mov %rsp,%rbx; and $-16,%rsp]  unless %rsp is known aligned (function entry)
+ *   call *slot(%rip)               the runtime's dispatcher(state, regs)
+ *   [mov %rbx,%rsp]
+ *   [flags from pt_regs.flags: add $0x7f,%al sets OF; sahf the rest]
+ *   mov OFF(%rsp), %reg            x15: handler writes take effect
+ *   lea (128+168)(%rsp),%rsp
+ *   relocated DCR                  rip-relative re-pointed, branches as rel32
+ *   jmp site+dcr_len
+ *
+ * pushfq/popfq is avoided (12-14 ns here); flags are not touched at all when
+ * the analysis proves them dead. pt_regs.cs/ss are not filled; a changed
+ * pt_regs.sp or .ip is ignored, as in the kernel's optimized path.
+ */
+#include "detour.h"
+#include "decode.h"
+#include "kprewrite/ptrace.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <Zydis/Zydis.h>
+
+#define FRAME (128 + PTREGS_SIZE)
+
+struct buf {
+    uint8_t *p;
+    size_t n;
+    uint64_t at;   /* address of p[0] */
+};
+
+static void b1(struct buf *b, uint8_t x) { b->p[b->n++] = x; }
+static void bn(struct buf *b, const void *x, size_t n) { memcpy(b->p + b->n, x, n); b->n += n; }
+static void b32(struct buf *b, uint32_t x) { bn(b, &x, 4); }
+
+/* mov %reg,off(%rsp) (store) or mov off(%rsp),%reg (load), 64-bit. */
+static void mov_rsp(struct buf *b, int reg, int off, bool load)
+{
+    b1(b, 0x48 | (reg >= 8 ? 0x04 : 0));
+    b1(b, load ? 0x8b : 0x89);
+    if (off < 128) {
+        b1(b, 0x44 | ((reg & 7) << 3));
+        b1(b, 0x24);
+        b1(b, (uint8_t)off);
+    } else {
+        b1(b, 0x84 | ((reg & 7) << 3));
+        b1(b, 0x24);
+        b32(b, (uint32_t)off);
+    }
+}
+
+/* lea disp32(%rsp),%reg */
+static void lea_rsp(struct buf *b, int reg, int32_t disp)
+{
+    b1(b, 0x48 | (reg >= 8 ? 0x04 : 0));
+    b1(b, 0x8d);
+    b1(b, 0x84 | ((reg & 7) << 3));
+    b1(b, 0x24);
+    b32(b, (uint32_t)disp);
+}
+
+/* rel32 from the end of an instruction ending at b->at+b->n+4 to target */
+static bool rel32(struct buf *b, uint64_t target)
+{
+    int64_t d = (int64_t)(target - (b->at + b->n + 4));
+    if (d != (int32_t)d)
+        return false;
+    b32(b, (uint32_t)(int32_t)d);
+    return true;
+}
+
+enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
+
+static const struct { int reg, off; } saved[] = {
+    { RAX, PTREGS_AX }, { RCX, PTREGS_CX }, { RDX, PTREGS_DX }, { RSI, PTREGS_SI },
+    { RDI, PTREGS_DI }, { R8, PTREGS_R8 }, { R9, PTREGS_R9 }, { R10, PTREGS_R10 },
+    { R11, PTREGS_R11 }, { RBX, PTREGS_BX }, { RBP, PTREGS_BP }, { R12, PTREGS_R12 },
+    { R13, PTREGS_R13 }, { R14, PTREGS_R14 }, { R15, PTREGS_R15 },
+};
+
+/* Copy one DCR instruction to b, relocated for its new address. */
+static bool relocate(struct buf *b, const uint8_t *p, size_t avail, uint64_t from, char *err, size_t errlen)
+{
+    struct x86_insn in;
+    unsigned len = x86_decode(p, avail, from, &in);
+    if (!len) {
+        snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)from);
+        return false;
+    }
+    switch (in.kind) {
+    case XK_JMP:
+        b1(b, 0xe9);
+        if (!rel32(b, in.target))
+            goto far;
+        return true;
+    case XK_CALL:
+        b1(b, 0xe8);
+        if (!rel32(b, in.target))
+            goto far;
+        return true;
+    case XK_JCC: {
+        /* condition code: 7x (rel8) or 0f 8x (rel32), after any prefixes */
+        size_t k = 0;
+        while (k < len && (p[k] == 0x2e || p[k] == 0x3e || p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x66))
+            k++;
+        uint8_t cc = p[k] == 0x0f ? (uint8_t)(p[k + 1] & 0x0f) : (uint8_t)(p[k] & 0x0f);
+        b1(b, 0x0f);
+        b1(b, 0x80 | cc);
+        if (!rel32(b, in.target))
+            goto far;
+        return true;
+    }
+    default:
+        break;
+    }
+    const char *why;
+    if (!x86_relocatable(&in, &why)) {
+        snprintf(err, errlen, "%s at 0x%llx cannot run out of line", why, (unsigned long long)from);
+        return false;
+    }
+    size_t start = b->n;
+    bn(b, p, len);
+    if (in.flags & XF_RIPREL) {
+        int32_t disp;
+        memcpy(&disp, p + in.disp_off, 4);
+        uint64_t target = from + len + (int64_t)disp;
+        int64_t nd = (int64_t)(target - (b->at + start + len));
+        if (nd != (int32_t)nd)
+            goto far;
+        int32_t nd32 = (int32_t)nd;
+        memcpy(b->p + start + in.disp_off, &nd32, 4);
+    }
+    return true;
+far:
+    snprintf(err, errlen, "instruction at 0x%llx: target out of rel32 reach from the pool",
+             (unsigned long long)from);
+    return false;
+}
+
+size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, char *err, size_t errlen)
+{
+    struct buf b = { out, 0, p->at };
+    size_t i;
+
+    lea_rsp(&b, RSP, -FRAME);
+    for (i = 0; i < sizeof saved / sizeof saved[0]; i++)
+        mov_rsp(&b, saved[i].reg, saved[i].off, false);
+    if (p->save_flags) {
+        /* eflags image = ah | OF << 11 | 2, without pushfq */
+        static const uint8_t save[] = {
+            0x9f,                   /* lahf */
+            0x0f, 0x90, 0xc0,       /* seto %al */
+            0x0f, 0xb6, 0xcc,       /* movzbl %ah,%ecx */
+            0x0f, 0xb6, 0xd0,       /* movzbl %al,%edx */
+            0xc1, 0xe2, 0x0b,       /* shl $11,%edx */
+            0x09, 0xd1,             /* or %edx,%ecx */
+            0x83, 0xc9, 0x02,       /* or $2,%ecx */
+        };
+        bn(&b, save, sizeof save);
+        mov_rsp(&b, RCX, PTREGS_FLAGS, false);
+    }
+    lea_rsp(&b, RAX, FRAME);
+    mov_rsp(&b, RAX, PTREGS_SP, false);
+    b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x05);                   /* lea site(%rip),%rax */
+    if (!rel32(&b, p->site))
+        goto far;
+    mov_rsp(&b, RAX, PTREGS_IP, false);
+    static const uint8_t orig_ax[] = { 0x48, 0xc7, 0x44, 0x24, PTREGS_ORIG_AX, 0xff, 0xff, 0xff, 0xff };
+    bn(&b, orig_ax, sizeof orig_ax);                             /* movq $-1,orig_ax(%rsp) */
+    b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x3d);                   /* lea state(%rip),%rdi */
+    if (!rel32(&b, p->state))
+        goto far;
+    static const uint8_t regs_arg[] = { 0x48, 0x89, 0xe6 };     /* mov %rsp,%rsi */
+    bn(&b, regs_arg, sizeof regs_arg);
+    if (!p->entry_aligned) {
+        static const uint8_t align[] = { 0x48, 0x89, 0xe3,      /* mov %rsp,%rbx */
+                                         0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
+        bn(&b, align, sizeof align);
+    }
+    b1(&b, 0xff); b1(&b, 0x15);                                 /* call *slot(%rip) */
+    if (!rel32(&b, p->slot))
+        goto far;
+    if (!p->entry_aligned) {
+        static const uint8_t unalign[] = { 0x48, 0x89, 0xdc };  /* mov %rbx,%rsp */
+        bn(&b, unalign, sizeof unalign);
+    }
+    if (p->save_flags) {
+        mov_rsp(&b, RAX, PTREGS_FLAGS, true);
+        static const uint8_t restore[] = {
+            0x48, 0x89, 0xc1,       /* mov %rax,%rcx */
+            0x48, 0xc1, 0xe9, 0x0b, /* shr $11,%rcx */
+            0x83, 0xe1, 0x01,       /* and $1,%ecx */
+            0x88, 0xc4,             /* mov %al,%ah */
+            0x88, 0xc8,             /* mov %cl,%al */
+            0x04, 0x7f,             /* add $0x7f,%al: OF = saved OF */
+            0x9e,                   /* sahf: SF ZF AF PF CF */
+        };
+        bn(&b, restore, sizeof restore);
+    }
+    for (i = 0; i < sizeof saved / sizeof saved[0]; i++)
+        mov_rsp(&b, saved[i].reg, saved[i].off, true);
+    lea_rsp(&b, RSP, FRAME);
+    for (unsigned off = 0; off < p->dcr_len;) {
+        struct x86_insn in;
+        unsigned len = x86_decode(p->dcr + off, p->dcr_len - off, p->site + off, &in);
+        if (!len || !relocate(&b, p->dcr + off, p->dcr_len - off, p->site + off, err, errlen))
+            return 0;
+        off += len;
+    }
+    b1(&b, 0xe9);                                                /* jmp back */
+    if (!rel32(&b, p->site + p->dcr_len))
+        goto far;
+    return b.n;
+far:
+    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)p->site);
+    return 0;
+}
+
+bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out)
+{
+    int64_t d = (int64_t)(detour - (site + X86_JMP32_LEN));
+    if (d != (int32_t)d)
+        return false;
+    int32_t d32 = (int32_t)d;
+    out[0] = 0xe9;
+    memcpy(out + 1, &d32, 4);
+    memset(out + X86_JMP32_LEN, 0xcc, dcr_len - X86_JMP32_LEN);
+    return true;
+}
+
+#define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF | \
+                      ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
+
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end)
+{
+    static ZydisDecoder dec;
+    static bool ready;
+    if (!ready) {
+        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    ZydisAccessedFlagsMask written = 0;
+    for (int steps = 0; steps < 32 && addr < end; steps++) {
+        size_t avail = 0;
+        const uint8_t *p = read(ctx, addr, &avail);
+        ZydisDecoderContext dctx;
+        ZydisDecodedInstruction zi;
+        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &dctx, p, avail, &zi)))
+            return false;
+        const ZydisAccessedFlags *f = zi.cpu_flags;
+        if (f && (f->tested & STATUS_FLAGS & ~written))
+            return false;                       /* read before written */
+        if (f)
+            written |= (f->modified | f->set_0 | f->set_1 | f->undefined) & STATUS_FLAGS;
+        if ((written & STATUS_FLAGS) == STATUS_FLAGS)
+            return true;
+        /* The ABI carries no flags across calls and returns. */
+        if (zi.mnemonic == ZYDIS_MNEMONIC_CALL || zi.mnemonic == ZYDIS_MNEMONIC_RET)
+            return true;
+        if (zi.meta.category == ZYDIS_CATEGORY_COND_BR || zi.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+            zi.meta.category == ZYDIS_CATEGORY_SYSTEM || zi.meta.category == ZYDIS_CATEGORY_INTERRUPT)
+            return false;                       /* control leaves the straight line */
+        addr += zi.length;
+    }
+    return false;
+}

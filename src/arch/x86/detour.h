@@ -1,0 +1,34 @@
+/* Detour buffers for jump-optimized probes (user-space contract). */
+#ifndef KPREWRITE_X86_DETOUR_H
+#define KPREWRITE_X86_DETOUR_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct detour_params {
+    uint64_t at;              /* where the detour will live */
+    uint64_t site;            /* the probe address */
+    const uint8_t *dcr;       /* the original bytes of the DCR */
+    unsigned dcr_len;
+    uint64_t state;           /* this probe's struct kprw_state */
+    uint64_t slot;            /* the pointer to the runtime's dispatcher */
+    bool save_flags;          /* the arithmetic flags are live at the site */
+    bool entry_aligned;       /* %rsp = 8 mod 16 at the site (function entry) */
+};
+
+/* Largest detour: template + relocated DCR (jcc8 grows to 6, jmp8 to 5). */
+#define DETOUR_MAX 512
+
+/* Writes the detour into out (DETOUR_MAX bytes). Returns its length, or 0
+ * with a message in err when a relocated instruction is out of reach. */
+size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, char *err, size_t errlen);
+
+/* The bytes written at the site: jmp rel32 to the detour, then int3 up to
+ * dcr_len. Returns false when the detour is out of reach. */
+bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out);
+
+/* Are the arithmetic flags dead at addr (written before being read, or a
+ * call/ret reached first, on the straight-line path)? */
+typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
+#endif

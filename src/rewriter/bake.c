@@ -1,0 +1,239 @@
+/* Filling the pool: detours, site jumps, probe table, live state. */
+#include "bake.h"
+#include "../arch/x86/detour.h"
+#include "kprewrite/abi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen)
+{
+    ps->text = image_section_by_name(img, KPRW_SEC_TEXT);
+    ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
+    ps->data = image_section_by_name(img, KPRW_SEC_DATA);
+    ps->slot = image_section_by_name(img, KPRW_SEC_SLOT);
+    if (!ps->text || !ps->table || !ps->data || !ps->slot) {
+        snprintf(err, errlen, "%s: no kprewrite pool (sections %s, %s, %s, %s): link the program with "
+                 "`pkg-config --libs kprewrite-rt`", img->path, KPRW_SEC_TEXT, KPRW_SEC_TABLE,
+                 KPRW_SEC_DATA, KPRW_SEC_SLOT);
+        return -1;
+    }
+    if (!ps->text->data || !ps->table->data || !ps->data->data || !ps->slot->data ||
+        !(ps->text->flags & SHF_EXECINSTR) || ps->slot->size < 8 || ps->table->size < sizeof(struct kprw_table)) {
+        snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, or too small)", img->path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Private copy of the file bytes at vaddr (writable: MAP_PRIVATE). */
+static uint8_t *file_bytes(const struct image *img, uint64_t vaddr, size_t len)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    if (!s || !s->data || vaddr + len > s->addr + s->size)
+        return NULL;
+    return img->map + s->offset + (vaddr - s->addr);
+}
+
+int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
+                  char *err, size_t errlen)
+{
+    const struct kprw_table *t = (const void *)ps->table->data;
+    if (t->magic == 0)
+        return 0;
+    if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
+        sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ps->table->size) {
+        snprintf(err, errlen, "%s: the probe table has an unknown format (version %u): rebuild the image",
+                 img->path, t->magic == KPRW_MAGIC ? t->version : 0);
+        return -1;
+    }
+    const struct kprw_entry *e = (const void *)(t + 1);
+    for (uint32_t i = 0; i < t->nentries; i++) {
+        uint64_t site = ps->table->addr + (uint64_t)e[i].site_rel;
+        uint8_t *b = file_bytes(img, site, e[i].dcr_len);
+        if (!b || e[i].dcr_len > KPRW_ORIG_MAX) {
+            snprintf(err, errlen, "%s: probe table entry %u names 0x%llx, outside the image", img->path, i,
+                     (unsigned long long)site);
+            return -1;
+        }
+        memcpy(b, e[i].orig, e[i].dcr_len);
+        char text[40];
+        snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
+        if (spec_add(specs, text, "baked", err, errlen) < 0)
+            return -1;
+    }
+    return (int)t->nentries;
+}
+
+int write_atomic(const char *path, const uint8_t *buf, size_t size, unsigned mode, char *err, size_t errlen)
+{
+    char *dup = strdup(path), tmp[4096];
+    if (!dup) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s/.%s.kprewrite-XXXXXX", dirname(dup), strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+    free(dup);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t done = 0;
+    while (done < size) {
+        ssize_t w = write(fd, buf + done, size - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            goto fail;
+        }
+        done += (size_t)w;
+    }
+    if (fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0)
+        goto fail;
+    if (close(fd) < 0) {
+        fd = -1;
+        goto fail;
+    }
+    if (rename(tmp, path) < 0) {
+        fd = -1;
+        goto fail;
+    }
+    return 0;
+fail:
+    snprintf(err, errlen, "%s: cannot write: %s (input left untouched)", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+static uint64_t file_off(const struct section *s, uint64_t vaddr)
+{
+    return s->offset + (vaddr - s->addr);
+}
+
+int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
+         const char *out_path, struct bake_result *res, char *err, size_t errlen)
+{
+    size_t n = 0, strings = 0;
+    memset(res, 0, sizeof *res);
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->verdict == V_OPTIMIZED && !p->is_return) {
+            n++;
+            strings += strlen(p->sym) + 1;
+        }
+    }
+    uint8_t *out = malloc(img->map_size);
+    if (!out) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
+    uint8_t *text = out + ps->text->offset, *table = out + ps->table->offset, *data = out + ps->data->offset;
+    memset(text, 0xcc, ps->text->size);
+    memset(table, 0, ps->table->size);
+    memset(data, 0, ps->data->size);
+
+    size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + strings;
+    size_t data_need = n * sizeof(struct kprw_state);
+    struct kprw_table *t = (void *)table;
+    struct kprw_entry *e = (void *)(t + 1);
+    char *str = (char *)(e + n);
+    size_t text_used = 0, k = 0, str_used = 0;
+    uint8_t det[DETOUR_MAX];
+
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->verdict != V_OPTIMIZED || p->is_return)
+            continue;
+        size_t avail;
+        const uint8_t *orig = image_read(img, p->addr, &avail);
+        uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
+        uint64_t at = ps->text->addr + text_used;
+        struct detour_params dp = {
+            .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
+            .slot = ps->slot->addr, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
+            .entry_aligned = p->entry_aligned,
+        };
+        char derr[200];
+        size_t len = x86_emit_detour(&dp, det, derr, sizeof derr);
+        if (!len) {
+            snprintf(err, errlen, "%s: %s+0x%llx: %s", img->path, p->sym, (unsigned long long)p->off, derr);
+            goto fail;
+        }
+        if (text_used + len <= ps->text->size)
+            memcpy(text + text_used, det, len);
+        text_used = (text_used + len + 15) & ~(size_t)15;
+        const struct section *site_sec = image_section_at(img, p->addr);
+        uint8_t jump[KPRW_ORIG_MAX];
+        if (!site_sec || !x86_emit_site_jump(p->addr, at, p->dcr_len, jump)) {
+            snprintf(err, errlen, "%s: %s+0x%llx: the pool is out of jump reach", img->path, p->sym,
+                     (unsigned long long)p->off);
+            goto fail;
+        }
+        memcpy(out + file_off(site_sec, p->addr), jump, p->dcr_len);
+        if (table_need <= ps->table->size && data_need <= ps->data->size) {
+            e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
+            e[k].detour_rel = (int64_t)(at - ps->table->addr);
+            e[k].name_off = (uint32_t)str_used;
+            e[k].offset = (uint32_t)p->off;
+            e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
+                         ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
+                         (p->at_entry ? KPRW_F_ENTRY : 0);
+            e[k].kind = KPRW_KIND_K;
+            e[k].verdict = KPRW_OPTIMIZED;
+            e[k].reason = (uint8_t)p->reason;
+            e[k].dcr_len = p->dcr_len;
+            memcpy(e[k].orig, orig, p->dcr_len);
+            size_t sl = strlen(p->sym) + 1;
+            memcpy(str + str_used, p->sym, sl);
+            str_used += sl;
+            struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
+            st->index = (uint32_t)k;
+            st->table_rel = (int64_t)(ps->table->addr - state);
+        }
+        k++;
+    }
+    if (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size) {
+        snprintf(err, errlen, "%s: the pool is too small for %zu probes: %s needs %zu bytes (has %llu), "
+                 "%s needs %zu (has %llu), %s needs %zu (has %llu); enlarge it with KPREWRITE_POOL() "
+                 "(see kprewrite/pool.h)", img->path, n, KPRW_SEC_TEXT, text_used,
+                 (unsigned long long)ps->text->size, KPRW_SEC_TABLE, table_need,
+                 (unsigned long long)ps->table->size, KPRW_SEC_DATA, data_need, (unsigned long long)ps->data->size);
+        goto fail;
+    }
+    if (n) {
+        t->magic = KPRW_MAGIC;
+        t->version = KPRW_VERSION;
+        t->entry_size = sizeof(struct kprw_entry);
+        t->nentries = (uint32_t)n;
+        t->strings_off = (uint32_t)((char *)str - (char *)t);
+        t->strings_size = (uint32_t)str_used;
+        t->text_used = (uint32_t)text_used;
+        t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
+    }
+    struct stat st;
+    if (fstat(img->fd, &st) < 0) {
+        snprintf(err, errlen, "%s: %s", img->path, strerror(errno));
+        goto fail;
+    }
+    if (write_atomic(out_path, out, img->map_size, st.st_mode, err, errlen) < 0)
+        goto fail;
+    res->baked = n;
+    res->text_used = text_used;
+    res->table_used = table_need;
+    res->data_used = data_need;
+    free(out);
+    return 0;
+fail:
+    free(out);
+    return -1;
+}

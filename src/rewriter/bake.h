@@ -1,0 +1,35 @@
+/* Baking probes into an image's pool and writing the image atomically. */
+#ifndef KPREWRITE_BAKE_H
+#define KPREWRITE_BAKE_H
+#include "image.h"
+#include "probe.h"
+#include "symbols.h"
+
+struct pool_sections {
+    const struct section *text, *table, *data, *slot;
+};
+
+/* The pool reserved at link time; -1 with a message when the image has none. */
+int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen);
+
+/* Probes an earlier run baked: puts their original bytes back in the
+ * image's private copy (so analysis sees the original code) and appends
+ * one 0xADDR spec each to specs. Returns how many, or -1. */
+int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
+                  char *err, size_t errlen);
+
+struct bake_result {
+    size_t baked;
+    size_t text_used, table_used, data_used;
+};
+
+/* Writes every optimized probe (detour, site jump, table entry, state) into
+ * a copy of the image and renames it over out_path. Probes that cannot be
+ * baked are left out (the report says why). Returns 0, or -1 with err. */
+int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
+         const char *out_path, struct bake_result *res, char *err, size_t errlen);
+
+/* Write buf to path atomically (temp file in the same directory + rename),
+ * with the given mode. */
+int write_atomic(const char *path, const uint8_t *buf, size_t size, unsigned mode, char *err, size_t errlen);
+#endif

@@ -1,0 +1,427 @@
+/*
+ * libkprewrite-rt: the user-space runtime. Finds the probe tables of the
+ * images that link a pool, dispatches detour hits to kprobe handlers, and
+ * counts hits per thread (no atomic on the hot path: counts are summed over
+ * threads when read, and folded into the totals when a thread exits).
+ *
+ * Built with -mgeneral-regs-only: the dispatcher must not touch the probed
+ * code's vector registers, which detours do not save.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cpuid.h>
+
+#include "kprewrite/abi.h"
+#include "kprewrite/kprobes.h"
+#include "kprewrite/pool.h"
+
+/* private kprobe flag: addr was filled in from symbol_name at registration */
+#define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u
+
+#define TLS __attribute__((tls_model("initial-exec"))) __thread
+#define EXPORT __attribute__((visibility("default")))
+
+struct point {
+    uintptr_t addr;
+    const char *name;
+    uint32_t offset, flags, id;
+    uint8_t kind;
+    struct kprobe *_Atomic handlers;  /* singly linked through __next */
+    _Atomic unsigned fpu;              /* handlers that asked for KPROBE_FLAG_FPU */
+    _Atomic uint64_t hits;             /* folded from exited threads */
+    _Atomic uint64_t missed;
+};
+
+struct pool {
+    const struct kprw_table *t;
+    struct point *points;
+    struct pool *next;
+};
+
+/* Per-thread hit counters, indexed by point id. */
+struct counters {
+    uint64_t *hits;
+    uint32_t cap;
+    struct counters *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool *pools;
+static struct point **by_id;
+static uint32_t npoints, cap_points;
+static struct counters *threads;
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static TLS struct counters *my_counters;
+static TLS int in_handler;
+
+static void fold(void *p);
+static void make_key(void) { pthread_key_create(&exit_key, fold); }
+
+/* A thread exits: add its counts to the totals. */
+static void fold(void *p)
+{
+    struct counters *c = p;
+    pthread_mutex_lock(&lock);
+    for (struct counters **pp = &threads; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    for (uint32_t i = 0; i < c->cap && i < npoints; i++)
+        atomic_fetch_add_explicit(&by_id[i]->hits, c->hits[i], memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+    if (c == my_counters)
+        my_counters = NULL;
+    free(c->hits);
+    free(c);
+}
+
+/* Slow path of a hit: this thread has no counter for id yet. */
+static __attribute__((noinline)) void count_slow(uint32_t id)
+{
+    pthread_once(&key_once, make_key);
+    pthread_mutex_lock(&lock);
+    struct counters *c = my_counters;
+    uint32_t cap = npoints > id ? npoints : id + 1;
+    cap = cap < 64 ? 64 : cap * 2;
+    uint64_t *h = calloc(cap, sizeof *h);
+    if (!h) {
+        pthread_mutex_unlock(&lock);
+        return;   /* out of memory: this hit goes uncounted, nothing breaks */
+    }
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) {
+            free(h);
+            pthread_mutex_unlock(&lock);
+            return;
+        }
+        c->next = threads;
+        threads = c;
+        pthread_setspecific(exit_key, c);
+    } else {
+        memcpy(h, c->hits, c->cap * sizeof *h);
+        free(c->hits);
+    }
+    c->hits = h;
+    c->cap = cap;
+    my_counters = c;
+    c->hits[id]++;
+    pthread_mutex_unlock(&lock);
+}
+
+static struct point *add_pool(const struct kprw_table *t)
+{
+    if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
+        return NULL;
+    for (struct pool *p = pools; p; p = p->next)
+        if (p->t == t)
+            return p->points;
+    struct pool *p = calloc(1, sizeof *p);
+    struct point *pts = calloc(t->nentries ? t->nentries : 1, sizeof *pts);
+    if (!p || !pts || npoints + t->nentries > cap_points) {
+        uint32_t cap = (npoints + t->nentries) * 2 + 16;
+        struct point **v = p && pts ? realloc(by_id, cap * sizeof *v) : NULL;
+        if (!v) {
+            free(p);
+            free(pts);
+            fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
+            return NULL;
+        }
+        by_id = v;
+        cap_points = cap;
+    }
+    const struct kprw_entry *e = (const void *)(t + 1);
+    const char *strings = (const char *)t + t->strings_off;
+    struct kprw_state *st = (void *)((char *)t + t->state_rel);
+    for (uint32_t i = 0; i < t->nentries; i++) {
+        struct point *pt = &pts[i];
+        pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
+        pt->name = strings + e[i].name_off;
+        pt->offset = e[i].offset;
+        pt->flags = e[i].flags;
+        pt->kind = e[i].kind;
+        pt->id = npoints;
+        by_id[npoints++] = pt;
+        st[i].rt = pt;
+    }
+    p->t = t;
+    p->points = pts;
+    p->next = pools;
+    pools = p;
+    return pts;
+}
+
+EXPORT void __kprewrite_register_pool(const void *table)
+{
+    pthread_mutex_lock(&lock);
+    add_pool(table);
+    pthread_mutex_unlock(&lock);
+}
+
+static void with_xstate_saved(void (*fn)(void *), void *arg);
+static void run_handlers_cb(void *arg);
+static void count_slow_cb(void *arg);
+static void add_pool_cb(void *arg);
+struct handler_call { struct point *pt; struct pt_regs *regs; };
+
+static void run_handlers(struct point *pt, struct pt_regs *regs)
+{
+    for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->pre_handler)
+            kp->pre_handler(kp, regs);   /* return values are ignored, as for optprobes */
+}
+
+EXPORT void __kprewrite_dispatch(void *state, void *vregs)
+{
+    struct kprw_state *st = state;
+    struct point *pt = st->rt;
+    struct pt_regs *regs = vregs;
+
+    if (__builtin_expect(!pt, 0)) {
+        /* a hit before the image's constructor ran */
+        with_xstate_saved(add_pool_cb, st);
+        if (!(pt = st->rt))
+            return;
+    }
+    if (__builtin_expect(in_handler, 0)) {
+        /* a probe hit inside a handler: no handler runs, nmissed counts it */
+        atomic_fetch_add_explicit(&pt->missed, 1, memory_order_relaxed);
+        for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+            __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    struct counters *c = my_counters;
+    if (__builtin_expect(c && pt->id < c->cap, 1))
+        c->hits[pt->id]++;
+    else
+        with_xstate_saved(count_slow_cb, &pt->id);
+    if (!atomic_load_explicit(&pt->handlers, memory_order_relaxed))
+        return;
+    in_handler = 1;
+    if (__builtin_expect(atomic_load_explicit(&pt->fpu, memory_order_relaxed) != 0, 0)) {
+        struct handler_call hc = { pt, regs };
+        with_xstate_saved(run_handlers_cb, &hc);
+    } else {
+        run_handlers(pt, regs);
+    }
+    in_handler = 0;
+}
+
+/* Run fn(arg) with every enabled extended state component (x87, SSE, AVX,
+ * ...) saved and restored around it: for KPROBE_FLAG_FPU handlers, and for
+ * the runtime's own rare paths that call into libc (whose string functions
+ * use vector registers the probed code may hold live). */
+static void with_xstate_saved(void (*fn)(void *), void *arg)
+{
+    static unsigned size;
+    unsigned a, b, c, d;
+    if (!size) {
+        if (!__get_cpuid_count(0xd, 0, &a, &b, &c, &d) || b < 576)
+            b = 4096;
+        size = b;
+    }
+    unsigned char *raw = __builtin_alloca(size + 64);
+    unsigned char *area = (unsigned char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    for (int i = 0; i < 8; i++)   /* XRSTOR wants a clean header; no memset: it may use AVX */
+        ((volatile uint64_t *)(area + 512))[i] = 0;
+    __asm__ volatile("xsave64 (%0)" :: "r"(area), "a"(~0u), "d"(~0u) : "memory");
+    fn(arg);
+    __asm__ volatile("xrstor64 (%0)" :: "r"(area), "a"(~0u), "d"(~0u) : "memory");
+}
+
+static void run_handlers_cb(void *arg)
+{
+    struct handler_call *hc = arg;
+    run_handlers(hc->pt, hc->regs);
+}
+
+static void count_slow_cb(void *arg) { count_slow(*(uint32_t *)arg); }
+
+static void add_pool_cb(void *arg)
+{
+    struct kprw_state *st = arg;
+    pthread_mutex_lock(&lock);
+    add_pool((const void *)((char *)st + st->table_rel));
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- the kprobes API ---- */
+
+static struct point *find_point(const char *sym, unsigned offset, uintptr_t addr)
+{
+    for (struct pool *p = pools; p; p = p->next)
+        for (uint32_t i = 0; i < p->t->nentries; i++) {
+            struct point *pt = &p->points[i];
+            if (pt->kind != KPRW_KIND_K)
+                continue;
+            bool endbr = pt->flags & KPRW_F_AFTER_ENDBR;
+            if (sym) {
+                if (strcmp(pt->name, sym) == 0 &&
+                    (pt->offset == offset || (endbr && offset == 0 && pt->offset == 4)))
+                    return pt;
+            } else if (pt->addr == addr || (endbr && pt->addr - 4 == addr)) {
+                return pt;
+            }
+        }
+    return NULL;
+}
+
+EXPORT int register_kprobe(struct kprobe *kp)
+{
+    if (!kp || (kp->symbol_name && kp->addr) || (!kp->symbol_name && !kp->addr) || kp->__point)
+        return -EINVAL;
+    if (kp->post_handler)
+        return -EOPNOTSUPP;   /* needs the int3 path: not in this version */
+    pthread_mutex_lock(&lock);
+    struct point *pt = find_point(kp->symbol_name, kp->offset, (uintptr_t)kp->addr);
+    if (!pt) {
+        pthread_mutex_unlock(&lock);
+        return -ENOENT;
+    }
+    if (kp->symbol_name)
+        kp->flags |= KPROBE_FLAG_ADDR_RESOLVED;
+    kp->addr = (void *)pt->addr;
+    kp->__point = pt;
+    kp->nmissed = 0;
+    kp->flags = (kp->flags & ~KPROBE_FLAG_GONE) | KPROBE_FLAG_OPTIMIZED;
+    if (kp->flags & KPROBE_FLAG_FPU)
+        atomic_fetch_add(&pt->fpu, 1);
+    /* append, so handlers run in registration order */
+    struct kprobe *_Atomic *pp = &pt->handlers;
+    while (*pp)
+        pp = (struct kprobe *_Atomic *)&(*pp)->__next;
+    kp->__next = NULL;
+    atomic_store_explicit(pp, kp, memory_order_release);
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+EXPORT void unregister_kprobe(struct kprobe *kp)
+{
+    if (!kp)
+        return;
+    pthread_mutex_lock(&lock);
+    struct point *pt = kp->__point;
+    bool found = false;
+    if (pt) {
+        for (struct kprobe *_Atomic *pp = &pt->handlers; *pp; pp = (struct kprobe *_Atomic *)&(*pp)->__next)
+            if (*pp == kp) {
+                /* kp->__next stays valid for a thread still walking past kp */
+                atomic_store_explicit(pp, kp->__next, memory_order_release);
+                found = true;
+                break;
+            }
+    }
+    if (found) {
+        if (kp->flags & KPROBE_FLAG_FPU)
+            atomic_fetch_sub(&pt->fpu, 1);
+        kp->__point = NULL;
+        /* Unlike the kernel, forget an address we resolved, so the same
+         * struct kprobe (symbol_name set) can be registered again. */
+        if (kp->flags & KPROBE_FLAG_ADDR_RESOLVED) {
+            kp->addr = NULL;
+            kp->flags &= ~KPROBE_FLAG_ADDR_RESOLVED;
+        }
+    } else {
+        kp->addr = NULL;   /* as the kernel does for an incorrect probe */
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+EXPORT int register_kprobes(struct kprobe **kps, int num)
+{
+    if (!kps || num <= 0)
+        return -EINVAL;
+    for (int i = 0; i < num; i++) {
+        int rc = register_kprobe(kps[i]);
+        if (rc < 0) {
+            /* roll back the ones registered so far */
+            for (int j = 0; j < i; j++)
+                unregister_kprobe(kps[j]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+EXPORT void unregister_kprobes(struct kprobe **kps, int num)
+{
+    for (int i = 0; kps && i < num; i++)
+        unregister_kprobe(kps[i]);
+}
+
+EXPORT int enable_kprobe(struct kprobe *kp)
+{
+    if (!kp || !kp->__point)
+        return -EINVAL;
+    __atomic_and_fetch(&kp->flags, ~(unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    return 0;
+}
+
+EXPORT int disable_kprobe(struct kprobe *kp)
+{
+    if (!kp || !kp->__point)
+        return -EINVAL;
+    __atomic_or_fetch(&kp->flags, (unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
+{
+    if (!pt)
+        return -ENOENT;
+    uint64_t h = atomic_load(&pt->hits);
+    for (struct counters *c = threads; c; c = c->next)
+        if (pt->id < c->cap)
+            h += __atomic_load_n(&c->hits[pt->id], __ATOMIC_RELAXED);
+    st->hits = h;
+    st->nmissed = atomic_load(&pt->missed);
+    return 0;
+}
+
+EXPORT int kprewrite_point_stats(const char *symbol_name, unsigned int offset, struct kprewrite_point_stats *st)
+{
+    pthread_mutex_lock(&lock);
+    int rc = stats_of(symbol_name ? find_point(symbol_name, offset, 0) : NULL, st);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_stats *st)
+{
+    pthread_mutex_lock(&lock);
+    int rc = stats_of(find_point(NULL, 0, (uintptr_t)addr), st);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* KPREWRITE_REPORT=1: print every point's counts at exit (stderr). */
+static void report(void)
+{
+    struct kprewrite_point_stats st;
+    pthread_mutex_lock(&lock);
+    for (uint32_t i = 0; i < npoints; i++) {
+        struct point *pt = by_id[i];
+        stats_of(pt, &st);
+        fprintf(stderr, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
+                pt->kind, pt->name, pt->offset, st.hits, st.nmissed);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void rt_init(void)
+{
+    const char *r = getenv("KPREWRITE_REPORT");
+    if (r && *r && strcmp(r, "0") != 0)
+        atexit(report);
+}
