@@ -25,7 +25,8 @@
     X(DECODE_FAILED,      "decode-failed",            "the function's bytes do not decode as x86-64 up to the probe") \
     X(PLT_STUB,           "plt-stub",                 "the address is in a PLT stub (.plt, .plt.got, .plt.sec)") \
     X(INIT_FINI_STUB,     "init-fini-stub",           "the address is in the .init or .fini stub") \
-    X(RETURN_NOT_AT_ENTRY,"return-not-at-entry",      "a return probe must be on the function entry")
+    X(RETURN_NOT_AT_ENTRY,"return-not-at-entry",      "a return probe must be on the function entry") \
+    X(OVERLAPS_PROBE,     "overlaps-probe",           "another probe lies inside the DCR (that one keeps its place)")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

@@ -404,6 +404,39 @@ static void judge(struct state *s, struct probe *p)
     set(p, V_OPTIMIZED, KP_R_NONE, NULL);
 }
 
+static int cmp_probe_addr(const void *a, const void *b)
+{
+    const struct probe *x = *(struct probe *const *)a, *y = *(struct probe *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* A DCR that covers another probe's address cannot become a jump: as the
+ * kernel does, the outer probe stays unoptimized and the inner one keeps
+ * its place. */
+static int resolve_overlaps(struct probe_list *probes)
+{
+    struct probe **v = malloc((probes->n ? probes->n : 1) * sizeof *v);
+    size_t n = 0;
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < probes->n; i++)
+        if (probes->v[i].verdict != V_REFUSED)
+            v[n++] = &probes->v[i];
+    qsort(v, n, sizeof *v, cmp_probe_addr);
+    for (size_t i = 0; i < n; i++) {
+        struct probe *a = v[i];
+        if (a->verdict != V_OPTIMIZED)
+            continue;
+        for (size_t j = i + 1; j < n && v[j]->addr < a->addr + a->dcr_len; j++)
+            if (v[j]->addr > a->addr) {
+                set(a, V_INT3, KP_R_OVERLAPS_PROBE, "probe at 0x%llx", (unsigned long long)v[j]->addr);
+                break;
+            }
+    }
+    free(v);
+    return 0;
+}
+
 int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf,
                    struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen)
 {
@@ -444,6 +477,8 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
             if (p->verdict != V_REFUSED && p->func != SIZE_MAX)
                 judge(&s, p);
         }
+        if (resolve_overlaps(probes) < 0)
+            goto oom;
     }
     rc = 0;
     goto out;

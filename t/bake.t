@@ -1,0 +1,97 @@
+#!/bin/sh
+# Baking jump-optimized probes into programs linked with the runtime:
+# identical output, exact counts, the handler API, rewriting twice, removal,
+# a pool that is too small, atomic writes.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" cmp
+D=$(tmpdir bake)
+RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
+export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+SRC="$KP_SRCDIR/t/data"
+build() { # OUT CFLAGS...
+    out=$1; shift
+    $CC "$@" -mgeneral-regs-only -I"$KP_SRCDIR/include" -c -o "$out.o" "$SRC/bake-prog.c" &&
+    $CC "$@" -I"$KP_SRCDIR/include" -c -o "$out-fpu.o" "$SRC/bake-fpu.c" &&
+    $CC "$@" -o "$out" "$out.o" "$out-fpu.o" "$SRC/bake-asm.S" $RT
+}
+# a mid-function point of FUNC: the first instruction past its entry DCR
+# (a point inside the entry's DCR would only demote the entry probe)
+mid() {
+    listing=$("$KPREWRITE" --check --disasm --probe "$2" "$1")
+    line=$("$KPREWRITE" --check --probe "$2" "$1")
+    start=${line%% *}   # the entry probe's address (after any endbr64)
+    dcr=$(printf '%s' "$line" | sed -n 's/.*dcr \([0-9]*\):.*/\1/p')
+    printf '%s\n' "$listing" | awk 'NR > 1 { print $1 }' | while read -r a; do
+        [ $((0x$a - 0x$start)) -ge "${dcr:-5}" ] && { echo "$a"; break; }
+    done
+}
+
+for opt in -O0 -O2; do
+  for pie in -fPIE/-pie -fno-pie/-no-pie; do
+    for cf in "" -fcf-protection; do
+        cflags="$opt ${pie%/*} $cf"; lflags=${pie#*/}
+        tag="$opt ${pie%/*}${cf:+ $cf}"
+        V=$D/prog$opt${pie%/*}$cf
+        if ! build "$V" $cflags $lflags 2>"$D/cc.err"; then
+            ok 1 "$tag: build the fixture ($(head -n 1 "$D/cc.err"))"; continue
+        fi
+        want=$("$V"); cp "$V" "$V.orig"
+        is "$want" "$("$V")" "$tag: linked with the runtime and never rewritten, it runs unchanged"
+        mids=""
+        for f in mix recurse; do a=$(mid "$V" $f); [ -n "$a" ] && mids="$mids --probe 0x$a"; done
+        "$KPREWRITE" --probe '*' --probe flagtest+2 $mids "$V" >"$D/report" 2>"$D/err"
+        rc=$?
+        ok $([ $rc -le 3 ] && [ $rc -ne 1 ]; echo $?) "$tag: rewrite every function entry (exit $rc: $(tail -n 1 "$D/err"))"
+        n=$(grep -c OPTIMIZED "$D/report")
+        ok $([ "$n" -ge 20 ]; echo $?) "$tag: $n probes baked"
+        is "$want" "$("$V")" "$tag: output identical with every probe baked (count-only)"
+        hits=$(KPREWRITE_REPORT=1 "$V" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
+        is 1000 "$hits" "$tag: exact hit count (mix called 1000 times)"
+        is "api ok" "$("$V" api)" "$tag: handler API: registers, flags, batch rollback, -EINVAL, -ENOENT, nmissed"
+        is "threads rc 0 hits 400001" "$("$V" threads)" "$tag: exact hits from 4 threads"
+        is "fpu rc 0 value 6.0" "$("$V" fpu)" "$tag: KPROBE_FLAG_FPU handler keeps the probed code's xmm registers"
+    done
+  done
+done
+
+V=$D/prog-O2-fPIE
+cp "$V.orig" "$D/twice"; chmod 750 "$D/twice"
+"$KPREWRITE" --probe add3 "$D/twice" >/dev/null 2>&1
+"$KPREWRITE" --probe mix "$D/twice" >"$D/report" 2>&1
+like '^[0-9a-f]+  k  add3\+0x0  \[OPTIMIZED\]' "$(cat "$D/report")" "a second run keeps the first run's probes"
+hits=$(KPREWRITE_REPORT=1 "$D/twice" 2>&1 >/dev/null | awk '{ print $4, $6 }' | sort | tr '\n' ' ')
+is "add3+0x0 1000 mix+0x0 1000 " "$hits" "both probes count after two runs"
+is 750 "$(stat -c %a "$D/twice")" "in-place rewrite keeps the mode"
+"$KPREWRITE" --remove add3 --remove mix "$D/twice" >/dev/null 2>&1
+cmp -s "$V.orig" "$D/twice"; ok $? "removing every probe gives back the original bytes"
+cp "$D/twice" "$D/before"
+err=$("$KPREWRITE" --remove add3 "$D/twice" 2>&1); rc=$?
+is "1:kprewrite: $D/twice: --remove add3: no probe is baked there" "$rc:$err" "removing a probe that is not baked is an error"
+cmp -s "$D/before" "$D/twice"; ok $? "a failed run leaves the image untouched"
+"$KPREWRITE" --probe add3 -o "$D/out" "$D/twice" >/dev/null 2>&1
+cmp -s "$D/before" "$D/twice"; ok $? "-o leaves the input untouched"
+is "$want" "$("$D/out")" "-o writes a working image"
+
+# a pool too small for the probes: the error names the sizes needed
+printf '#include <kprewrite/pool.h>\nKPREWRITE_POOL(256, 512, 64)\n' >"$D/tiny.c"
+build "$D/tiny" -O2 && $CC -O2 -o "$D/tiny" "$D/tiny.o" "$D/tiny-fpu.o" "$SRC/bake-asm.S" -I"$KP_SRCDIR/include" "$D/tiny.c" $RT
+cp "$D/tiny" "$D/tiny.orig"
+err=$("$KPREWRITE" --probe '*' "$D/tiny" 2>&1 >/dev/null); rc=$?
+like '^kprewrite: .*tiny: the pool is too small for [0-9]+ probes: \.kprewrite\.text needs [0-9]+ bytes \(has 256\)' "$err" "too-small pool: the error names the size needed"
+is 1 $rc "too-small pool: exit 1"
+cmp -s "$D/tiny" "$D/tiny.orig"; ok $? "too-small pool: image untouched"
+"$KPREWRITE" --probe work "$D/tiny" >/dev/null 2>&1
+is "threads rc 0 hits 400001" "$("$D/tiny" threads)" "KPREWRITE_POOL() replaces the default pool"
+
+# no pool at all
+$CC -O2 -o "$D/nopool" "$SRC/verdicts.S" "$SRC/verdicts-main.c"
+err=$("$KPREWRITE" --probe f_opt "$D/nopool" 2>&1); rc=$?
+like "no kprewrite pool" "$err" "an image without a pool: clear error"
+is 1 $rc "an image without a pool: exit 1"
+
+# the static runtime
+build "$D/static-rt" -O2 && $CC -O2 -o "$D/static-rt" "$D/static-rt.o" "$D/static-rt-fpu.o" "$SRC/bake-asm.S" \
+    -Wl,-u,__kprewrite_pool -L"$KP_BUILDDIR" -lkprewrite-pool "$KP_BUILDDIR/.libs/libkprewrite-rt.a" -lpthread
+"$KPREWRITE" --probe work --probe add3 --probe flagtest+2 "$D/static-rt" >/dev/null 2>&1
+is "threads rc 0 hits 400001" "$("$D/static-rt" threads)" "static runtime: exact counts"
+done_testing
