@@ -174,39 +174,37 @@ static void count_slow_cb(void *arg);
 static void add_pool_cb(void *arg);
 struct handler_call { struct point *pt; struct pt_regs *regs; };
 
-static void run_handlers(struct point *pt, struct pt_regs *regs)
+static inline void run_handlers(struct point *pt, struct pt_regs *regs)
 {
     for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
         if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->pre_handler)
             kp->pre_handler(kp, regs);   /* return values are ignored, as for optprobes */
 }
 
+/* Everything but the common case: a hit before the image registered, a hit
+ * inside a handler, this thread's first hit on this point. */
+static __attribute__((noinline)) void dispatch_slow(struct kprw_state *st, struct pt_regs *regs);
+static __attribute__((noinline)) void dispatch_handlers(struct point *pt, struct pt_regs *regs);
+
+/* Called by every detour: count the hit, run the handlers. The fast path
+ * has no stack frame; the rest is in out-of-line functions (tail calls). */
 EXPORT void __kprewrite_dispatch(void *state, void *vregs)
 {
     struct kprw_state *st = state;
     struct point *pt = st->rt;
-    struct pt_regs *regs = vregs;
-
-    if (__builtin_expect(!pt, 0)) {
-        /* a hit before the image's constructor ran */
-        with_xstate_saved(add_pool_cb, st);
-        if (!(pt = st->rt))
-            return;
-    }
-    if (__builtin_expect(in_handler, 0)) {
-        /* a probe hit inside a handler: no handler runs, nmissed counts it */
-        atomic_fetch_add_explicit(&pt->missed, 1, memory_order_relaxed);
-        for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
-            __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
-        return;
-    }
     struct counters *c = my_counters;
-    if (__builtin_expect(c && pt->id < c->cap, 1))
-        c->hits[pt->id]++;
-    else
-        with_xstate_saved(count_slow_cb, &pt->id);
-    if (!atomic_load_explicit(&pt->handlers, memory_order_relaxed))
+
+    if (__builtin_expect(!pt || in_handler || !c || pt->id >= c->cap, 0)) {
+        dispatch_slow(st, vregs);
         return;
+    }
+    c->hits[pt->id]++;
+    if (atomic_load_explicit(&pt->handlers, memory_order_relaxed))
+        dispatch_handlers(pt, vregs);
+}
+
+static void dispatch_handlers(struct point *pt, struct pt_regs *regs)
+{
     in_handler = 1;
     if (__builtin_expect(atomic_load_explicit(&pt->fpu, memory_order_relaxed) != 0, 0)) {
         struct handler_call hc = { pt, regs };
@@ -215,6 +213,31 @@ EXPORT void __kprewrite_dispatch(void *state, void *vregs)
         run_handlers(pt, regs);
     }
     in_handler = 0;
+}
+
+static void dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
+{
+    struct point *pt = st->rt;
+    if (!pt) {
+        /* a hit before the image's constructor ran */
+        with_xstate_saved(add_pool_cb, st);
+        if (!(pt = st->rt))
+            return;
+    }
+    if (in_handler) {
+        /* a probe hit inside a handler: no handler runs, nmissed counts it */
+        atomic_fetch_add_explicit(&pt->missed, 1, memory_order_relaxed);
+        for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+            __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    struct counters *c = my_counters;
+    if (c && pt->id < c->cap)
+        c->hits[pt->id]++;
+    else
+        with_xstate_saved(count_slow_cb, &pt->id);
+    if (atomic_load_explicit(&pt->handlers, memory_order_relaxed))
+        dispatch_handlers(pt, regs);
 }
 
 /* Run fn(arg) with every enabled extended state component (x87, SSE, AVX,

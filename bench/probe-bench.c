@@ -1,0 +1,66 @@
+/*
+ * Per-hit cost of a baked probe: `probe-bench LABEL N REPS`. Each rep times
+ * the empty loop, a loop calling an unprobed twin and a loop calling
+ * bench_probed, and prints the overhead (probe - base) in ns. With
+ * BENCH_HANDLER=1 an empty pre_handler is registered on bench_probed.
+ * Output lines match shared/reference/detour-floor's bench (SUMMARY ... ).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <kprewrite/kprobes.h>
+
+void bench_loop(long n);
+void bench_base_loop(long n);
+void bench_empty_loop(long n);
+extern long bench_calls;
+
+static int empty_handler(struct kprobe *kp, struct pt_regs *regs) { (void)kp; (void)regs; return 0; }
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const char *label = argc > 1 ? argv[1] : "probe";
+    long n = argc > 2 ? atol(argv[2]) : 10000000L;
+    int reps = argc > 3 ? atoi(argv[3]) : 7;
+    static struct kprobe kp = { .symbol_name = "bench_probed", .pre_handler = empty_handler };
+    const char *h = getenv("BENCH_HANDLER");
+    if (h && *h == '1' && register_kprobe(&kp) < 0) {
+        fprintf(stderr, "probe-bench: bench_probed is not baked\n");
+        return 1;
+    }
+    double *over = calloc(reps, sizeof *over), *pn = calloc(reps, sizeof *pn), *bn = calloc(reps, sizeof *bn);
+    bench_empty_loop(n / 10 + 1);
+    bench_base_loop(n / 10 + 1);
+    bench_loop(n / 10 + 1);
+    for (int r = 0; r < reps; r++) {
+        double a = now_ns(); bench_empty_loop(n);
+        double b = now_ns(); bench_base_loop(n);
+        double c = now_ns(); bench_loop(n);
+        double d = now_ns();
+        double empty = b - a;
+        bn[r] = ((c - b) - empty) / n;
+        pn[r] = ((d - c) - empty) / n;
+        over[r] = pn[r] - bn[r];
+        printf("rep %d mode %s n %ld base_ns %.3f probe_ns %.3f over_ns %.3f\n", r, label, n, bn[r], pn[r], over[r]);
+    }
+    qsort(over, reps, sizeof *over, cmp_d);
+    qsort(pn, reps, sizeof *pn, cmp_d);
+    qsort(bn, reps, sizeof *bn, cmp_d);
+    printf("SUMMARY mode %s n %ld reps %d base_min %.2f base_med %.2f probe_min %.2f probe_med %.2f "
+           "over_min %.2f over_med %.2f\n", label, n, reps, bn[0], bn[reps / 2], pn[0], pn[reps / 2],
+           over[0], over[reps / 2]);
+    return 0;
+}

@@ -1,0 +1,48 @@
+#!/bin/sh
+# make bench: per-hit cost of kprewrite's optimized probes beside the
+# hand-written reference detours (../shared/reference/detour-floor), all in
+# this one run, rounds interleaved. Usage: probe-bench.sh SRCDIR BUILDDIR.
+# ROUNDS (3) x REPS (3) samples per mechanism; N (10000000) calls a sample.
+set -e
+src=$1; build=$2
+ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}
+cc=${CC:-cc}
+w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
+export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+rt="-I$src/include -L$build/.libs -L$build -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
+$cc -O2 -o "$w/plain" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" $rt
+"$build/kprewrite" --probe bench_probed -o "$w/probed" "$w/plain" >/dev/null 2>&1
+ref=$src/../shared/reference/detour-floor
+[ -d "$ref" ] || ref=$(cd "$src/.." && pwd)/shared/reference/detour-floor
+have_ref=false
+if [ -f "$ref/bench.c" ]; then
+    $cc -O2 -o "$w/ref" "$ref/bench.c" "$ref/handler.c" "$ref/probed.S" "$ref/detour.S" && have_ref=true
+fi
+: >"$w/all"
+for round in $(seq 1 "$ROUNDS"); do
+    "$w/probed" count_only "$N" "$REPS" >>"$w/all"
+    BENCH_HANDLER=1 "$w/probed" kprewrite_empty_handler "$N" "$REPS" >>"$w/all"
+    if $have_ref; then
+        for m in detour_jmp detour_cs_noflags detour_full_lahf detour_full; do
+            "$w/ref" "$m" "$N" "$REPS" | sed 's/ empty_ns [0-9.]*//' >>"$w/all"
+        done
+    fi
+done
+# median and minimum of the over_ns samples per mechanism
+awk '/^rep / { m = $4; v[m] = v[m] " " $12; n[m]++ }
+     END { for (m in v) { k = split(v[m], a, " "); for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
+                if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+              printf "%s %d %.2f %.2f\n", m, k, a[1], (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 } }' \
+    "$w/all" | sort >"$w/table"
+base=$(awk '/^rep / { print $8 }' "$w/all" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+med() { awk -v m="$1" '$1 == m { print $4 }' "$w/table"; }
+floor=$(med detour_cs_noflags); full=$(med detour_full)
+printf '\nper-hit overhead, ns (median and min of %s samples; plain call %s ns)\n' "$((ROUNDS * REPS))" "$base"
+printf '%-26s %8s %8s %14s %12s\n' mechanism median min "x cs_noflags" "x full"
+while read -r m k mn md; do
+    r1=-; r2=-
+    [ -n "$floor" ] && r1=$(echo "scale=2; $md / $floor" | bc)
+    [ -n "$full" ] && r2=$(echo "scale=2; $md / $full" | bc)
+    printf '%-26s %8s %8s %14s %12s\n' "$m" "$md" "$mn" "$r1" "$r2"
+done <"$w/table"
+$have_ref || echo "(reference detours not found at $ref: ratios unavailable)"
