@@ -284,12 +284,10 @@ static size_t sole_def(const struct x86_insn *insns, size_t n, ZydisRegister reg
     return found;
 }
 
-static void read_table(const struct x86_insn *insns, size_t n, size_t load, size_t jmp,
-                       ZydisRegister idx, uint64_t table, unsigned width, bool relative,
+static void read_table(const struct x86_insn *insns, size_t n, size_t load, ZydisRegister idx, uint64_t table, unsigned width, bool relative,
                        const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
                        struct x86_ijmp_result *res)
 {
-    (void)jmp;
     unsigned entries = find_bound(insns, n, load, idx, targets, ntargets, read, ctx);
     size_t avail = 0;
     const uint8_t *p;
@@ -343,7 +341,7 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
         }
         if (op->mem.base == ZYDIS_REGISTER_NONE && op->mem.index != ZYDIS_REGISTER_NONE &&
             op->mem.scale == 8)
-            read_table(insns, n, idx, idx, big(op->mem.index), (uint64_t)op->mem.disp.value, 8, false,
+            read_table(insns, n, idx, big(op->mem.index), (uint64_t)op->mem.disp.value, 8, false,
                        targets, ntargets, read, ctx, res);
         return;
     }
@@ -363,7 +361,7 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
     /* mov T(,%rI,8),%rA */
     if (a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && a.ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
         a.ops[1].mem.base == ZYDIS_REGISTER_NONE && a.ops[1].mem.scale == 8) {
-        read_table(insns, n, ia, idx, big(a.ops[1].mem.index), (uint64_t)a.ops[1].mem.disp.value, 8,
+        read_table(insns, n, ia, big(a.ops[1].mem.index), (uint64_t)a.ops[1].mem.disp.value, 8,
                    false, targets, ntargets, read, ctx, res);
         return;
     }
@@ -383,6 +381,6 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
         b.ops[1].mem.index != ZYDIS_REGISTER_NONE)
         return;
     uint64_t table = insns[ib].addr + insns[ib].len + (uint64_t)b.ops[1].mem.disp.value;
-    read_table(insns, n, il, idx, big(l.ops[1].mem.index), table, 4, true,
+    read_table(insns, n, il, big(l.ops[1].mem.index), table, 4, true,
                targets, ntargets, read, ctx, res);
 }
