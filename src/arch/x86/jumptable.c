@@ -284,7 +284,8 @@ static size_t sole_def(const struct x86_insn *insns, size_t n, ZydisRegister reg
     return found;
 }
 
-static void read_table(const struct x86_insn *insns, size_t n, size_t load, ZydisRegister idx, uint64_t table, unsigned width, bool relative,
+static void read_table(const struct x86_insn *insns, size_t n, size_t load, ZydisRegister idx,
+                       uint64_t table, unsigned width, bool relative,
                        const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
                        struct x86_ijmp_result *res)
 {
