@@ -5,6 +5,7 @@
 #include "../arch/x86/jumptable.h"
 #include "../arch/x86/detour.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,7 +216,6 @@ static int landing_pads(struct state *s)
 static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-#include <stdarg.h>
 static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
 {
     va_list ap;

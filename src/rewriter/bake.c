@@ -32,13 +32,14 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     return 0;
 }
 
-/* Private copy of the file bytes at vaddr (writable: MAP_PRIVATE). */
-static uint8_t *file_bytes(const struct image *img, uint64_t vaddr, size_t len)
+/* File offset of the len bytes at vaddr, when they lie in one section with file bytes. */
+static bool file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
 {
     const struct section *s = image_section_at(img, vaddr);
     if (!s || !s->data || vaddr + len > s->addr + s->size)
-        return NULL;
-    return img->map + s->offset + (vaddr - s->addr);
+        return false;
+    *off = (size_t)(s->offset + (vaddr - s->addr));
+    return true;
 }
 
 int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
@@ -56,13 +57,13 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     const struct kprw_entry *e = (const void *)(t + 1);
     for (uint32_t i = 0; i < t->nentries; i++) {
         uint64_t site = ps->table->addr + (uint64_t)e[i].site_rel;
-        uint8_t *b = file_bytes(img, site, e[i].dcr_len);
-        if (!b || e[i].dcr_len > KPRW_ORIG_MAX) {
+        size_t off;
+        if (e[i].dcr_len > KPRW_ORIG_MAX || !file_offset(img, site, e[i].dcr_len, &off)) {
             snprintf(err, errlen, "%s: probe table entry %u names 0x%llx, outside the image", img->path, i,
                      (unsigned long long)site);
             return -1;
         }
-        memcpy(b, e[i].orig, e[i].dcr_len);
+        memcpy(img->map + off, e[i].orig, e[i].dcr_len);   /* our private copy */
         char text[40];
         snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
         if (spec_add(specs, text, "baked", err, errlen) < 0)
@@ -112,11 +113,6 @@ fail:
         close(fd);
     unlink(tmp);
     return -1;
-}
-
-static uint64_t file_off(const struct section *s, uint64_t vaddr)
-{
-    return s->offset + (vaddr - s->addr);
 }
 
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
@@ -172,14 +168,14 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         if (text_used + len <= ps->text->size)
             memcpy(text + text_used, det, len);
         text_used = (text_used + len + 15) & ~(size_t)15;
-        const struct section *site_sec = image_section_at(img, p->addr);
         uint8_t jump[KPRW_ORIG_MAX];
-        if (!site_sec || !x86_emit_site_jump(p->addr, at, p->dcr_len, jump)) {
+        size_t site_off;
+        if (!file_offset(img, p->addr, p->dcr_len, &site_off) || !x86_emit_site_jump(p->addr, at, p->dcr_len, jump)) {
             snprintf(err, errlen, "%s: %s+0x%llx: the pool is out of jump reach", img->path, p->sym,
                      (unsigned long long)p->off);
             goto fail;
         }
-        memcpy(out + file_off(site_sec, p->addr), jump, p->dcr_len);
+        memcpy(out + site_off, jump, p->dcr_len);
         if (table_need <= ps->table->size && data_need <= ps->data->size) {
             e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
             e[k].detour_rel = (int64_t)(at - ps->table->addr);

@@ -182,12 +182,11 @@ int main(int argc, char **argv)
             goto close_image;
         }
         nbaked_before = (size_t)old;
-        for (size_t i = 0; i < specs.n; i++)
-            if (spec_add(&all, specs.v[i].text, specs.v[i].origin, err, sizeof err) < 0) {
-                fprintf(stderr, "kprewrite: %s\n", err);
-                spec_list_free(&all);
-                goto close_image;
-            }
+        if (spec_list_move(&all, &specs) < 0) {
+            fprintf(stderr, "kprewrite: out of memory\n");
+            spec_list_free(&all);
+            goto close_image;
+        }
         spec_list_free(&specs);
         specs = all;
     }

@@ -1,5 +1,6 @@
 /* Text (kprobes-list style) and JSON reports. */
 #include "report.h"
+#include "../arch/x86/decode.h"
 
 #include <string.h>
 
@@ -173,8 +174,6 @@ enum exit_status report_exit_status(const struct probe_list *probes)
         return EXIT_SOME_INT3;
     return EXIT_ALL_OPTIMIZED;
 }
-
-#include "../arch/x86/decode.h"
 
 void report_disasm(FILE *out, const struct image *img, const struct symbols *sy,
                    const struct probe_list *probes)

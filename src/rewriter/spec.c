@@ -110,6 +110,25 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
     return 0;
 }
 
+/* Append a parsed spec (taking its strings), naming where it came from. */
+static int spec_push(struct spec_list *l, struct probe_spec *s, const char *origin, char *err, size_t errlen)
+{
+    snprintf(s->origin, sizeof s->origin, "%s", origin);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct probe_spec *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            free(s->sym); free(s->text);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *s;
+    return 0;
+}
+
 int spec_add(struct spec_list *l, const char *text, const char *origin, char *err, size_t errlen)
 {
     struct probe_spec s;
@@ -120,20 +139,7 @@ int spec_add(struct spec_list *l, const char *text, const char *origin, char *er
         snprintf(err, errlen, "%s:%zu: %s: '%s'", origin, col, msg, text);
         return -1;
     }
-    snprintf(s.origin, sizeof s.origin, "%s", origin);
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct probe_spec *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            free(s.sym); free(s.text);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = s;
-    return 0;
+    return spec_push(l, &s, origin, err, errlen);
 }
 
 int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errlen)
@@ -172,11 +178,9 @@ int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errl
             snprintf(err, errlen, "%s:%zu:%zu: %s", path, lineno, start + col, msg);
             goto fail;
         }
-        free(s.sym);
-        free(s.text);
         char origin[300];
         snprintf(origin, sizeof origin, "%s:%zu", path, lineno);
-        if (spec_add(l, line + start, origin, err, errlen) < 0)
+        if (spec_push(l, &s, origin, err, errlen) < 0)
             goto fail;
     }
     if (ferror(f)) {
@@ -190,6 +194,22 @@ fail:
     free(line);
     fclose(f);
     return -1;
+}
+
+int spec_list_move(struct spec_list *dst, struct spec_list *src)
+{
+    if (dst->n + src->n > dst->cap) {
+        size_t cap = dst->n + src->n;
+        struct probe_spec *v = realloc(dst->v, (cap ? cap : 1) * sizeof *v);
+        if (!v)
+            return -1;
+        dst->v = v;
+        dst->cap = cap;
+    }
+    memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v);
+    dst->n += src->n;
+    src->n = 0;
+    return 0;
 }
 
 void spec_list_free(struct spec_list *l)

@@ -27,5 +27,7 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
 int spec_add(struct spec_list *l, const char *text, const char *origin, char *err, size_t errlen);
 /* One spec a line, '#' starts a comment; errors as FILE:LINE:COLUMN: message. */
 int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errlen);
+/* Move every spec of src to the end of dst (src is left empty). */
+int spec_list_move(struct spec_list *dst, struct spec_list *src);
 void spec_list_free(struct spec_list *l);
 #endif

@@ -71,11 +71,9 @@ static bool rip_slot(const ZydisDecodedOperand *op, const struct x86_insn *in, u
     return true;
 }
 
-static bool same_slot(const struct full *f, const struct x86_insn *in, const ZydisDecodedOperand *op,
-                      uint64_t mem)
+static bool same_slot(const struct x86_insn *in, const ZydisDecodedOperand *op, uint64_t mem)
 {
     uint64_t a;
-    (void)f;
     return rip_slot(op, in, &a) && a == mem;
 }
 
@@ -191,7 +189,7 @@ static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, str
             return 0;
         if (st.have_mem && (insns[i].kind == XK_CALL || insns[i].kind == XK_CALL_IND))
             return 0;   /* a call may change the memory slot between check and load */
-        bool same = st.have_mem ? same_slot(&f, &insns[i], &f.ops[0], st.mem) : is_reg(&f.ops[0], st.idx);
+        bool same = st.have_mem ? same_slot(&insns[i], &f.ops[0], st.mem) : is_reg(&f.ops[0], st.idx);
         if (m == ZYDIS_MNEMONIC_CMP && same && f.ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
             st.guard != ZYDIS_MNEMONIC_INVALID) {
             uint64_t imm = f.ops[1].imm.value.u;
