@@ -36,7 +36,7 @@ is "k  f_ud+0x0  refused: not-relocatable (ud (bug/trap site) at the probe addre
    "$(check1 "$V" f_ud)" "ud2 at the probe address is refused"
 like '^k  f_rip\+0x0  \[OPTIMIZED\]  dcr 6: mov 0x[0-9a-f]+, %eax  \[RIP-relative operand re-pointed\]$' \
    "$(check1 "$V" f_rip)" "RIP-relative operand is relocatable"
-is "k  f_call+0x0  [OPTIMIZED]  dcr 9: sub \$0x8, %rsp; call $(a f_opt 0)  [call kept as a real call]" \
+is "k  f_call+0x0  [OPTIMIZED]  dcr 9: sub \$0x8, %rsp; call $(a f_opt 0)  [call at the end of the DCR returns to the original code]" \
    "$(check1 "$V" f_call)" "a call in the DCR stays a call"
 like '^k  f_jcc\+0x0  \[OPTIMIZED\]  dcr 9: test %edi, %edi; jz 0x[0-9a-f]+; mov \$0x3, %eax  \[relative branch re-encoded as rel32\]$' \
    "$(check1 "$V" f_jcc)" "a short jcc in the DCR is re-encoded"

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
-#define KPRW_VERSION 1
+#define KPRW_VERSION 2             /* 2: int3 entries, out-of-line copies */
 
 #define KPRW_SEC_TEXT ".kprewrite.text"
 #define KPRW_SEC_TABLE ".kprewrite.table"

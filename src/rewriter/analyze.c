@@ -301,8 +301,9 @@ static void judge(struct state *s, struct probe *p)
         return;
     }
     struct x86_insn pi = { .addr = p->addr, .len = f->insns[i].len, .kind = f->insns[i].kind, .flags = f->insns[i].flags };
-    if (pi.kind == XK_INT3 || pi.kind == XK_INTN || pi.kind == XK_UD) {
-        x86_relocatable(&pi, &why);
+    /* Every probe runs its first instruction out of line (the int3 path
+     * resumes at a copy of it), so that one must be relocatable. */
+    if (!x86_relocatable(&pi, &why)) {
         set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
         return;
     }
@@ -348,7 +349,7 @@ static void judge(struct state *s, struct probe *p)
             set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s", len, fn->name);
         return;
     }
-    bool has_call = false;
+    bool has_call = false, call_inside = false;
     for (size_t k = i; k < j; k++) {
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
@@ -357,8 +358,15 @@ static void judge(struct state *s, struct probe *p)
             return;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
-        if (in.kind == XK_CALL && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER)))
+        if (in.kind == XK_CALL && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
             has_call = true;
+            /* A call before the end of the DCR returns into it: with the
+             * original bytes back (a disabled probe), a thread could sit
+             * in the callee with its return address inside the DCR for
+             * any time, and re-arming the jump would break it. */
+            if (k + 1 < j)
+                call_inside = true;
+        }
         if (in.flags & XF_RIPREL)
             p->notes |= NOTE_RIPREL;
         if (in.kind == XK_JMP || in.kind == XK_JCC)
@@ -387,7 +395,7 @@ static void judge(struct state *s, struct probe *p)
         return;
     }
     if (has_call) {
-        if (s->img->kind == IMG_VMLINUX) {
+        if (s->img->kind == IMG_VMLINUX || call_inside) {
             set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
             return;
         }

@@ -1,5 +1,6 @@
 /* Filling the pool: detours, site jumps, probe table, live state. */
 #include "bake.h"
+#include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
 
@@ -115,6 +116,11 @@ fail:
     return -1;
 }
 
+static bool bakeable(const struct probe *p)
+{
+    return (p->verdict == V_OPTIMIZED || p->verdict == V_INT3) && !p->is_return;
+}
+
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
          const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
@@ -122,7 +128,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     memset(res, 0, sizeof *res);
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (p->verdict == V_OPTIMIZED && !p->is_return) {
+        if (bakeable(p)) {
             n++;
             strings += strlen(p->sym) + 1;
         }
@@ -144,23 +150,48 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     struct kprw_entry *e = (void *)(t + 1);
     char *str = (char *)(e + n);
     size_t text_used = 0, k = 0, str_used = 0;
-    uint8_t det[DETOUR_MAX];
+    uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
 
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (p->verdict != V_OPTIMIZED || p->is_return)
+        if (!bakeable(p))
             continue;
         size_t avail;
         const uint8_t *orig = image_read(img, p->addr, &avail);
         uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
-        uint64_t at = ps->text->addr + text_used;
-        struct detour_params dp = {
-            .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
-            .slot = ps->slot->addr, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
-            .entry_aligned = p->entry_aligned,
-        };
+        uint64_t at = ps->text->addr + text_used, ool;
         char derr[200];
-        size_t len = x86_emit_detour(&dp, det, derr, sizeof derr);
+        size_t len, dcr_off = 0;
+        unsigned site_len;   /* bytes of the site the probe owns (orig[] in the table) */
+        uint8_t site_bytes[KPRW_ORIG_MAX];
+        if (p->verdict == V_OPTIMIZED) {
+            struct detour_params dp = {
+                .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
+                .slot = ps->slot->addr, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
+                .entry_aligned = p->entry_aligned,
+            };
+            len = x86_emit_detour(&dp, det, &dcr_off, derr, sizeof derr);
+            ool = at + dcr_off;
+            site_len = p->dcr_len;
+            if (len && !x86_emit_site_jump(p->addr, at, p->dcr_len, site_bytes)) {
+                snprintf(derr, sizeof derr, "the pool is out of jump reach");
+                len = 0;
+            }
+        } else {
+            /* int3 at byte 0; the runtime's SIGTRAP handler resumes at the
+             * out-of-line copy of the first instruction */
+            len = x86_emit_ool(at, p->addr, orig, avail, det, derr, sizeof derr);
+            ool = at;
+            struct x86_insn in;
+            site_len = x86_decode(orig, avail, p->addr, &in);
+            site_bytes[0] = 0xcc;
+            memcpy(site_bytes + 1, orig + 1, site_len - 1);
+        }
+        size_t site_off;
+        if (len && !file_offset(img, p->addr, site_len, &site_off)) {
+            snprintf(derr, sizeof derr, "the site has no bytes in the file");
+            len = 0;
+        }
         if (!len) {
             snprintf(err, errlen, "%s: %s+0x%llx: %s", img->path, p->sym, (unsigned long long)p->off, derr);
             goto fail;
@@ -168,27 +199,21 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         if (text_used + len <= ps->text->size)
             memcpy(text + text_used, det, len);
         text_used = (text_used + len + 15) & ~(size_t)15;
-        uint8_t jump[KPRW_ORIG_MAX];
-        size_t site_off;
-        if (!file_offset(img, p->addr, p->dcr_len, &site_off) || !x86_emit_site_jump(p->addr, at, p->dcr_len, jump)) {
-            snprintf(err, errlen, "%s: %s+0x%llx: the pool is out of jump reach", img->path, p->sym,
-                     (unsigned long long)p->off);
-            goto fail;
-        }
-        memcpy(out + site_off, jump, p->dcr_len);
+        memcpy(out + site_off, site_bytes, site_len);
         if (table_need <= ps->table->size && data_need <= ps->data->size) {
             e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
-            e[k].detour_rel = (int64_t)(at - ps->table->addr);
+            e[k].detour_rel = p->verdict == V_OPTIMIZED ? (int64_t)(at - ps->table->addr) : 0;
+            e[k].ool_rel = (int64_t)(ool - ps->table->addr);
             e[k].name_off = (uint32_t)str_used;
             e[k].offset = (uint32_t)p->off;
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                          (p->at_entry ? KPRW_F_ENTRY : 0);
             e[k].kind = KPRW_KIND_K;
-            e[k].verdict = KPRW_OPTIMIZED;
+            e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
             e[k].reason = (uint8_t)p->reason;
-            e[k].dcr_len = p->dcr_len;
-            memcpy(e[k].orig, orig, p->dcr_len);
+            e[k].dcr_len = (uint8_t)site_len;
+            memcpy(e[k].orig, orig, site_len);
             size_t sl = strlen(p->sym) + 1;
             memcpy(str + str_used, p->sym, sl);
             str_used += sl;

@@ -13,7 +13,7 @@ static const char *note_text(unsigned bit)
     switch (bit) {
     case NOTE_AFTER_ENDBR: return "after endbr64";
     case NOTE_FENTRY_TAKEOVER: return "fentry site taken over: its __mcount_loc slot is zeroed, ftrace will not see this function";
-    case NOTE_CALL_KEPT: return "call kept as a real call";
+    case NOTE_CALL_KEPT: return "call at the end of the DCR returns to the original code";
     case NOTE_RIPREL: return "RIP-relative operand re-pointed";
     case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";
     case NOTE_FLAGS_SAVED: return "flags live: saved";

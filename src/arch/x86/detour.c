@@ -84,8 +84,27 @@ static const struct { int reg, off; } saved[] = {
     { R13, PTREGS_R13 }, { R14, PTREGS_R14 }, { R15, PTREGS_R15 },
 };
 
-/* Copy one DCR instruction to b, relocated for its new address. */
-static bool relocate(struct buf *b, const uint8_t *p, size_t avail, uint64_t from, char *err, size_t errlen)
+/* A direct call whose return address is ret (the original code), not the
+ * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
+ * function. Flags are untouched:
+ *   lea -8(%rsp),%rsp; push %rax; lea ret(%rip),%rax; mov %rax,8(%rsp);
+ *   pop %rax; jmp target */
+static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
+{
+    static const uint8_t head[] = { 0x48, 0x8d, 0x64, 0x24, 0xf8, 0x50, 0x48, 0x8d, 0x05 };
+    static const uint8_t store[] = { 0x48, 0x89, 0x44, 0x24, 0x08, 0x58, 0xe9 };
+    bn(b, head, sizeof head);
+    if (!rel32(b, ret))
+        return false;
+    bn(b, store, sizeof store);
+    return rel32(b, target);
+}
+
+/* Copy one DCR instruction to b, relocated for its new address. A direct
+ * call that ends the copy (ret_to != 0) returns straight to ret_to, the
+ * original code after the DCR; other calls return into the copy. */
+static bool relocate(struct buf *b, const uint8_t *p, size_t avail, uint64_t from, uint64_t ret_to,
+                     char *err, size_t errlen)
 {
     struct x86_insn in;
     unsigned len = x86_decode(p, avail, from, &in);
@@ -100,6 +119,11 @@ static bool relocate(struct buf *b, const uint8_t *p, size_t avail, uint64_t fro
             goto far;
         return true;
     case XK_CALL:
+        if (ret_to) {
+            if (!emulated_call(b, in.target, ret_to))
+                goto far;
+            return true;
+        }
         b1(b, 0xe8);
         if (!rel32(b, in.target))
             goto far;
@@ -143,7 +167,41 @@ far:
     return false;
 }
 
-size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, char *err, size_t errlen)
+/* The relocated instructions of code[0..len) (from site), then jmp site+len. */
+static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t site, char *err, size_t errlen)
+{
+    for (unsigned off = 0; off < len;) {
+        struct x86_insn in;
+        unsigned n = x86_decode(code + off, len - off, site + off, &in);
+        if (!n) {
+            snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)(site + off));
+            return false;
+        }
+        if (!relocate(b, code + off, len - off, site + off, off + n == len ? site + len : 0, err, errlen))
+            return false;
+        off += n;
+    }
+    b1(b, 0xe9);                                                 /* jmp back */
+    if (!rel32(b, site + len)) {
+        snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
+        return false;
+    }
+    return true;
+}
+
+size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, size_t avail, uint8_t *out, char *err, size_t errlen)
+{
+    struct buf b = { out, 0, at };
+    struct x86_insn in;
+    unsigned n = x86_decode(code, avail, site, &in);
+    if (!n) {
+        snprintf(err, errlen, "undecodable instruction at 0x%llx", (unsigned long long)site);
+        return 0;
+    }
+    return copy_back(&b, code, n, site, err, errlen) ? b.n : 0;
+}
+
+size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen)
 {
     struct buf b = { out, 0, p->at };
     size_t i;
@@ -206,16 +264,9 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, char *err, s
     for (i = 0; i < sizeof saved / sizeof saved[0]; i++)
         mov_rsp(&b, saved[i].reg, saved[i].off, true);
     lea_rsp(&b, RSP, FRAME);
-    for (unsigned off = 0; off < p->dcr_len;) {
-        struct x86_insn in;
-        unsigned len = x86_decode(p->dcr + off, p->dcr_len - off, p->site + off, &in);
-        if (!len || !relocate(&b, p->dcr + off, p->dcr_len - off, p->site + off, err, errlen))
-            return 0;
-        off += len;
-    }
-    b1(&b, 0xe9);                                                /* jmp back */
-    if (!rel32(&b, p->site + p->dcr_len))
-        goto far;
+    *dcr_off = b.n;
+    if (!copy_back(&b, p->dcr, p->dcr_len, p->site, err, errlen))
+        return 0;
     return b.n;
 far:
     snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)p->site);

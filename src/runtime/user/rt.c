@@ -9,35 +9,20 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdint.h>
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <cpuid.h>
 
-#include "kprewrite/abi.h"
-#include "kprewrite/kprobes.h"
 #include "kprewrite/pool.h"
+#include "rt.h"
 
 /* private kprobe flag: addr was filled in from symbol_name at registration */
 #define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u
-
-#define TLS __attribute__((tls_model("initial-exec"))) __thread
-#define EXPORT __attribute__((visibility("default")))
-
-struct point {
-    uintptr_t addr;
-    const char *name;
-    uint32_t offset, flags, id;
-    uint8_t kind;
-    struct kprobe *_Atomic handlers;  /* singly linked through __next */
-    _Atomic unsigned fpu;              /* handlers that asked for KPROBE_FLAG_FPU */
-    _Atomic uint64_t hits;             /* folded from exited threads */
-    _Atomic uint64_t missed;
-};
 
 struct pool {
     const struct kprw_table *t;
@@ -49,19 +34,23 @@ struct pool {
 struct counters {
     uint64_t *hits;
     uint32_t cap;
+    struct point *_Atomic running;   /* whose handlers this thread runs now */
     struct counters *next;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+struct point **rt_points;
+uint32_t rt_npoints;
+bool rt_enabled = true, rt_optimization = true;
+TLS int rt_in_handler;
+
 static struct pool *pools;
-static struct point **by_id;
-static uint32_t npoints, cap_points;
+static uint32_t cap_points;
 static struct counters *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static TLS struct counters *my_counters;
-static TLS int in_handler;
 
 static void fold(void *p);
 static void make_key(void) { pthread_key_create(&exit_key, fold); }
@@ -70,15 +59,15 @@ static void make_key(void) { pthread_key_create(&exit_key, fold); }
 static void fold(void *p)
 {
     struct counters *c = p;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     for (struct counters **pp = &threads; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
         }
-    for (uint32_t i = 0; i < c->cap && i < npoints; i++)
-        atomic_fetch_add_explicit(&by_id[i]->hits, c->hits[i], memory_order_relaxed);
-    pthread_mutex_unlock(&lock);
+    for (uint32_t i = 0; i < c->cap && i < rt_npoints; i++)
+        atomic_fetch_add_explicit(&rt_points[i]->hits, c->hits[i], memory_order_relaxed);
+    pthread_mutex_unlock(&rt_lock);
     if (c == my_counters)
         my_counters = NULL;
     free(c->hits);
@@ -89,20 +78,20 @@ static void fold(void *p)
 static __attribute__((noinline)) void count_slow(uint32_t id)
 {
     pthread_once(&key_once, make_key);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     struct counters *c = my_counters;
-    uint32_t cap = npoints > id ? npoints : id + 1;
+    uint32_t cap = rt_npoints > id ? rt_npoints : id + 1;
     cap = cap < 64 ? 64 : cap * 2;
     uint64_t *h = calloc(cap, sizeof *h);
     if (!h) {
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&rt_lock);
         return;   /* out of memory: this hit goes uncounted, nothing breaks */
     }
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c) {
             free(h);
-            pthread_mutex_unlock(&lock);
+            pthread_mutex_unlock(&rt_lock);
             return;
         }
         c->next = threads;
@@ -116,7 +105,7 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
     c->cap = cap;
     my_counters = c;
     c->hits[id]++;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
 }
 
 static struct point *add_pool(const struct kprw_table *t)
@@ -128,16 +117,16 @@ static struct point *add_pool(const struct kprw_table *t)
             return p->points;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = calloc(t->nentries ? t->nentries : 1, sizeof *pts);
-    if (!p || !pts || npoints + t->nentries > cap_points) {
-        uint32_t cap = (npoints + t->nentries) * 2 + 16;
-        struct point **v = p && pts ? realloc(by_id, cap * sizeof *v) : NULL;
+    if (!p || !pts || rt_npoints + t->nentries > cap_points) {
+        uint32_t cap = (rt_npoints + t->nentries) * 2 + 16;
+        struct point **v = p && pts ? realloc(rt_points, cap * sizeof *v) : NULL;
         if (!v) {
             free(p);
             free(pts);
             fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
             return NULL;
         }
-        by_id = v;
+        rt_points = v;
         cap_points = cap;
     }
     const struct kprw_entry *e = (const void *)(t + 1);
@@ -150,22 +139,36 @@ static struct point *add_pool(const struct kprw_table *t)
         pt->offset = e[i].offset;
         pt->flags = e[i].flags;
         pt->kind = e[i].kind;
-        pt->id = npoints;
-        by_id[npoints++] = pt;
+        pt->verdict = e[i].verdict;
+        pt->site_len = e[i].dcr_len;
+        pt->orig = e[i].orig;
+        pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
+        pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
+        pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
+        pt->id = rt_npoints;
+        rt_points[rt_npoints++] = pt;
         st[i].rt = pt;
     }
     p->t = t;
     p->points = pts;
     p->next = pools;
     pools = p;
+    trap_index_rebuild();
+    if (t->nentries)
+        ctlfs_start();
+    /* A point the knobs want in another state than the baked one
+     * (a library loaded while `enabled` is 0, say). */
+    for (uint32_t i = 0; i < t->nentries; i++)
+        if (patch_wanted(&pts[i]) != (enum code_state)pts[i].code)
+            patch_apply(&pts[i]);
     return pts;
 }
 
 EXPORT void __kprewrite_register_pool(const void *table)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     add_pool(table);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
 }
 
 static void with_xstate_saved(void (*fn)(void *), void *arg);
@@ -174,11 +177,43 @@ static void count_slow_cb(void *arg);
 static void add_pool_cb(void *arg);
 struct handler_call { struct point *pt; struct pt_regs *regs; };
 
-static inline void run_handlers(struct point *pt, struct pt_regs *regs)
+/* The pre_handlers of pt, in registration order. *changed_ip (the int3
+ * path) is set when one returns non-zero: as with kprobes, it has set
+ * regs->ip and the probed instruction is skipped. The detour passes NULL:
+ * return values are ignored there, as for optprobes. */
+static inline void run_pre_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip)
 {
     for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
-        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->pre_handler)
-            kp->pre_handler(kp, regs);   /* return values are ignored, as for optprobes */
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->pre_handler) {
+            int r = kp->pre_handler(kp, regs);
+            if (changed_ip && r)
+                *changed_ip = 1;
+        }
+}
+
+/* The int3 path (a signal handler: the kernel saved the vector state). */
+void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip)
+{
+    rt_in_handler = 1;
+    run_pre_handlers(pt, regs, changed_ip);
+    rt_in_handler = 0;
+}
+
+void rt_run_post_handlers(struct point *pt, struct pt_regs *regs)
+{
+    rt_in_handler = 1;
+    for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->post_handler)
+            kp->post_handler(kp, regs, 0);
+    rt_in_handler = 0;
+}
+
+/* A probe hit inside a handler: no handler runs, nmissed counts it. */
+void rt_count_missed(struct point *pt)
+{
+    atomic_fetch_add_explicit(&pt->missed, 1, memory_order_relaxed);
+    for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+        __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
 }
 
 /* Everything but the common case: a hit before the image registered, a hit
@@ -194,7 +229,7 @@ EXPORT void __kprewrite_dispatch(void *state, void *vregs)
     struct point *pt = st->rt;
     struct counters *c = my_counters;
 
-    if (__builtin_expect(!pt || in_handler || !c || pt->id >= c->cap, 0)) {
+    if (__builtin_expect(!pt || rt_in_handler || !c || pt->id >= c->cap, 0)) {
         dispatch_slow(st, vregs);
         return;
     }
@@ -205,14 +240,23 @@ EXPORT void __kprewrite_dispatch(void *state, void *vregs)
 
 static void dispatch_handlers(struct point *pt, struct pt_regs *regs)
 {
-    in_handler = 1;
+    struct counters *c = my_counters;
+    rt_in_handler = 1;
+    /* unregister_kprobe waits while a thread shows pt here (the membarrier
+     * there orders this plain store against its unlink) */
+    if (c)
+        atomic_store_explicit(&c->running, pt, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
     if (__builtin_expect(atomic_load_explicit(&pt->fpu, memory_order_relaxed) != 0, 0)) {
         struct handler_call hc = { pt, regs };
         with_xstate_saved(run_handlers_cb, &hc);
     } else {
-        run_handlers(pt, regs);
+        run_pre_handlers(pt, regs, NULL);
     }
-    in_handler = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (c)
+        atomic_store_explicit(&c->running, NULL, memory_order_release);
+    rt_in_handler = 0;
 }
 
 static void dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
@@ -224,11 +268,8 @@ static void dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
         if (!(pt = st->rt))
             return;
     }
-    if (in_handler) {
-        /* a probe hit inside a handler: no handler runs, nmissed counts it */
-        atomic_fetch_add_explicit(&pt->missed, 1, memory_order_relaxed);
-        for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
-            __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
+    if (rt_in_handler) {
+        rt_count_missed(pt);
         return;
     }
     struct counters *c = my_counters;
@@ -265,7 +306,7 @@ static void with_xstate_saved(void (*fn)(void *), void *arg)
 static void run_handlers_cb(void *arg)
 {
     struct handler_call *hc = arg;
-    run_handlers(hc->pt, hc->regs);
+    run_pre_handlers(hc->pt, hc->regs, NULL);
 }
 
 static void count_slow_cb(void *arg) { count_slow(*(uint32_t *)arg); }
@@ -273,9 +314,9 @@ static void count_slow_cb(void *arg) { count_slow(*(uint32_t *)arg); }
 static void add_pool_cb(void *arg)
 {
     struct kprw_state *st = arg;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     add_pool((const void *)((char *)st + st->table_rel));
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
 }
 
 /* ---- the kprobes API ---- */
@@ -303,20 +344,32 @@ EXPORT int register_kprobe(struct kprobe *kp)
 {
     if (!kp || (kp->symbol_name && kp->addr) || (!kp->symbol_name && !kp->addr) || kp->__point)
         return -EINVAL;
-    if (kp->post_handler)
-        return -EOPNOTSUPP;   /* needs the int3 path: not in this version */
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     struct point *pt = find_point(kp->symbol_name, kp->offset, (uintptr_t)kp->addr);
     if (!pt) {
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&rt_lock);
         return -ENOENT;
+    }
+    if (kp->post_handler) {
+        /* a post_handler runs after the probed instruction: only the int3
+         * path can do that (single step), so the point is unoptimized */
+        pt->npost++;
+        int rc = patch_apply(pt);
+        if (rc < 0) {
+            pt->npost--;
+            patch_apply(pt);
+            pthread_mutex_unlock(&rt_lock);
+            return rc;
+        }
     }
     if (kp->symbol_name)
         kp->flags |= KPROBE_FLAG_ADDR_RESOLVED;
     kp->addr = (void *)pt->addr;
     kp->__point = pt;
     kp->nmissed = 0;
-    kp->flags = (kp->flags & ~KPROBE_FLAG_GONE) | KPROBE_FLAG_OPTIMIZED;
+    kp->flags &= ~(unsigned)(KPROBE_FLAG_GONE | KPROBE_FLAG_OPTIMIZED);
+    if (patch_wanted(pt) == CODE_OPTIMIZED)
+        kp->flags |= KPROBE_FLAG_OPTIMIZED;
     if (kp->flags & KPROBE_FLAG_FPU)
         atomic_fetch_add(&pt->fpu, 1);
     /* append, so handlers run in registration order */
@@ -325,15 +378,37 @@ EXPORT int register_kprobe(struct kprobe *kp)
         pp = (struct kprobe *_Atomic *)&(*pp)->__next;
     kp->__next = NULL;
     atomic_store_explicit(pp, kp, memory_order_release);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
     return 0;
+}
+
+/* After unregister_kprobe returns, no thread runs the handlers it removed
+ * (as synchronize_rcu does in the kernel): each thread shows the point
+ * whose handlers it runs; one membarrier makes our unlink visible to every
+ * running thread and their marks visible to us. Not from inside a handler
+ * of that point (it would wait for itself). */
+static void wait_for_handlers(struct point *pt)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
+        atomic_thread_fence(memory_order_seq_cst);
+    for (;;) {
+        bool busy = atomic_load(&trap_active) != 0 && !rt_in_handler;
+        pthread_mutex_lock(&rt_lock);
+        for (struct counters *c = threads; c && !busy; c = c->next)
+            if (c != my_counters && atomic_load_explicit(&c->running, memory_order_acquire) == pt)
+                busy = true;
+        pthread_mutex_unlock(&rt_lock);
+        if (!busy)
+            return;
+        sched_yield();
+    }
 }
 
 EXPORT void unregister_kprobe(struct kprobe *kp)
 {
     if (!kp)
         return;
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     struct point *pt = kp->__point;
     bool found = false;
     if (pt) {
@@ -348,6 +423,10 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
     if (found) {
         if (kp->flags & KPROBE_FLAG_FPU)
             atomic_fetch_sub(&pt->fpu, 1);
+        if (kp->post_handler && pt->npost) {
+            pt->npost--;
+            patch_apply(pt);   /* may optimize again */
+        }
         kp->__point = NULL;
         /* Unlike the kernel, forget an address we resolved, so the same
          * struct kprobe (symbol_name set) can be registered again. */
@@ -358,7 +437,9 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
     } else {
         kp->addr = NULL;   /* as the kernel does for an incorrect probe */
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
+    if (found)
+        wait_for_handlers(pt);
 }
 
 EXPORT int register_kprobes(struct kprobe **kps, int num)
@@ -399,51 +480,61 @@ EXPORT int disable_kprobe(struct kprobe *kp)
     return 0;
 }
 
-static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
+/* Under rt_lock. */
+void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
 {
-    if (!pt)
-        return -ENOENT;
     uint64_t h = atomic_load(&pt->hits);
     for (struct counters *c = threads; c; c = c->next)
         if (pt->id < c->cap)
             h += __atomic_load_n(&c->hits[pt->id], __ATOMIC_RELAXED);
+    *hits = h;
+    *missed = atomic_load(&pt->missed);
+}
+
+static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
+{
+    if (!pt)
+        return -ENOENT;
+    uint64_t h, m;
+    rt_stats(pt, &h, &m);
     st->hits = h;
-    st->nmissed = atomic_load(&pt->missed);
+    st->nmissed = m;
     return 0;
 }
 
 EXPORT int kprewrite_point_stats(const char *symbol_name, unsigned int offset, struct kprewrite_point_stats *st)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     int rc = stats_of(symbol_name ? find_point(symbol_name, offset, 0) : NULL, st);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
     return rc;
 }
 
 EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_stats *st)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&rt_lock);
     int rc = stats_of(find_point(NULL, 0, (uintptr_t)addr), st);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
     return rc;
 }
 
 /* KPREWRITE_REPORT=1: print every point's counts at exit (stderr). */
 static void report(void)
 {
-    struct kprewrite_point_stats st;
-    pthread_mutex_lock(&lock);
-    for (uint32_t i = 0; i < npoints; i++) {
-        struct point *pt = by_id[i];
+    struct kprewrite_point_stats st = { 0, 0 };
+    pthread_mutex_lock(&rt_lock);
+    for (uint32_t i = 0; i < rt_npoints; i++) {
+        struct point *pt = rt_points[i];
         stats_of(pt, &st);
         fprintf(stderr, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
                 pt->kind, pt->name, pt->offset, st.hits, st.nmissed);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&rt_lock);
 }
 
-__attribute__((constructor)) static void rt_init(void)
+__attribute__((constructor(101))) static void rt_init(void)
 {
+    trap_install();
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0)
         atexit(report);

@@ -1,0 +1,194 @@
+/*
+ * Live changes to probe sites while other threads run through them.
+ *
+ * Bytes are written through /proc/self/mem: the kernel writes the page
+ * with FOLL_FORCE (breaking copy-on-write for the private text mapping)
+ * while our own mapping stays r-x the whole time. mprotect() would make
+ * the code writable (or not executable, crashing threads running there)
+ * for a moment, and a second writable mapping of the same pages cannot be
+ * had for a private file mapping without remapping it.
+ *
+ * Every change follows the kernel's int3-first protocol (text_poke_bp):
+ * int3 on byte 0, serialize every core, write the tail, serialize, write
+ * byte 0, serialize. Serializing is membarrier(SYNC_CORE): every thread
+ * of the process that is running on a core executes a core-serializing
+ * instruction before it returns. A thread that meets the int3 meanwhile
+ * is sent to the out-of-line copy by the SIGTRAP handler.
+ *
+ * The jump may only be written back when no thread can be between the
+ * DCR's instructions (it would resume in the middle of the jmp). Threads
+ * get there only while the original bytes are in place (a disabled
+ * probe): the int3 state resumes at a copy of the whole DCR, and a call
+ * may only end a DCR (its return address is after it). So a point whose
+ * original bytes were out is "exposed" and is re-optimized only after a
+ * checkpoint (trap.c) finds no thread inside; otherwise it stays int3 and
+ * the command fails with EBUSY.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static int mem_fd = -1;
+static bool sync_registered;
+
+static int mem_write(uintptr_t addr, const void *bytes, size_t n)
+{
+    if (mem_fd < 0 && (mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0)
+        return -errno;
+    ssize_t w = pwrite(mem_fd, bytes, n, (off_t)addr);
+    if (w == (ssize_t)n)
+        return 0;
+    return w < 0 ? -errno : -EIO;
+}
+
+static int sync_cores(void)
+{
+    if (!sync_registered) {
+        if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) < 0)
+            return -errno;
+        sync_registered = true;
+    }
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) < 0 ? -errno : 0;
+}
+
+/* write then serialize */
+static int poke(uintptr_t addr, const void *bytes, size_t n)
+{
+    int rc = mem_write(addr, bytes, n);
+    return rc < 0 ? rc : sync_cores();
+}
+
+enum code_state patch_wanted(const struct point *pt)
+{
+    if (!rt_enabled || pt->disabled)
+        return CODE_DISABLED;
+    if (pt->verdict == KPRW_OPTIMIZED && pt->detour && rt_optimization && !pt->unoptimized && !pt->npost)
+        return CODE_OPTIMIZED;
+    return CODE_INT3;
+}
+
+static const uint8_t int3 = 0xcc;
+
+/* Towards int3 or the original bytes (always safe). */
+static int step_down(struct point *pt, enum code_state want)
+{
+    int rc;
+    if (pt->code == CODE_OPTIMIZED) {
+        if ((rc = poke(pt->addr, &int3, 1)) < 0 ||
+            (pt->site_len > 1 && (rc = poke(pt->addr + 1, pt->orig + 1, pt->site_len - 1u)) < 0))
+            return rc;
+        pt->code = CODE_INT3;
+    }
+    if (want == CODE_DISABLED && pt->code == CODE_INT3) {
+        pt->exposed = true;
+        if ((rc = poke(pt->addr, pt->orig, 1)) < 0)
+            return rc;
+        pt->code = CODE_DISABLED;
+        /* a thread that met the int3 just before may still be counting:
+         * let it finish, so no hit shows up after this returns */
+        for (int i = 0; i < 1000 && atomic_load(&trap_active); i++)
+            sched_yield();
+    }
+    if (want == CODE_INT3 && pt->code == CODE_DISABLED) {
+        if ((rc = poke(pt->addr, &int3, 1)) < 0)
+            return rc;
+        pt->code = CODE_INT3;
+    }
+    return 0;
+}
+
+static struct point **pending;
+static size_t npending;
+
+static bool inside_pending(uintptr_t ip)
+{
+    for (size_t i = 0; i < npending; i++)
+        if (ip > pending[i]->addr && ip < pending[i]->addr + pending[i]->site_len)
+            return true;
+    return false;
+}
+
+/* int3 -> jmp: the tail first (nobody runs it: byte 0 traps), then byte 0. */
+static int arm_jump(struct point *pt)
+{
+    uint8_t b[KPRW_ORIG_MAX];
+    int32_t rel = (int32_t)(int64_t)(pt->detour - (pt->addr + 5));
+    b[0] = 0xe9;
+    memcpy(b + 1, &rel, 4);
+    memset(b + 5, 0xcc, pt->site_len - 5u);
+    int rc = poke(pt->addr + 1, b + 1, pt->site_len - 1u);
+    if (rc < 0 || (rc = poke(pt->addr, b, 1)) < 0)
+        return rc;
+    pt->code = CODE_OPTIMIZED;
+    return 0;
+}
+
+/* Bring each point's code to what it wants. Under rt_lock. Returns 0 or
+ * the first error; points that failed keep a safe state (int3 at worst). */
+int patch_list(struct point **v, size_t n)
+{
+    int first = 0, rc;
+    struct point **want_jump = malloc((n ? n : 1) * sizeof *want_jump);
+    struct point **exposed = malloc((n ? n : 1) * sizeof *exposed);
+    size_t njump = 0;
+    if (!want_jump || !exposed) {
+        free(want_jump);
+        free(exposed);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        enum code_state want = patch_wanted(v[i]);
+        if (want == (enum code_state)v[i]->code)
+            continue;
+        rc = step_down(v[i], want == CODE_OPTIMIZED ? CODE_INT3 : want);
+        if (rc < 0) {
+            first = first ? first : rc;
+            continue;
+        }
+        if (want == CODE_OPTIMIZED)
+            want_jump[njump++] = v[i];
+    }
+    /* one checkpoint for every exposed point */
+    npending = 0;
+    pending = exposed;
+    for (size_t i = 0; i < njump; i++)
+        if (want_jump[i]->exposed)
+            pending[npending++] = want_jump[i];
+    if (npending) {
+        rc = trap_checkpoint(inside_pending);
+        if (rc < 0) {
+            first = first ? first : rc;
+            njump = 0;   /* they stay int3: still probed, only slower */
+        }
+    }
+    for (size_t i = 0; i < njump; i++) {
+        struct point *pt = want_jump[i];
+        pt->exposed = false;
+        if ((rc = arm_jump(pt)) < 0)
+            first = first ? first : rc;
+    }
+    npending = 0;
+    pending = NULL;
+    free(want_jump);
+    free(exposed);
+    return first;
+}
+
+int patch_apply(struct point *pt)
+{
+    return patch_list(&pt, 1);
+}
+
+int patch_all(void)
+{
+    return patch_list(rt_points, rt_npoints);
+}

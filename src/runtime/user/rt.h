@@ -1,0 +1,76 @@
+/* Internal to libkprewrite-rt: the probe points and what the parts share. */
+#ifndef KPREWRITE_RT_H
+#define KPREWRITE_RT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kprewrite/abi.h"
+#include "kprewrite/kprobes.h"
+
+#define TLS __attribute__((tls_model("initial-exec"))) __thread
+#define EXPORT __attribute__((visibility("default")))
+
+/* What the site's bytes are now. */
+enum code_state {
+    CODE_OPTIMIZED,   /* jmp to the detour */
+    CODE_INT3,        /* int3 on byte 0, the original bytes after it */
+    CODE_DISABLED,    /* the original bytes: no overhead, no hits */
+};
+
+struct point {
+    uintptr_t addr;
+    const char *name;
+    uint32_t offset, flags, id;
+    uint8_t kind, verdict, site_len;
+    const uint8_t *orig;               /* site_len original bytes (in the table) */
+    uintptr_t detour, ool;             /* ool: where the int3 path resumes */
+    struct kprobe *_Atomic handlers;   /* singly linked through __next */
+    _Atomic unsigned fpu;              /* handlers that asked for KPROBE_FLAG_FPU */
+    unsigned npost;                    /* handlers with a post_handler: forces int3 */
+    _Atomic uint64_t hits;             /* exited threads and the int3 path */
+    _Atomic uint64_t missed;
+    /* live control, under rt_lock */
+    _Atomic int code;                  /* enum code_state */
+    bool disabled;                     /* `disable` from the control directory */
+    bool unoptimized;                  /* `unoptimize` from the control directory */
+    bool exposed;                      /* original bytes were out: a thread may be inside */
+};
+
+extern pthread_mutex_t rt_lock;
+extern struct point **rt_points;       /* by id */
+extern uint32_t rt_npoints;
+extern bool rt_enabled, rt_optimization;   /* the global knobs, under rt_lock */
+
+/* per-thread: a handler of this thread is running (recursion guard) */
+extern TLS int rt_in_handler;
+
+/* rt.c */
+void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
+void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
+void rt_count_missed(struct point *pt);
+void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+
+/* trap.c: the int3 path */
+void trap_install(void);
+void trap_index_rebuild(void);         /* under rt_lock, after points change */
+extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
+int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */
+extern _Atomic int trap_active;        /* SIGTRAP handlers running a probe now */
+
+/* patch.c: live changes to the code, under rt_lock */
+int patch_apply(struct point *pt);     /* bring the code to the point's wanted state */
+enum code_state patch_wanted(const struct point *pt);
+int patch_list(struct point **v, size_t n);
+int patch_all(void);
+
+/* ctlfs.c: the control directory */
+void ctlfs_start(void);
+
+/* ctl.c: commands and listings shared by the directory and `kprewrite ctl` */
+int ctl_command(const char *line);     /* 0 or -errno */
+int ctl_knob(bool *knob, const char *value);   /* "0" or "1" */
+char *ctl_list(size_t *len);           /* malloc'd text */
+char *ctl_profile(size_t *len);
+#endif

@@ -1,0 +1,389 @@
+/*
+ * The int3 path: a SIGTRAP handler that finds the probe by address (binary
+ * search in a sorted index), runs its handlers on a pt_regs built from the
+ * signal context, and resumes at the out-of-line copy (boosted: no single
+ * step unless a post_handler wants one).
+ *
+ * It keeps the program's own SIGTRAP handling intact: sigaction() and
+ * signal() on SIGTRAP are interposed and only record the program's wish;
+ * a SIGTRAP that is not a probe goes to that handler, or gets the default
+ * action. Since a blocked SIGTRAP would kill the process at the first int3
+ * probe (the kernel forces the signal), SIGTRAP is kept out of the masks
+ * the program blocks (sigprocmask, pthread_sigmask, sa_mask).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#define EFLAGS_TF 0x100ul
+/* what a handler may change: CF PF AF ZF SF DF OF */
+#define EFLAGS_HANDLER 0xcd5ul
+
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+struct trap_index {
+    size_t n;
+    uintptr_t *addr;
+    struct point **pt;
+};
+
+static struct trap_index *_Atomic tindex;
+static struct sigaction prog_act;      /* the program's SIGTRAP action, as it believes installed */
+static _Atomic bool installed;
+pid_t trap_server_tid;
+_Atomic int trap_active;
+
+static TLS struct point *stepping;     /* a post_handler waits for this thread's single step */
+
+/* ---- the index: rebuilt under rt_lock, read lock-free by the handler ---- */
+
+static int cmp_addr(const void *a, const void *b)
+{
+    const struct point *x = *(struct point *const *)a, *y = *(struct point *const *)b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+void trap_index_rebuild(void)
+{
+    struct trap_index *ix = malloc(sizeof *ix);
+    struct point **v = malloc((rt_npoints ? rt_npoints : 1) * sizeof *v);
+    uintptr_t *a = malloc((rt_npoints ? rt_npoints : 1) * sizeof *a);
+    if (!ix || !v || !a) {
+        free(ix), free(v), free(a);
+        return;   /* keep the old index: probes of the new image trap as foreign */
+    }
+    memcpy(v, rt_points, rt_npoints * sizeof *v);
+    qsort(v, rt_npoints, sizeof *v, cmp_addr);
+    for (uint32_t i = 0; i < rt_npoints; i++)
+        a[i] = v[i]->addr;
+    ix->n = rt_npoints;
+    ix->addr = a;
+    ix->pt = v;
+    /* The old index is never freed: a handler may be reading it. Images
+     * register once each, so this is bounded by the number of images. */
+    atomic_store_explicit(&tindex, ix, memory_order_release);
+}
+
+static struct point *lookup(uintptr_t addr)
+{
+    struct trap_index *ix = atomic_load_explicit(&tindex, memory_order_acquire);
+    if (!ix)
+        return NULL;
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->addr[mid] < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && ix->addr[lo] == addr ? ix->pt[lo] : NULL;
+}
+
+/* ---- pt_regs <-> signal context ---- */
+
+static void regs_from(struct pt_regs *r, const greg_t *g)
+{
+    r->r15 = g[REG_R15], r->r14 = g[REG_R14], r->r13 = g[REG_R13], r->r12 = g[REG_R12];
+    r->bp = g[REG_RBP], r->bx = g[REG_RBX], r->r11 = g[REG_R11], r->r10 = g[REG_R10];
+    r->r9 = g[REG_R9], r->r8 = g[REG_R8], r->ax = g[REG_RAX], r->cx = g[REG_RCX];
+    r->dx = g[REG_RDX], r->si = g[REG_RSI], r->di = g[REG_RDI];
+    r->orig_ax = ~0ul;
+    r->ip = g[REG_RIP];
+    r->cs = (unsigned long)g[REG_CSGSFS] & 0xffff;
+    r->flags = g[REG_EFL];
+    r->sp = g[REG_RSP];
+    r->ss = 0x2b;
+}
+
+static void regs_to(greg_t *g, const struct pt_regs *r)
+{
+    g[REG_R15] = r->r15, g[REG_R14] = r->r14, g[REG_R13] = r->r13, g[REG_R12] = r->r12;
+    g[REG_RBP] = r->bp, g[REG_RBX] = r->bx, g[REG_R11] = r->r11, g[REG_R10] = r->r10;
+    g[REG_R9] = r->r9, g[REG_R8] = r->r8, g[REG_RAX] = r->ax, g[REG_RCX] = r->cx;
+    g[REG_RDX] = r->dx, g[REG_RSI] = r->si, g[REG_RDI] = r->di;
+    g[REG_EFL] = (greg_t)(((unsigned long)g[REG_EFL] & ~EFLAGS_HANDLER) | (r->flags & EFLAGS_HANDLER));
+}
+
+static bool has_post(struct point *pt)
+{
+    for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->post_handler)
+            return true;
+    return false;
+}
+
+/* An int3 of ours: the handlers, then resume at the out-of-line copy. */
+static void probe_hit(struct point *pt, greg_t *g)
+{
+    uintptr_t addr = (uintptr_t)g[REG_RIP] - 1;
+    if (rt_in_handler) {
+        rt_count_missed(pt);
+        g[REG_RIP] = (greg_t)pt->ool;
+        return;
+    }
+    atomic_fetch_add_explicit(&pt->hits, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&pt->handlers, memory_order_acquire)) {
+        struct pt_regs r;
+        int changed = 0;
+        regs_from(&r, g);
+        r.ip = addr;
+        rt_run_handlers(pt, &r, &changed);
+        regs_to(g, &r);
+        if (changed || r.ip != addr) {
+            g[REG_RIP] = (greg_t)r.ip;   /* a handler redirected the thread */
+            return;
+        }
+        if (has_post(pt)) {
+            stepping = pt;
+            g[REG_EFL] |= (greg_t)EFLAGS_TF;
+        }
+    }
+    g[REG_RIP] = (greg_t)pt->ool;
+}
+
+/* The single step after a post_handler's probe: one instruction of the
+ * out-of-line copy has run. */
+static void step_done(greg_t *g)
+{
+    struct point *pt = stepping;
+    stepping = NULL;
+    g[REG_EFL] &= ~(greg_t)EFLAGS_TF;
+    struct pt_regs r;
+    regs_from(&r, g);
+    rt_run_post_handlers(pt, &r);
+    regs_to(g, &r);
+}
+
+/* ---- checkpoints: where is every other thread? ---- */
+
+static _Atomic int ckpt_gen, ckpt_acks, ckpt_inside;
+static bool (*ckpt_fn)(uintptr_t);
+
+static void ckpt_ack(int gen, uintptr_t ip)
+{
+    if (gen != atomic_load(&ckpt_gen))
+        return;
+    if (ckpt_fn(ip))
+        atomic_fetch_add(&ckpt_inside, 1);
+    atomic_fetch_add(&ckpt_acks, 1);
+}
+
+/* The user pc of a thread blocked in a system call, from
+ * /proc/self/task/TID/syscall ("NR args.. sp pc"); 0 when it runs. */
+static uintptr_t blocked_pc(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return 0;   /* "running", or "-1 ..." (stopped outside a system call) */
+    buf[n] = 0;
+    char *last = strrchr(buf, ' ');
+    return last ? (uintptr_t)strtoull(last + 1, NULL, 0) : 0;
+}
+
+static void nap(long ns)
+{
+    struct timespec ts = { 0, ns };
+    nanosleep(&ts, NULL);
+}
+
+/* Is any other thread at an address inside(ip) says is unsafe? Threads
+ * blocked in a system call are read from /proc; running ones are asked
+ * with a queued SIGTRAP that our handler recognises and answers with the
+ * interrupted ip. Retries for a while; -EBUSY if one stays inside. */
+int trap_checkpoint(bool (*inside)(uintptr_t ip))
+{
+    pid_t self = (pid_t)syscall(SYS_gettid), pid = getpid();
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int gen = atomic_fetch_add(&ckpt_gen, 1) + 1, sent = 0, busy = 0;
+        ckpt_fn = inside;
+        atomic_store(&ckpt_acks, 0);
+        atomic_store(&ckpt_inside, 0);
+        DIR *d = opendir("/proc/self/task");
+        if (!d)
+            return -errno;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            pid_t tid = (pid_t)atoi(de->d_name);
+            if (tid <= 0 || tid == self || tid == trap_server_tid)
+                continue;
+            uintptr_t pc = blocked_pc(tid);
+            if (pc) {
+                busy += inside(pc);
+                continue;
+            }
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            si.si_signo = SIGTRAP;
+            si.si_code = SI_QUEUE;
+            si.si_pid = pid;
+            si.si_uid = getuid();
+            si.si_value.sival_int = gen;
+            if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGTRAP, &si) == 0)
+                sent++;
+        }
+        closedir(d);
+        /* answers come within microseconds; a thread that exited meanwhile
+         * never answers, so give up waiting after 50 ms and look again */
+        for (int w = 0; w < 5000 && atomic_load(&ckpt_acks) < sent; w++)
+            nap(10000);
+        if (!busy && atomic_load(&ckpt_acks) >= sent && atomic_load(&ckpt_inside) == 0)
+            return 0;
+        nap(1000000);
+    }
+    return -EBUSY;
+}
+
+/* ---- the handler and the program's own ---- */
+
+static void die_by_default(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    __sigaction(SIGTRAP, &dfl, NULL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTRAP);
+    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &s, NULL, sizeof(uint64_t));
+    raise(SIGTRAP);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction a = prog_act;
+    bool from_cpu = si->si_code > 0 || si->si_code == SI_KERNEL;
+    if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN) {
+        if (from_cpu)
+            die_by_default();   /* the kernel ignores no forced trap */
+        return;
+    }
+    if (!(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL) {
+        die_by_default();
+        return;
+    }
+    if (a.sa_flags & SA_RESETHAND) {
+        prog_act.sa_handler = SIG_DFL;
+        prog_act.sa_flags &= ~SA_SIGINFO;
+    }
+    sigset_t old;
+    sigdelset(&a.sa_mask, SIGTRAP);
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &a.sa_mask, &old, sizeof(uint64_t));
+    if (a.sa_flags & SA_SIGINFO)
+        a.sa_sigaction(sig, si, uc);
+    else
+        a.sa_handler(sig);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(uint64_t));
+}
+
+static void on_trap(int sig, siginfo_t *si, void *vuc)
+{
+    ucontext_t *uc = vuc;
+    greg_t *g = uc->uc_mcontext.gregs;
+    int saved_errno = errno;
+    struct point *pt;
+
+    if (si->si_code == SI_QUEUE && si->si_pid == getpid() && si->si_value.sival_int > 0 &&
+        si->si_value.sival_int == atomic_load(&ckpt_gen)) {
+        ckpt_ack(si->si_value.sival_int, (uintptr_t)g[REG_RIP]);
+    } else if (si->si_code == TRAP_TRACE && stepping) {
+        step_done(g);
+    } else if (si->si_code == SI_KERNEL && (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
+        atomic_fetch_add_explicit(&trap_active, 1, memory_order_acquire);
+        probe_hit(pt, g);
+        atomic_fetch_sub_explicit(&trap_active, 1, memory_order_release);
+    } else {
+        chain(sig, si, vuc);
+    }
+    errno = saved_errno;
+}
+
+void trap_install(void)
+{
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_trap;
+    /* NODEFER: a probe hit inside a handler traps again (and counts as
+     * missed); ONSTACK: on the thread's alternate stack when it has one */
+    a.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&a.sa_mask);
+    if (__sigaction(SIGTRAP, &a, &prog_act) == 0)
+        atomic_store(&installed, true);
+    else
+        fprintf(stderr, "kprewrite-rt: cannot install the SIGTRAP handler: %s (int3 probes will kill)\n",
+                strerror(errno));
+}
+
+/* ---- interposed signal functions ---- */
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+    if (sig == SIGTRAP && atomic_load(&installed)) {
+        struct sigaction old = prog_act;
+        if (act)
+            prog_act = *act;
+        if (oact)
+            *oact = old;
+        return 0;
+    }
+    if (act && atomic_load(&installed) && sigismember(&act->sa_mask, SIGTRAP) == 1) {
+        struct sigaction a = *act;
+        sigdelset(&a.sa_mask, SIGTRAP);
+        return __sigaction(sig, &a, oact);
+    }
+    return __sigaction(sig, act, oact);
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+    struct sigaction a, o;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = h;
+    a.sa_flags = SA_RESTART;
+    sigemptyset(&a.sa_mask);
+    if (sigaction(sig, &a, &o) < 0)
+        return SIG_ERR;
+    return o.sa_handler;
+}
+
+/* glibc keeps its own two signals (SIGCANCEL, SIGSETXID) out of masks too */
+static int set_mask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t s;
+    if (set && (how == SIG_BLOCK || how == SIG_SETMASK)) {
+        s = *set;
+        if (atomic_load(&installed))
+            sigdelset(&s, SIGTRAP);
+        sigdelset(&s, SIGRTMIN - 2);
+        sigdelset(&s, SIGRTMIN - 1);
+        set = &s;
+    }
+    return (int)syscall(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t));
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    return set_mask(how, set, old);
+}
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    return set_mask(how, set, old) < 0 ? errno : 0;
+}
