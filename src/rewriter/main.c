@@ -9,6 +9,7 @@
 
 #include "analyze.h"
 #include "bake.h"
+#include "ctl.h"
 #include "image.h"
 #include "ktables.h"
 #include "report.h"
@@ -20,6 +21,7 @@ static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
 "                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
 "                 [--system-map FILE] [--kernel] IMAGE\n"
+"       kprewrite ctl PID COMMAND    (see kprewrite ctl --help)\n"
 "       kprewrite --help | --version\n"
 "\n"
 "Bake probes into IMAGE (in place, or into OUT): each probe that can be\n"
@@ -86,6 +88,8 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "ctl") == 0)
+        return ctl_main(argc - 1, argv + 1);
     static const struct option opts[] = {
         { "check", no_argument, NULL, 'c' },
         { "probe", required_argument, NULL, 'p' },

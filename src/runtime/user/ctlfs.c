@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kprewrite/ctl.h"
 #include "rt.h"
 
 extern char **environ;
@@ -75,17 +76,6 @@ static int mkdirs(char *path)
             *p = '/';
         }
     return mkdir(path, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-static void base_dir(char *out, size_t size)
-{
-    const char *env = getenv("KPREWRITE_CTL_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
-    if (env && *env)
-        snprintf(out, size, "%s", env);
-    else if (xdg && *xdg)
-        snprintf(out, size, "%s/kprewrite", xdg);
-    else
-        snprintf(out, size, "/tmp/kprewrite-%u", (unsigned)getuid());
 }
 
 /* Directories of processes that are gone (killed before their exit ran). */
@@ -439,7 +429,7 @@ void ctlfs_start(void)
     started = true;   /* once, even when it fails */
     owner = getpid();
     char base[3800];
-    base_dir(base, sizeof base);
+    kprewrite_ctl_base(base, sizeof base);
     if (mkdirs(base) < 0)
         return;
     remove_stale(base);

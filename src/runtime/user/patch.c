@@ -90,9 +90,11 @@ static int step_down(struct point *pt, enum code_state want)
     }
     if (want == CODE_DISABLED && pt->code == CODE_INT3) {
         pt->exposed = true;
-        if ((rc = poke(pt->addr, pt->orig, 1)) < 0)
+        pt->code = CODE_DISABLED;   /* first: from now on nothing counts */
+        if ((rc = poke(pt->addr, pt->orig, 1)) < 0) {
+            pt->code = CODE_INT3;
             return rc;
-        pt->code = CODE_DISABLED;
+        }
         /* a thread that met the int3 just before may still be counting:
          * let it finish, so no hit shows up after this returns */
         for (int i = 0; i < 1000 && atomic_load(&trap_active); i++)

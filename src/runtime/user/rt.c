@@ -233,6 +233,11 @@ EXPORT void __kprewrite_dispatch(void *state, void *vregs)
         dispatch_slow(st, vregs);
         return;
     }
+    /* a thread that was already in the detour when the point was
+     * disabled: its hit does not count (nothing counts once disable
+     * has returned) */
+    if (__builtin_expect(atomic_load_explicit(&pt->code, memory_order_relaxed) == CODE_DISABLED, 0))
+        return;
     c->hits[pt->id]++;
     if (atomic_load_explicit(&pt->handlers, memory_order_relaxed))
         dispatch_handlers(pt, vregs);
@@ -272,6 +277,8 @@ static void dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
         rt_count_missed(pt);
         return;
     }
+    if (atomic_load_explicit(&pt->code, memory_order_relaxed) == CODE_DISABLED)
+        return;
     struct counters *c = my_counters;
     if (c && pt->id < c->cap)
         c->hits[pt->id]++;

@@ -133,6 +133,11 @@ static void probe_hit(struct point *pt, greg_t *g)
         g[REG_RIP] = (greg_t)pt->ool;
         return;
     }
+    /* an int3 met just before the point was disabled: run on, uncounted */
+    if (atomic_load_explicit(&pt->code, memory_order_acquire) == CODE_DISABLED) {
+        g[REG_RIP] = (greg_t)pt->ool;
+        return;
+    }
     atomic_fetch_add_explicit(&pt->hits, 1, memory_order_relaxed);
     if (atomic_load_explicit(&pt->handlers, memory_order_acquire)) {
         struct pt_regs r;
@@ -170,6 +175,10 @@ static void step_done(greg_t *g)
 
 static _Atomic int ckpt_gen, ckpt_acks, ckpt_inside;
 static bool (*ckpt_fn)(uintptr_t);
+/* The checkpoint signal: a real-time one, so it queues and never merges
+ * with a trap (a pending SIGTRAP would swallow an int3's SIGTRAP).
+ * SIGRTMAX-4, or $KPREWRITE_SIGNAL; 0 when the program took it. */
+static _Atomic int ckpt_sig;
 
 static void ckpt_ack(int gen, uintptr_t ip)
 {
@@ -206,11 +215,15 @@ static void nap(long ns)
 
 /* Is any other thread at an address inside(ip) says is unsafe? Threads
  * blocked in a system call are read from /proc; running ones are asked
- * with a queued SIGTRAP that our handler recognises and answers with the
- * interrupted ip. Retries for a while; -EBUSY if one stays inside. */
+ * with a queued signal whose handler answers with the interrupted ip. A
+ * thread stopped inside by a signal handler that has not returned is not
+ * seen (its interrupted context is a frame further down). Retries for a while; -EBUSY if one stays inside. */
 int trap_checkpoint(bool (*inside)(uintptr_t ip))
 {
     pid_t self = (pid_t)syscall(SYS_gettid), pid = getpid();
+    int sig = atomic_load(&ckpt_sig);
+    if (!sig)
+        return -EBUSY;   /* the program uses our signal: no way to ask */
     for (int attempt = 0; attempt < 100; attempt++) {
         int gen = atomic_fetch_add(&ckpt_gen, 1) + 1, sent = 0, busy = 0;
         ckpt_fn = inside;
@@ -231,12 +244,12 @@ int trap_checkpoint(bool (*inside)(uintptr_t ip))
             }
             siginfo_t si;
             memset(&si, 0, sizeof si);
-            si.si_signo = SIGTRAP;
+            si.si_signo = sig;
             si.si_code = SI_QUEUE;
             si.si_pid = pid;
             si.si_uid = getuid();
             si.si_value.sival_int = gen;
-            if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGTRAP, &si) == 0)
+            if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &si) == 0)
                 sent++;
         }
         closedir(d);
@@ -300,10 +313,7 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
     int saved_errno = errno;
     struct point *pt;
 
-    if (si->si_code == SI_QUEUE && si->si_pid == getpid() && si->si_value.sival_int > 0 &&
-        si->si_value.sival_int == atomic_load(&ckpt_gen)) {
-        ckpt_ack(si->si_value.sival_int, (uintptr_t)g[REG_RIP]);
-    } else if (si->si_code == TRAP_TRACE && stepping) {
+    if (si->si_code == TRAP_TRACE && stepping) {
         step_done(g);
     } else if (si->si_code == SI_KERNEL && (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
         atomic_fetch_add_explicit(&trap_active, 1, memory_order_acquire);
@@ -315,8 +325,27 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
     errno = saved_errno;
 }
 
+static void on_ckpt(int sig, siginfo_t *si, void *vuc)
+{
+    (void)sig;
+    int saved_errno = errno;
+    if (si->si_code == SI_QUEUE && si->si_pid == getpid())
+        ckpt_ack(si->si_value.sival_int, (uintptr_t)((ucontext_t *)vuc)->uc_mcontext.gregs[REG_RIP]);
+    errno = saved_errno;
+}
+
 void trap_install(void)
 {
+    const char *env = getenv("KPREWRITE_SIGNAL");
+    int sig = env && *env ? atoi(env) : SIGRTMAX - 4;
+    struct sigaction c;
+    memset(&c, 0, sizeof c);
+    c.sa_sigaction = on_ckpt;
+    c.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&c.sa_mask);
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX && __sigaction(sig, &c, NULL) == 0)
+        atomic_store(&ckpt_sig, sig);
+
     struct sigaction a;
     memset(&a, 0, sizeof a);
     a.sa_sigaction = on_trap;
@@ -343,6 +372,8 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oac
             *oact = old;
         return 0;
     }
+    if (sig == atomic_load(&ckpt_sig) && act)
+        atomic_store(&ckpt_sig, 0);   /* the program's now: re-optimizing after a disable gives EBUSY */
     if (act && atomic_load(&installed) && sigismember(&act->sa_mask, SIGTRAP) == 1) {
         struct sigaction a = *act;
         sigdelset(&a.sa_mask, SIGTRAP);
@@ -371,6 +402,8 @@ static int set_mask(int how, const sigset_t *set, sigset_t *old)
         s = *set;
         if (atomic_load(&installed))
             sigdelset(&s, SIGTRAP);
+        if (atomic_load(&ckpt_sig))
+            sigdelset(&s, atomic_load(&ckpt_sig));
         sigdelset(&s, SIGRTMIN - 2);
         sigdelset(&s, SIGRTMIN - 1);
         set = &s;
