@@ -3,12 +3,34 @@
  * the empty loop, a loop calling an unprobed twin and a loop calling
  * bench_probed, and prints the overhead (probe - base) in ns. With
  * BENCH_HANDLER=1 an empty pre_handler is registered on bench_probed.
+ * BENCH_STATE=int3 or disabled first turns the probe into an int3 probe
+ * (unoptimize) or disables it, through this process's control directory.
  * Output lines match shared/reference/detour-floor's bench (SUMMARY ... ).
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <kprewrite/ctl.h>
 #include <kprewrite/kprobes.h>
+
+/* "unoptimize bench_probed" or "disable bench_probed" into our control file */
+static int set_state(const char *state)
+{
+    char base[2048], path[4096], cmd[64];
+    kprewrite_ctl_base(base, sizeof base);
+    snprintf(path, sizeof path, "%s/%d/control", base, (int)getpid());
+    snprintf(cmd, sizeof cmd, "%s bench_probed\n", strcmp(state, "int3") == 0 ? "unoptimize" : "disable");
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || write(fd, cmd, strlen(cmd)) < 0) {
+        perror(path);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
 
 void bench_loop(long n);
 void bench_base_loop(long n);
@@ -41,6 +63,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "probe-bench: bench_probed is not baked\n");
         return 1;
     }
+    const char *state = getenv("BENCH_STATE");
+    if (state && *state && set_state(state) < 0)
+        return 1;
     double *over = calloc(reps, sizeof *over), *pn = calloc(reps, sizeof *pn), *bn = calloc(reps, sizeof *bn);
     bench_empty_loop(n / 10 + 1);
     bench_base_loop(n / 10 + 1);

@@ -5,7 +5,7 @@
 # ROUNDS (3) x REPS (3) samples per mechanism; N (10000000) calls a sample.
 set -e
 src=$1; build=$2
-ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}
+ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}
 cc=${CC:-cc}
 w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -22,10 +22,14 @@ fi
 for round in $(seq 1 "$ROUNDS"); do
     "$w/probed" count_only "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed" kprewrite_empty_handler "$N" "$REPS" >>"$w/all"
+    # int3 and disabled probes: need the control directory (FUSE)
+    BENCH_STATE=disabled "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
+    BENCH_STATE=int3 BENCH_HANDLER=1 "$w/probed" kprewrite_int3_empty_handler "$N_SLOW" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     if $have_ref; then
         for m in detour_jmp detour_cs_noflags detour_full_lahf detour_full; do
             "$w/ref" "$m" "$N" "$REPS" | sed 's/ empty_ns [0-9.]*//' >>"$w/all"
         done
+        "$w/ref" int3 "$N_SLOW" "$REPS" | sed 's/ empty_ns [0-9.]*//; s/mode int3 /mode int3_sigtrap_floor /' >>"$w/all"
     fi
 done
 # median and minimum of the over_ns samples per mechanism
@@ -36,13 +40,15 @@ awk '/^rep / { m = $4; v[m] = v[m] " " $12; n[m]++ }
     "$w/all" | sort >"$w/table"
 base=$(awk '/^rep / { print $8 }' "$w/all" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 med() { awk -v m="$1" '$1 == m { print $4 }' "$w/table"; }
-floor=$(med detour_cs_noflags); full=$(med detour_full)
+floor=$(med detour_cs_noflags); full=$(med detour_full); trapfloor=$(med int3_sigtrap_floor)
 printf '\nper-hit overhead, ns (median and min of %s samples; plain call %s ns)\n' "$((ROUNDS * REPS))" "$base"
-printf '%-26s %8s %8s %14s %12s\n' mechanism median min "x cs_noflags" "x full"
+printf '%-30s %9s %9s %13s %8s %12s\n' mechanism median min "x cs_noflags" "x full" "x int3 floor"
 while read -r m k mn md; do
-    r1=-; r2=-
+    r1=-; r2=-; r3=-
     [ -n "$floor" ] && r1=$(echo "scale=2; $md / $floor" | bc)
     [ -n "$full" ] && r2=$(echo "scale=2; $md / $full" | bc)
-    printf '%-26s %8s %8s %14s %12s\n' "$m" "$md" "$mn" "$r1" "$r2"
+    [ -n "$trapfloor" ] && r3=$(echo "scale=3; $md / $trapfloor" | bc)
+    printf '%-30s %9s %9s %13s %8s %12s\n' "$m" "$md" "$mn" "$r1" "$r2" "$r3"
 done <"$w/table"
+[ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"

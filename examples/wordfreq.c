@@ -72,7 +72,14 @@ unsigned count_words(const char *text)
 int main(int argc, char **argv)
 {
     const char *text = argc > 1 ? argv[1] : "the quick brown fox jumps over the lazy dog. The dog sleeps.";
-    unsigned words = count_words(text);
+    unsigned words = 0;
+    if (strcmp(text, "-") == 0) {   /* lines from stdin, as they come */
+        char line[4096];
+        while (fgets(line, sizeof line, stdin))
+            words += count_words(line);
+    } else {
+        words = count_words(text);
+    }
     printf("%u words\n", words);
     for (int b = 0; b < BUCKETS; b++)
         for (struct word *w = table[b]; w; w = w->next)

@@ -21,3 +21,27 @@ echo "== make: link with the runtime, then bake the probes"
 make -s -C "$work" PKG_CONFIG="$PKG_CONFIG" wordfreq
 echo "== run the rewritten program"
 "$work/wordfreq" "the quick brown fox jumps over the lazy dog. The dog sleeps, the fox trots on."
+echo "== live control: the same program reading stdin, steered through its control directory"
+# KPREWRITE_CTL_DIR (default \$XDG_RUNTIME_DIR/kprewrite) holds one directory per process
+export KPREWRITE_CTL_DIR="$work/ctl"
+line="the cat and the dog and the bird"
+fifo=$work/in; mkfifo "$fifo"
+"$work/wordfreq" - <"$fifo" >"$work/live.out" &
+pid=$!
+exec 3>"$fifo"
+step() { echo "$line" >&3; sleep 0.2; }
+step
+echo "\$ kprewrite ctl $pid list"; kprewrite ctl "$pid" list
+echo "\$ echo 'disable word_hash' > $KPREWRITE_CTL_DIR/$pid/control"
+echo 'disable word_hash' >"$KPREWRITE_CTL_DIR/$pid/control"
+step
+echo "\$ cat $KPREWRITE_CTL_DIR/$pid/list   (one line fed while disabled: word_hash counted nothing)"
+cat "$KPREWRITE_CTL_DIR/$pid/list"
+echo "\$ kprewrite ctl $pid enable word_hash; kprewrite ctl $pid unoptimize count_word"
+kprewrite ctl "$pid" enable word_hash; kprewrite ctl "$pid" unoptimize count_word
+step
+echo "\$ cat $KPREWRITE_CTL_DIR/$pid/profile   (name, hits, misses)"
+cat "$KPREWRITE_CTL_DIR/$pid/profile"
+exec 3>&-
+wait "$pid"
+cat "$work/live.out"

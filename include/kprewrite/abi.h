@@ -49,15 +49,18 @@ struct kprw_table {
 struct kprw_entry {
     int64_t site_rel;                /* probe address - header */
     int64_t detour_rel;              /* detour - header (0: none) */
-    int64_t ool_rel;                 /* out-of-line copy - header (0: none) */
+    int64_t ool_rel;                 /* out-of-line copy - header: where the int3 path
+                                        resumes (int3 entries: the first instruction;
+                                        optimized ones: the whole DCR, in the detour) */
     uint32_t name_off;               /* symbol name, in the strings */
     uint32_t offset;                 /* from the symbol */
     uint32_t flags;                  /* enum kprw_entry_flags */
     uint8_t kind;                    /* enum kprw_kind */
     uint8_t verdict;                 /* enum kprw_verdict */
     uint8_t reason;                  /* enum kp_reason (reasons.h) */
-    uint8_t dcr_len;                 /* bytes replaced at the site */
-    uint8_t orig[KPRW_ORIG_MAX];     /* the original bytes of the DCR */
+    uint8_t dcr_len;                 /* bytes the probe owns at the site: the DCR, or
+                                        the first instruction of an int3 probe */
+    uint8_t orig[KPRW_ORIG_MAX];     /* their original bytes */
 };
 
 /* Live state, one per entry, in .kprewrite.data (zero in the file). */
