@@ -102,43 +102,40 @@ static void put(struct text *t, const char *fmt, ...)
     }
 }
 
-/* Like /sys/kernel/debug/kprobes/list, with the counts after it. */
-char *ctl_list(size_t *len)
+/* One line a point, written by line(), under rt_lock. */
+static char *listing(size_t *len, void (*line)(struct text *, const struct point *, uint64_t, uint64_t))
 {
     struct text t = { 0 };
     put(&t, "%s", "");
     pthread_mutex_lock(&rt_lock);
     for (uint32_t i = 0; i < rt_npoints; i++) {
-        struct point *pt = rt_points[i];
         uint64_t hits, missed;
-        rt_stats(pt, &hits, &missed);
-        put(&t, "%016lx  %c  %s+0x%x  %s%s  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind, pt->name,
-            pt->offset, pt->disabled ? "[DISABLED]" : "", pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "",
-            (unsigned long)hits, (unsigned long)missed);
+        rt_stats(rt_points[i], &hits, &missed);
+        line(&t, rt_points[i], hits, missed);
     }
     pthread_mutex_unlock(&rt_lock);
     *len = t.n;
     return t.s;
 }
 
-/* Like kprobe_profile: name, hits, misses. */
-char *ctl_profile(size_t *len)
+/* Like /sys/kernel/debug/kprobes/list, with the counts after it. */
+static void list_line(struct text *t, const struct point *pt, uint64_t hits, uint64_t missed)
 {
-    struct text t = { 0 };
-    put(&t, "%s", "");
-    pthread_mutex_lock(&rt_lock);
-    for (uint32_t i = 0; i < rt_npoints; i++) {
-        struct point *pt = rt_points[i];
-        uint64_t hits, missed;
-        char name[300];
-        rt_stats(pt, &hits, &missed);
-        snprintf(name, sizeof name, "%s+0x%x", pt->name, pt->offset);
-        put(&t, "  %-44s %15lu %15lu\n", name, (unsigned long)hits, (unsigned long)missed);
-    }
-    pthread_mutex_unlock(&rt_lock);
-    *len = t.n;
-    return t.s;
+    put(t, "%016lx  %c  %s+0x%x  %s%s  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind, pt->name,
+        pt->offset, pt->disabled ? "[DISABLED]" : "", pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "",
+        (unsigned long)hits, (unsigned long)missed);
 }
+
+/* Like kprobe_profile: name, hits, misses. */
+static void profile_line(struct text *t, const struct point *pt, uint64_t hits, uint64_t missed)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s+0x%x", pt->name, pt->offset);
+    put(t, "  %-44s %15lu %15lu\n", name, (unsigned long)hits, (unsigned long)missed);
+}
+
+char *ctl_list(size_t *len) { return listing(len, list_line); }
+char *ctl_profile(size_t *len) { return listing(len, profile_line); }
 
 /* The global knobs: `enabled` arms or disarms every point (each keeps its
  * own state), `optimization` 0 unoptimizes every point. */
