@@ -180,12 +180,17 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         } else {
             /* int3 at byte 0; the runtime's SIGTRAP handler resumes at the
              * out-of-line copy of the first instruction */
-            len = x86_emit_ool(at, p->addr, orig, avail, det, derr, sizeof derr);
-            ool = at;
             struct x86_insn in;
             site_len = x86_decode(orig, avail, p->addr, &in);
-            site_bytes[0] = 0xcc;
-            memcpy(site_bytes + 1, orig + 1, site_len - 1);
+            ool = at;
+            if (site_len) {
+                len = x86_emit_ool(at, p->addr, orig, site_len, det, derr, sizeof derr);
+                site_bytes[0] = 0xcc;
+                memcpy(site_bytes + 1, orig + 1, site_len - 1);
+            } else {
+                snprintf(derr, sizeof derr, "undecodable instruction at 0x%llx", (unsigned long long)p->addr);
+                len = 0;
+            }
         }
         size_t site_off;
         if (len && !file_offset(img, p->addr, site_len, &site_off)) {

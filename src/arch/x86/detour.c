@@ -103,15 +103,12 @@ static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
 /* Copy one DCR instruction to b, relocated for its new address. A direct
  * call that ends the copy (ret_to != 0) returns straight to ret_to, the
  * original code after the DCR; other calls return into the copy. */
-static bool relocate(struct buf *b, const uint8_t *p, size_t avail, uint64_t from, uint64_t ret_to,
+static bool relocate(struct buf *b, const uint8_t *p, const struct x86_insn *ip, uint64_t ret_to,
                      char *err, size_t errlen)
 {
-    struct x86_insn in;
-    unsigned len = x86_decode(p, avail, from, &in);
-    if (!len) {
-        snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)from);
-        return false;
-    }
+    const struct x86_insn in = *ip;
+    uint64_t from = in.addr;
+    unsigned len = in.len;
     switch (in.kind) {
     case XK_JMP:
         b1(b, 0xe9);
@@ -177,7 +174,7 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
             snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)(site + off));
             return false;
         }
-        if (!relocate(b, code + off, len - off, site + off, off + n == len ? site + len : 0, err, errlen))
+        if (!relocate(b, code + off, &in, off + n == len ? site + len : 0, err, errlen))
             return false;
         off += n;
     }
@@ -189,16 +186,10 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
     return true;
 }
 
-size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, size_t avail, uint8_t *out, char *err, size_t errlen)
+size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    struct x86_insn in;
-    unsigned n = x86_decode(code, avail, site, &in);
-    if (!n) {
-        snprintf(err, errlen, "undecodable instruction at 0x%llx", (unsigned long long)site);
-        return 0;
-    }
-    return copy_back(&b, code, n, site, err, errlen) ? b.n : 0;
+    return copy_back(&b, code, len, site, err, errlen) ? b.n : 0;
 }
 
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen)

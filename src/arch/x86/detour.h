@@ -26,10 +26,11 @@ struct detour_params {
  * int3 path of an unoptimized probe resumes at. */
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen);
 
-/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction at
- * site, relocated to at, then jmp to the next one. 0 with err on failure. */
+/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
+ * len bytes at site, relocated to at, then jmp to the next one. 0 with err
+ * on failure. */
 #define OOL_MAX 64
-size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, size_t avail, uint8_t *out, char *err, size_t errlen);
+size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen);
 
 /* The bytes written at the site: jmp rel32 to the detour, then int3 up to
  * dcr_len. Returns false when the detour is out of reach. */
