@@ -39,6 +39,10 @@ for opt in -O0 -O2; do
         is "$want" "$("$V")" "$tag: linked with the runtime and never rewritten, it runs unchanged"
         mids=""
         for f in mix recurse; do a=$(mid "$V" $f); [ -n "$a" ] && mids="$mids --probe 0x$a"; done
+        # regtest_point: every register known there (the handler API test)
+        rt_f=$(nm "$V" | awk '$3 == "regtest" { print $1 }'); rt_p=$(nm "$V" | awk '$3 == "regtest_point" { print $1 }')
+        rt_off=$((0x$rt_p - 0x$rt_f))
+        mids="$mids --probe regtest+$rt_off"
         "$KPREWRITE" --probe '*' --probe flagtest+2 $mids "$V" >"$D/report" 2>"$D/err"
         rc=$?
         ok $([ $rc -le 3 ] && [ $rc -ne 1 ]; echo $?) "$tag: rewrite every function entry (exit $rc: $(tail -n 1 "$D/err"))"
@@ -47,7 +51,7 @@ for opt in -O0 -O2; do
         is "$want" "$("$V")" "$tag: output identical with every probe baked (count-only)"
         hits=$(KPREWRITE_REPORT=1 "$V" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
         is 1000 "$hits" "$tag: exact hit count (mix called 1000 times)"
-        is "api ok" "$("$V" api)" "$tag: handler API: registers, flags, batch rollback, -EINVAL, -ENOENT, nmissed"
+        is "api ok" "$("$V" api)" "$tag: handler API: registers (all 15, sp, ip, flags, writes), flags, batch rollback, -EINVAL, -ENOENT, nmissed"
         is "threads rc 0 hits 400001" "$("$V" threads)" "$tag: exact hits from 4 threads"
         is "fpu rc 0 value 6.0" "$("$V" fpu)" "$tag: KPROBE_FLAG_FPU handler keeps the probed code's xmm registers"
     done

@@ -11,6 +11,9 @@
 int flagtest(int a, int b);
 int riptest(int a);
 int calltest(int a);
+void regtest(void);
+extern const char regtest_point[];
+extern unsigned long reg_out[15], reg_sp;
 
 __attribute__((noipa)) int add3(int a, int b, int c) { return a + b + c; }
 __attribute__((noipa)) long mix(long x)
@@ -61,11 +64,52 @@ static int pre_recurse(struct kprobe *kp, struct pt_regs *r)
     return 0;
 }
 
+/* regtest's registers, in reg_out order, as pt_regs shows them */
+static unsigned long reg_seen[15], seen_sp, seen_ip, seen_flags;
+static int pre_regs(struct kprobe *kp, struct pt_regs *r)
+{
+    (void)kp;
+    unsigned long v[15] = { r->ax, r->cx, r->dx, r->bx, r->bp, r->si, r->di, r->r8,
+                            r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15 };
+    memcpy(reg_seen, v, sizeof v);
+    seen_sp = r->sp, seen_ip = r->ip, seen_flags = r->flags;
+    /* writes take effect, callee-saved registers included */
+    r->bx = 0xb0b0; r->bp = 0xb1b1; r->r12 = 0xb2b2; r->r15 = 0xb3b3; r->r9 = 0xb4b4; r->ax = 0xb5b5;
+    return 0;
+}
+
+static void regs_check(void)
+{
+    struct kprobe kp = { .symbol_name = "regtest", .offset = (unsigned)(regtest_point - (const char *)regtest),
+                         .pre_handler = pre_regs };
+    CHECK(register_kprobe(&kp) == 0, "register regtest+%u", kp.offset);
+    regtest();
+    int seen_ok = 1, out_ok = 1;
+    for (int i = 0; i < 15; i++) {
+        unsigned long want = 0x0101010101010101ul * (unsigned long)(i + 1);
+        seen_ok &= reg_seen[i] == want;
+        unsigned long changed = i == 0 ? 0xb5b5 : i == 3 ? 0xb0b0 : i == 4 ? 0xb1b1 : i == 8 ? 0xb4b4
+                              : i == 11 ? 0xb2b2 : i == 14 ? 0xb3b3 : want;
+        out_ok &= reg_out[i] == changed;
+        if (reg_seen[i] != want || reg_out[i] != changed)
+            printf("reg %d: seen %lx out %lx\n", i, reg_seen[i], reg_out[i]);
+    }
+    CHECK(seen_ok, "the handler saw every register's value at the point");
+    CHECK(out_ok, "the handler's writes (ax bx bp r9 r12 r15) took effect, the rest kept");
+    CHECK(seen_sp == reg_sp, "regs->sp is the probed code's %%rsp (%lx, want %lx)", seen_sp, reg_sp);
+    CHECK(seen_ip == (unsigned long)regtest_point, "regs->ip is the probe address");
+    CHECK((seen_flags & 0x202) == 0x202, "regs->flags has IF and bit 1 (%lx)", seen_flags);
+    unregister_kprobe(&kp);
+}
+
 static void plain(void)
 {
     long acc = 0;
     for (int i = 0; i < 1000; i++)
         acc += add3(i, 2 * i, 3) + mix(i) + flagtest(i % 7, 3) + riptest(i) + calltest(i);
+    regtest();
+    for (int i = 0; i < 15; i++)
+        acc += (long)(reg_out[i] % 1000003);
     printf("acc %ld recurse %d\n", acc, recurse(10));
 }
 
@@ -125,6 +169,8 @@ static void api(void)
     CHECK(depth == 1 && recurse_calls == 2 && rc.nmissed == 6, "recursion guard: %d handlers, nmissed %lu",
           recurse_calls, rc.nmissed);
     unregister_kprobe(&rc);
+
+    regs_check();
     printf("api %s\n", failures ? "FAILED" : "ok");
 }
 

@@ -1,20 +1,25 @@
 /*
  * Detour template (user space). Entered by jmp from the probe site:
  *
- *   lea -(128+168)(%rsp),%rsp      skip the red zone, room for struct pt_regs
- *   mov %reg, OFF(%rsp)            x15 general registers (movs: flags intact)
+ *   lea -(128+48)(%rsp),%rsp       skip the red zone; pt_regs ss..orig_ax
+ *   push %rdi ... push %r11        the caller-saved registers, as pt_regs
+ *   lea -48(%rsp),%rsp             pt_regs bx..r15: %rsp = the pt_regs
  *   [lahf; seto %al; ... ]         arithmetic flags -> pt_regs.flags, when live
- *   pt_regs.sp = original %rsp, .ip = site, .orig_ax = -1
  *   lea state(%rip),%rdi; mov %rsp,%rsi
- *   [mov %rsp,%rbx; and $-16,%rsp]  unless %rsp is known aligned (function entry)
+ *   [and $-16,%rsp; push %rsi x2]  unless %rsp is known aligned (function entry)
  *   call *slot(%rip)               the runtime's dispatcher(state, regs)
- *   [mov %rbx,%rsp]
+ *   [pop %rsp]
  *   [flags from pt_regs.flags: add $0x7f,%al sets OF; sahf the rest]
- *   mov OFF(%rsp), %reg            x15: handler writes take effect
- *   lea (128+168)(%rsp),%rsp
+ *   lea 48(%rsp),%rsp; pop %r11 ... pop %rdi   handler writes take effect
+ *   lea (128+48)(%rsp),%rsp
  *   relocated DCR                  rip-relative re-pointed, branches as rel32
  *   jmp site+dcr_len
  *
+ * The callee-saved registers (bx, bp, r12-r15) are not saved here: the C ABI
+ * keeps them intact, and the dispatcher writes them into pt_regs (with ip,
+ * sp and orig_ax) only when a handler is about to run, and reloads them from
+ * it afterwards, so a handler's writes take effect. A hit that only counts
+ * costs the caller-saved registers alone, as a hand-written call to C does.
  * pushfq/popfq is avoided (12-14 ns here); flags are not touched at all when
  * the analysis proves them dead. pt_regs.cs/ss are not filled; a changed
  * pt_regs.sp or .ip is ignored, as in the kernel's optimized path.
@@ -27,7 +32,11 @@
 #include <string.h>
 #include <Zydis/Zydis.h>
 
-#define FRAME (128 + PTREGS_SIZE)
+/* pt_regs above the pushed registers (orig_ax, ip, cs, flags, sp, ss) and
+ * below them (r15 ... bx) */
+#define UPPER (PTREGS_SIZE - PTREGS_ORIG_AX)
+#define LOWER PTREGS_R11
+_Static_assert(PTREGS_DI + 8 == PTREGS_ORIG_AX && PTREGS_R11 == 48, "pt_regs layout");
 
 struct buf {
     uint8_t *p;
@@ -55,11 +64,17 @@ static void mov_rsp(struct buf *b, int reg, int off, bool load)
     }
 }
 
-/* lea disp32(%rsp),%reg */
+/* lea disp(%rsp),%reg */
 static void lea_rsp(struct buf *b, int reg, int32_t disp)
 {
     b1(b, 0x48 | (reg >= 8 ? 0x04 : 0));
     b1(b, 0x8d);
+    if (disp == (int8_t)disp) {
+        b1(b, 0x44 | ((reg & 7) << 3));
+        b1(b, 0x24);
+        b1(b, (uint8_t)disp);
+        return;
+    }
     b1(b, 0x84 | ((reg & 7) << 3));
     b1(b, 0x24);
     b32(b, (uint32_t)disp);
@@ -77,12 +92,16 @@ static bool rel32(struct buf *b, uint64_t target)
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
 
-static const struct { int reg, off; } saved[] = {
-    { RAX, PTREGS_AX }, { RCX, PTREGS_CX }, { RDX, PTREGS_DX }, { RSI, PTREGS_SI },
-    { RDI, PTREGS_DI }, { R8, PTREGS_R8 }, { R9, PTREGS_R9 }, { R10, PTREGS_R10 },
-    { R11, PTREGS_R11 }, { RBX, PTREGS_BX }, { RBP, PTREGS_BP }, { R12, PTREGS_R12 },
-    { R13, PTREGS_R13 }, { R14, PTREGS_R14 }, { R15, PTREGS_R15 },
-};
+/* The caller-saved registers, pushed in pt_regs order (di is highest). */
+static const int pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11 };
+
+/* push %reg / pop %reg */
+static void push_pop(struct buf *b, int reg, bool pop)
+{
+    if (reg >= 8)
+        b1(b, 0x41);
+    b1(b, (uint8_t)((pop ? 0x58 : 0x50) | (reg & 7)));
+}
 
 /* A direct call whose return address is ret (the original code), not the
  * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
@@ -195,50 +214,41 @@ size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned le
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen)
 {
     struct buf b = { out, 0, p->at };
-    size_t i;
 
-    lea_rsp(&b, RSP, -FRAME);
-    for (i = 0; i < sizeof saved / sizeof saved[0]; i++)
-        mov_rsp(&b, saved[i].reg, saved[i].off, false);
+    lea_rsp(&b, RSP, -(128 + UPPER));
+    for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
+        push_pop(&b, pushed[i], false);
+    lea_rsp(&b, RSP, -LOWER);
     if (p->save_flags) {
-        /* eflags image = ah | OF << 11 | 2, without pushfq */
+        /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
         static const uint8_t save[] = {
-            0x9f,                   /* lahf */
-            0x0f, 0x90, 0xc0,       /* seto %al */
-            0x0f, 0xb6, 0xcc,       /* movzbl %ah,%ecx */
-            0x0f, 0xb6, 0xd0,       /* movzbl %al,%edx */
-            0xc1, 0xe2, 0x0b,       /* shl $11,%edx */
-            0x09, 0xd1,             /* or %edx,%ecx */
-            0x83, 0xc9, 0x02,       /* or $2,%ecx */
+            0x9f,                               /* lahf */
+            0x0f, 0x90, 0xc0,                   /* seto %al */
+            0x0f, 0xb6, 0xcc,                   /* movzbl %ah,%ecx */
+            0x0f, 0xb6, 0xd0,                   /* movzbl %al,%edx */
+            0xc1, 0xe2, 0x0b,                   /* shl $11,%edx */
+            0x09, 0xd1,                         /* or %edx,%ecx */
+            0x81, 0xc9, 0x02, 0x02, 0x00, 0x00, /* or $0x202,%ecx */
         };
         bn(&b, save, sizeof save);
         mov_rsp(&b, RCX, PTREGS_FLAGS, false);
     }
-    lea_rsp(&b, RAX, FRAME);
-    mov_rsp(&b, RAX, PTREGS_SP, false);
-    b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x05);                   /* lea site(%rip),%rax */
-    if (!rel32(&b, p->site))
-        goto far;
-    mov_rsp(&b, RAX, PTREGS_IP, false);
-    static const uint8_t orig_ax[] = { 0x48, 0xc7, 0x44, 0x24, PTREGS_ORIG_AX, 0xff, 0xff, 0xff, 0xff };
-    bn(&b, orig_ax, sizeof orig_ax);                             /* movq $-1,orig_ax(%rsp) */
     b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x3d);                   /* lea state(%rip),%rdi */
     if (!rel32(&b, p->state))
         goto far;
     static const uint8_t regs_arg[] = { 0x48, 0x89, 0xe6 };     /* mov %rsp,%rsi */
     bn(&b, regs_arg, sizeof regs_arg);
     if (!p->entry_aligned) {
-        static const uint8_t align[] = { 0x48, 0x89, 0xe3,      /* mov %rsp,%rbx */
-                                         0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
+        /* the flags are saved by now (and restored from pt_regs) */
+        static const uint8_t align[] = { 0x48, 0x83, 0xe4, 0xf0, /* and $-16,%rsp */
+                                         0x56, 0x56 };           /* push %rsi; push %rsi */
         bn(&b, align, sizeof align);
     }
     b1(&b, 0xff); b1(&b, 0x15);                                 /* call *slot(%rip) */
     if (!rel32(&b, p->slot))
         goto far;
-    if (!p->entry_aligned) {
-        static const uint8_t unalign[] = { 0x48, 0x89, 0xdc };  /* mov %rbx,%rsp */
-        bn(&b, unalign, sizeof unalign);
-    }
+    if (!p->entry_aligned)
+        b1(&b, 0x5c);                                           /* pop %rsp */
     if (p->save_flags) {
         mov_rsp(&b, RAX, PTREGS_FLAGS, true);
         static const uint8_t restore[] = {
@@ -252,9 +262,10 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         };
         bn(&b, restore, sizeof restore);
     }
-    for (i = 0; i < sizeof saved / sizeof saved[0]; i++)
-        mov_rsp(&b, saved[i].reg, saved[i].off, true);
-    lea_rsp(&b, RSP, FRAME);
+    lea_rsp(&b, RSP, LOWER);
+    for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
+        push_pop(&b, pushed[i], true);
+    lea_rsp(&b, RSP, 128 + UPPER);
     *dcr_off = b.n;
     if (!copy_back(&b, p->dcr, p->dcr_len, p->site, err, errlen))
         return 0;

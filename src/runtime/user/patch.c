@@ -108,6 +108,14 @@ static int step_down(struct point *pt, enum code_state want)
     return 0;
 }
 
+/* dispatch.S: between reading a point's state and counting its hit */
+extern const char rt_count_window[], rt_count_window_end[];
+
+static bool inside_count_window(uintptr_t ip)
+{
+    return ip >= (uintptr_t)rt_count_window && ip < (uintptr_t)rt_count_window_end;
+}
+
 static struct point **pending;
 static size_t npending;
 
@@ -142,6 +150,7 @@ int patch_list(struct point **v, size_t n)
     struct point **want_jump = malloc((n ? n : 1) * sizeof *want_jump);
     struct point **exposed = malloc((n ? n : 1) * sizeof *exposed);
     size_t njump = 0;
+    bool detour_disabled = false;
     if (!want_jump || !exposed) {
         free(want_jump);
         free(exposed);
@@ -158,7 +167,15 @@ int patch_list(struct point **v, size_t n)
         }
         if (want == CODE_OPTIMIZED)
             want_jump[njump++] = v[i];
+        if (want == CODE_DISABLED && v[i]->detour)
+            detour_disabled = true;
     }
+    /* Nothing counts once disable has returned: a thread that read the
+     * point's state in the detour's dispatcher just before it changed (and
+     * was preempted there) must have counted first. Best effort: a program
+     * that took our signal cannot be asked, and then a hit may land late. */
+    if (detour_disabled)
+        trap_checkpoint(inside_count_window);
     /* one checkpoint for every exposed point */
     npending = 0;
     pending = exposed;

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "kprewrite/pool.h"
 #include "rt.h"
+#include "rt-offsets.h"
 
 /* private kprobe flag: addr was filled in from symbol_name at registration */
 #define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u
@@ -30,27 +32,35 @@ struct pool {
     struct pool *next;
 };
 
-/* Per-thread hit counters, indexed by point id. */
-struct counters {
-    uint64_t *hits;
-    uint32_t cap;
-    struct point *_Atomic running;   /* whose handlers this thread runs now */
-    struct counters *next;
-};
-
 pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 struct point **rt_points;
 uint32_t rt_npoints;
 bool rt_enabled = true, rt_optimization = true;
-TLS int rt_in_handler;
+TLS struct rt_thread rt_self;
 
 static struct pool *pools;
 static uint32_t cap_points;
-static struct counters *threads;
+static struct rt_thread *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static TLS struct counters *my_counters;
+#define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
+CHECK(offsetof(struct kprw_state, rt), ST_RT);
+CHECK(offsetof(struct point, addr), PT_ADDR);
+CHECK(offsetof(struct point, flags), PT_FLAGS);
+CHECK(offsetof(struct point, id), PT_ID);
+CHECK(offsetof(struct point, handlers), PT_HANDLERS);
+CHECK(offsetof(struct point, fpu), PT_FPU);
+CHECK(offsetof(struct point, code), PT_CODE);
+CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
+CHECK(offsetof(struct kprobe, flags), KP_FLAGS);
+CHECK(offsetof(struct kprobe, __next), KP_NEXT);
+CHECK(offsetof(struct rt_thread, hits), TH_HITS);
+CHECK(offsetof(struct rt_thread, cap), TH_CAP);
+CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
+CHECK(CODE_DISABLED, CODE_DISABLED_VALUE);
+CHECK(KPRW_F_FLAGS_SAVED, KPRW_F_FLAGS_SAVED_VALUE);
+CHECK(KPROBE_FLAG_DISABLED, KPROBE_FLAG_DISABLED_VALUE);
 
 static void fold(void *p);
 static void make_key(void) { pthread_key_create(&exit_key, fold); }
@@ -58,20 +68,21 @@ static void make_key(void) { pthread_key_create(&exit_key, fold); }
 /* A thread exits: add its counts to the totals. */
 static void fold(void *p)
 {
-    struct counters *c = p;
+    struct rt_thread *c = p;
     pthread_mutex_lock(&rt_lock);
-    for (struct counters **pp = &threads; *pp; pp = &(*pp)->next)
+    for (struct rt_thread **pp = &threads; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
         }
     for (uint32_t i = 0; i < c->cap && i < rt_npoints; i++)
         atomic_fetch_add_explicit(&rt_points[i]->hits, c->hits[i], memory_order_relaxed);
+    uint64_t *h = c->hits;
+    c->hits = NULL;
+    c->cap = 0;
+    c->listed = 0;
     pthread_mutex_unlock(&rt_lock);
-    if (c == my_counters)
-        my_counters = NULL;
-    free(c->hits);
-    free(c);
+    free(h);
 }
 
 /* Slow path of a hit: this thread has no counter for id yet. */
@@ -79,7 +90,7 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
 {
     pthread_once(&key_once, make_key);
     pthread_mutex_lock(&rt_lock);
-    struct counters *c = my_counters;
+    struct rt_thread *c = &rt_self;
     uint32_t cap = rt_npoints > id ? rt_npoints : id + 1;
     cap = cap < 64 ? 64 : cap * 2;
     uint64_t *h = calloc(cap, sizeof *h);
@@ -87,23 +98,17 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
         pthread_mutex_unlock(&rt_lock);
         return;   /* out of memory: this hit goes uncounted, nothing breaks */
     }
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c) {
-            free(h);
-            pthread_mutex_unlock(&rt_lock);
-            return;
-        }
+    if (c->hits)
+        memcpy(h, c->hits, c->cap * sizeof *h);
+    free(c->hits);
+    c->hits = h;
+    c->cap = cap;
+    if (!c->listed) {
+        c->listed = 1;
         c->next = threads;
         threads = c;
         pthread_setspecific(exit_key, c);
-    } else {
-        memcpy(h, c->hits, c->cap * sizeof *h);
-        free(c->hits);
     }
-    c->hits = h;
-    c->cap = cap;
-    my_counters = c;
     c->hits[id]++;
     pthread_mutex_unlock(&rt_lock);
 }
@@ -194,18 +199,22 @@ static inline void run_pre_handlers(struct point *pt, struct pt_regs *regs, int 
 /* The int3 path (a signal handler: the kernel saved the vector state). */
 void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip)
 {
-    rt_in_handler = 1;
+    atomic_store_explicit(&rt_self.running, pt, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
     run_pre_handlers(pt, regs, changed_ip);
-    rt_in_handler = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
 }
 
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs)
 {
-    rt_in_handler = 1;
+    atomic_store_explicit(&rt_self.running, pt, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
     for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
         if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->post_handler)
             kp->post_handler(kp, regs, 0);
-    rt_in_handler = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
 }
 
 /* A probe hit inside a handler: no handler runs, nmissed counts it. */
@@ -216,76 +225,42 @@ void rt_count_missed(struct point *pt)
         __atomic_fetch_add(&kp->nmissed, 1, __ATOMIC_RELAXED);
 }
 
-/* Everything but the common case: a hit before the image registered, a hit
- * inside a handler, this thread's first hit on this point. */
-static __attribute__((noinline)) void dispatch_slow(struct kprw_state *st, struct pt_regs *regs);
-static __attribute__((noinline)) void dispatch_handlers(struct point *pt, struct pt_regs *regs);
-
-/* Called by every detour: count the hit, run the handlers. The fast path
- * has no stack frame; the rest is in out-of-line functions (tail calls). */
-EXPORT void __kprewrite_dispatch(void *state, void *vregs)
+/* The detour's dispatcher (dispatch.S) handles the common cases; this is
+ * the rest: a hit before the image registered, a hit inside a handler, this
+ * thread's first hit on this point. Returns the point when its handlers
+ * are to run (dispatch.S runs them). */
+struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
 {
-    struct kprw_state *st = state;
-    struct point *pt = st->rt;
-    struct counters *c = my_counters;
-
-    if (__builtin_expect(!pt || rt_in_handler || !c || pt->id >= c->cap, 0)) {
-        dispatch_slow(st, vregs);
-        return;
-    }
-    /* a thread that was already in the detour when the point was
-     * disabled: its hit does not count (nothing counts once disable
-     * has returned) */
-    if (__builtin_expect(atomic_load_explicit(&pt->code, memory_order_relaxed) == CODE_DISABLED, 0))
-        return;
-    c->hits[pt->id]++;
-    if (atomic_load_explicit(&pt->handlers, memory_order_relaxed))
-        dispatch_handlers(pt, vregs);
-}
-
-static void dispatch_handlers(struct point *pt, struct pt_regs *regs)
-{
-    struct counters *c = my_counters;
-    rt_in_handler = 1;
-    /* unregister_kprobe waits while a thread shows pt here (the membarrier
-     * there orders this plain store against its unlink) */
-    if (c)
-        atomic_store_explicit(&c->running, pt, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(atomic_load_explicit(&pt->fpu, memory_order_relaxed) != 0, 0)) {
-        struct handler_call hc = { pt, regs };
-        with_xstate_saved(run_handlers_cb, &hc);
-    } else {
-        run_pre_handlers(pt, regs, NULL);
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    if (c)
-        atomic_store_explicit(&c->running, NULL, memory_order_release);
-    rt_in_handler = 0;
-}
-
-static void dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
-{
+    (void)regs;
     struct point *pt = st->rt;
     if (!pt) {
         /* a hit before the image's constructor ran */
         with_xstate_saved(add_pool_cb, st);
         if (!(pt = st->rt))
-            return;
+            return NULL;
     }
     if (rt_in_handler) {
         rt_count_missed(pt);
-        return;
+        return NULL;
     }
+    /* a thread that was already in the detour when the point was
+     * disabled: its hit does not count (nothing counts once disable
+     * has returned) */
     if (atomic_load_explicit(&pt->code, memory_order_relaxed) == CODE_DISABLED)
-        return;
-    struct counters *c = my_counters;
-    if (c && pt->id < c->cap)
-        c->hits[pt->id]++;
+        return NULL;
+    if (pt->id < rt_self.cap)
+        rt_self.hits[pt->id]++;
     else
         with_xstate_saved(count_slow_cb, &pt->id);
-    if (atomic_load_explicit(&pt->handlers, memory_order_relaxed))
-        dispatch_handlers(pt, regs);
+    return atomic_load_explicit(&pt->handlers, memory_order_relaxed) ? pt : NULL;
+}
+
+/* Handlers that asked for KPROBE_FLAG_FPU, from dispatch.S (which has
+ * marked the thread as running pt's handlers). */
+void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs)
+{
+    struct handler_call hc = { pt, regs };
+    with_xstate_saved(run_handlers_cb, &hc);
 }
 
 /* Run fn(arg) with every enabled extended state component (x87, SSE, AVX,
@@ -401,8 +376,8 @@ static void wait_for_handlers(struct point *pt)
     for (;;) {
         bool busy = atomic_load(&trap_active) != 0 && !rt_in_handler;
         pthread_mutex_lock(&rt_lock);
-        for (struct counters *c = threads; c && !busy; c = c->next)
-            if (c != my_counters && atomic_load_explicit(&c->running, memory_order_acquire) == pt)
+        for (struct rt_thread *c = threads; c && !busy; c = c->next)
+            if (c != &rt_self && atomic_load_explicit(&c->running, memory_order_acquire) == pt)
                 busy = true;
         pthread_mutex_unlock(&rt_lock);
         if (!busy)
@@ -491,7 +466,7 @@ EXPORT int disable_kprobe(struct kprobe *kp)
 void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
 {
     uint64_t h = atomic_load(&pt->hits);
-    for (struct counters *c = threads; c; c = c->next)
+    for (struct rt_thread *c = threads; c; c = c->next)
         if (pt->id < c->cap)
             h += __atomic_load_n(&c->hits[pt->id], __ATOMIC_RELAXED);
     *hits = h;

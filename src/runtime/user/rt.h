@@ -43,14 +43,26 @@ extern struct point **rt_points;       /* by id */
 extern uint32_t rt_npoints;
 extern bool rt_enabled, rt_optimization;   /* the global knobs, under rt_lock */
 
-/* per-thread: a handler of this thread is running (recursion guard) */
-extern TLS int rt_in_handler;
+/* Per thread (dispatch.S reads it at the offsets of rt-offsets.h). */
+struct rt_thread {
+    uint64_t *hits;                    /* hit counters, indexed by point id */
+    uint32_t cap;
+    uint32_t listed;                   /* on the list of threads, with an exit hook */
+    struct point *_Atomic running;     /* whose handlers this thread runs now: the
+                                          recursion guard, and what unregister waits on */
+    struct rt_thread *next;
+};
+extern TLS struct rt_thread rt_self;
+#define rt_in_handler (atomic_load_explicit(&rt_self.running, memory_order_relaxed) != NULL)
 
 /* rt.c */
 void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
 void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
 void rt_count_missed(struct point *pt);
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+/* for dispatch.S */
+struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs);
+void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs);
 
 /* trap.c: the int3 path */
 void trap_install(void);

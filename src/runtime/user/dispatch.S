@@ -1,0 +1,120 @@
+/*
+ * __kprewrite_dispatch(struct kprw_state *st, struct pt_regs *regs): called
+ * by every detour with %rsp = 8 mod 16. The detour has stored the
+ * caller-saved registers (and the flags, when live) into regs; bx, bp and
+ * r12-r15 still hold the probed code's values. The common cases are here:
+ *
+ *   count only   the thread's counter for the point, nothing else
+ *   handlers     fill the rest of pt_regs, run the pre_handlers with the
+ *                thread marked as running them (the recursion guard, and
+ *                what unregister_kprobe waits on), reload bx, bp, r12-r15
+ *                from pt_regs so that a handler's writes take effect
+ *
+ * Everything else (first hit of a thread, a hit inside a handler, a hit
+ * before the image registered, KPROBE_FLAG_FPU handlers) is in C, rt.c.
+ * Written in assembly because C cannot leave the callee-saved registers
+ * alone on the fast path and still show and take them on the slow one.
+ */
+#include "rt-offsets.h"
+#include "kprewrite/ptrace.h"
+
+/* the probed code's %rsp: above pt_regs and the red zone the detour skipped */
+#define FRAME (PTREGS_SIZE + 128)
+
+        .text
+        .globl  __kprewrite_dispatch
+        .type   __kprewrite_dispatch, @function
+        .p2align 5
+__kprewrite_dispatch:
+        mov     ST_RT(%rdi), %rdx               /* struct point */
+        test    %rdx, %rdx
+        jz      .Lslow
+        mov     rt_self@gottpoff(%rip), %rax
+        cmpq    $0, %fs:TH_RUNNING(%rax)        /* a hit inside a handler */
+        jne     .Lslow
+        mov     PT_ID(%rdx), %ecx
+        cmp     %fs:TH_CAP(%rax), %ecx          /* no counter for it yet */
+        jae     .Lslow
+/* A thread stopped in here may count a hit after its point was disabled:
+ * patch.c waits until no thread is (rt_count_window). */
+        .globl  rt_count_window, rt_count_window_end
+        .hidden rt_count_window, rt_count_window_end
+rt_count_window:
+        cmpl    $CODE_DISABLED_VALUE, PT_CODE(%rdx)
+        je      .Lret                           /* was in the detour when disabled */
+        mov     %fs:TH_HITS(%rax), %r8
+        addq    $1, (%r8,%rcx,8)
+rt_count_window_end:
+        cmpq    $0, PT_HANDLERS(%rdx)
+        jne     .Lhandlers
+.Lret:
+        ret
+
+.Lslow:
+        push    %rsi
+        call    rt_dispatch_slow                /* the point if handlers run, or NULL */
+        pop     %rsi
+        test    %rax, %rax
+        jz      .Lret
+        mov     %rax, %rdx
+        mov     rt_self@gottpoff(%rip), %rax
+
+/* rdx = point, rsi = regs, rax = rt_self's TLS offset */
+.Lhandlers:
+        mov     %rdx, %fs:TH_RUNNING(%rax)
+        mov     %rbx, PTREGS_BX(%rsi)
+        mov     %rbp, PTREGS_BP(%rsi)
+        mov     %r12, PTREGS_R12(%rsi)
+        mov     %r13, PTREGS_R13(%rsi)
+        mov     %r14, PTREGS_R14(%rsi)
+        mov     %r15, PTREGS_R15(%rsi)
+        mov     %rax, %r13                      /* rt_self's offset, for the end */
+        mov     PT_ADDR(%rdx), %rcx
+        mov     %rcx, PTREGS_IP(%rsi)
+        lea     FRAME(%rsi), %rcx
+        mov     %rcx, PTREGS_SP(%rsi)
+        movq    $-1, PTREGS_ORIG_AX(%rsi)
+        testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
+        jnz     1f
+        movq    $0x202, PTREGS_FLAGS(%rsi)      /* dead flags: show IF and the fixed bit */
+1:      cmpl    $0, PT_FPU(%rdx)
+        jne     .Lfpu
+        mov     %rsi, %r12                      /* bx, r12, r13 come back from regs below */
+        mov     PT_HANDLERS(%rdx), %rbx
+        sub     $8, %rsp
+        test    %rbx, %rbx                      /* unregistered meanwhile */
+        jz      3f
+.Lnext:
+        testl   $KPROBE_FLAG_DISABLED_VALUE, KP_FLAGS(%rbx)
+        jnz     2f
+        mov     KP_PRE_HANDLER(%rbx), %rax
+        test    %rax, %rax
+        jz      2f
+        mov     %rbx, %rdi
+        mov     %r12, %rsi
+        call    *%rax                           /* pre_handler(kp, regs) */
+2:      mov     KP_NEXT(%rbx), %rbx
+        test    %rbx, %rbx
+        jnz     .Lnext
+3:      add     $8, %rsp
+.Ldone:
+        movq    $0, %fs:TH_RUNNING(%r13)
+        /* a handler's writes to bx, bp, r12-r15 take effect */
+        mov     PTREGS_BX(%r12), %rbx
+        mov     PTREGS_BP(%r12), %rbp
+        mov     PTREGS_R13(%r12), %r13
+        mov     PTREGS_R14(%r12), %r14
+        mov     PTREGS_R15(%r12), %r15
+        mov     PTREGS_R12(%r12), %r12
+        ret
+
+.Lfpu:
+        mov     %rsi, %r12
+        sub     $8, %rsp
+        mov     %rdx, %rdi
+        call    rt_run_handlers_fpu             /* (point, regs): vector state saved */
+        add     $8, %rsp
+        jmp     .Ldone
+        .size   __kprewrite_dispatch, .-__kprewrite_dispatch
+
+        .section .note.GNU-stack,"",@progbits
