@@ -59,7 +59,7 @@ int main(void)
     bad("0xzz", 3, "hexadecimal");
     bad("main%ret", 5, "%return");
     bad("main+4%return", 6, "function entry");
-    bad("0x1000%return", 1, "not an address");
+    good("0x1000%return", NULL, 0, 0x1000, true, false);   /* the entry at that address */
     bad("ma in", 3, "unexpected character");
     bad("vfs_*+4", 6, "glob");
     bad("4main", 1, "cannot start with a digit");

@@ -8,15 +8,15 @@
  *   .kprewrite.text   AX  detours and out-of-line copies (filled with int3)
  *   .kprewrite.table  A   struct kprw_table + entries + strings (read-only)
  *   .kprewrite.data   WA  struct kprw_state per probe (live state, counters)
- *   .kprewrite.slot   WA  one pointer: the runtime's dispatcher, set by the
- *                         dynamic linker (a normal relocated variable)
+ *   .kprewrite.slot   WA  two pointers: the runtime's dispatcher and its return
+ *                         handler, set by the dynamic linker (relocated variables)
  */
 #ifndef KPREWRITE_ABI_H
 #define KPREWRITE_ABI_H
 #include <stdint.h>
 
 #define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
-#define KPRW_VERSION 2             /* 2: int3 entries, out-of-line copies */
+#define KPRW_VERSION 3             /* 2: int3 entries, out-of-line copies; 3: return probes */
 
 #define KPRW_SEC_TEXT ".kprewrite.text"
 #define KPRW_SEC_TABLE ".kprewrite.table"
@@ -32,6 +32,7 @@ enum kprw_entry_flags {
     KPRW_F_AFTER_ENDBR = 1u << 0,    /* SYM+0 was placed after endbr64 */
     KPRW_F_FLAGS_SAVED = 1u << 1,    /* the detour saves and restores the flags */
     KPRW_F_ENTRY       = 1u << 2,    /* the probe is at the function entry */
+    KPRW_F_KPROBE      = 1u << 3,    /* a kind 'r' entry also asked for as a kprobe (SYM and SYM%return) */
 };
 
 struct kprw_table {
@@ -43,7 +44,8 @@ struct kprw_table {
     uint32_t strings_size;
     uint32_t text_used;              /* bytes of .kprewrite.text in use */
     int64_t state_rel;               /* .kprewrite.data - header */
-    uint64_t reserved[4];
+    int64_t tramp_rel;               /* return trampoline - header (0: no return probes) */
+    uint64_t reserved[3];
 };
 
 struct kprw_entry {

@@ -12,6 +12,7 @@
  */
 #ifndef KPREWRITE_KPROBES_H
 #define KPREWRITE_KPROBES_H
+#include <pthread.h>
 #include <stddef.h>
 #include "kprewrite/ptrace.h"
 
@@ -47,6 +48,50 @@ int register_kprobes(struct kprobe **kps, int num);
 void unregister_kprobes(struct kprobe **kps, int num);
 int enable_kprobe(struct kprobe *kp);
 int disable_kprobe(struct kprobe *kp);
+
+/*
+ * Return probes (SYM%return baked), as the kernel's kretprobes: the entry
+ * of the function runs entry_handler and takes an instance; its return runs
+ * handler with regs->ax the return value (regs_return_value) and regs->ip
+ * the real return address. maxactive instances are preallocated when the
+ * kretprobe is registered (<= 0: 2 x online CPUs, at least 10); an entry
+ * that finds none free counts in nmissed and runs no handler. An
+ * entry_handler returning non-zero means no return handler for that call.
+ * data[] (data_size bytes) is shared by the entry and return handlers of
+ * one call.
+ */
+struct kretprobe_instance;
+struct kretprobe;
+typedef int (*kretprobe_handler_t)(struct kretprobe_instance *, struct pt_regs *);
+
+struct kretprobe_instance {
+    struct kretprobe *rp;
+    void *ret_addr;              /* where the probed function returns to */
+    pthread_t thread;            /* the calling thread (the kernel's task) */
+    /* private to the runtime */
+    unsigned long *__slot;       /* the return address's place on the stack */
+    void *__holder;
+    struct kretprobe_instance *__next;
+    unsigned int __free_next;
+    char data[] __attribute__((aligned(16)));
+};
+
+struct kretprobe {
+    struct kprobe kp;            /* symbol_name or addr: the function (+0) */
+    kretprobe_handler_t handler;
+    kretprobe_handler_t entry_handler;
+    int maxactive;
+    int nmissed;                 /* entries that found no free instance */
+    size_t data_size;
+    void *__holder;              /* private to the runtime */
+};
+
+int register_kretprobe(struct kretprobe *rp);
+void unregister_kretprobe(struct kretprobe *rp);
+int register_kretprobes(struct kretprobe **rps, int num);
+void unregister_kretprobes(struct kretprobe **rps, int num);
+int enable_kretprobe(struct kretprobe *rp);
+int disable_kretprobe(struct kretprobe *rp);
 
 /* kprewrite additions: hit and miss counts of a baked point (all threads,
  * exact once they are quiescent); -ENOENT if it was not baked. */

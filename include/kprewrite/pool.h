@@ -25,12 +25,14 @@
 
 void __kprewrite_register_pool(const void *table);
 void __kprewrite_dispatch(void *state, void *regs);
+unsigned long __kprewrite_return(void *regs);
 
 #define KPREWRITE_POOL_STR_(x) #x
 #define KPREWRITE_POOL_STR(x) KPREWRITE_POOL_STR_(x)
 
 /* The sections are plain PROGBITS so kprewrite can fill them in the file;
- * the slot is an ordinary relocated pointer to the runtime's dispatcher. */
+ * the slot holds ordinary relocated pointers to the runtime's dispatcher and
+ * its return handler (for return probes' trampoline). */
 #define KPREWRITE_POOL(text, table, data)                                              \
     __asm__(".pushsection .kprewrite.text,\"ax\",@progbits\n"                          \
             ".balign 4096\n"                                                             \
@@ -48,6 +50,7 @@ void __kprewrite_dispatch(void *state, void *regs);
             ".pushsection .kprewrite.slot,\"aw\",@progbits\n"                          \
             ".balign 8\n"                                                                \
             ".quad __kprewrite_dispatch\n"                                               \
+            ".quad __kprewrite_return\n"                                                 \
             ".popsection\n"                                                              \
             ".globl __kprewrite_pool\n"                                                  \
             ".hidden __kprewrite_pool\n"                                                 \

@@ -26,7 +26,10 @@
     X(PLT_STUB,           "plt-stub",                 "the address is in a PLT stub (.plt, .plt.got, .plt.sec)") \
     X(INIT_FINI_STUB,     "init-fini-stub",           "the address is in the .init or .fini stub") \
     X(RETURN_NOT_AT_ENTRY,"return-not-at-entry",      "a return probe must be on the function entry") \
-    X(OVERLAPS_PROBE,     "overlaps-probe",           "another probe lies inside the DCR (that one keeps its place)")
+    X(OVERLAPS_PROBE,     "overlaps-probe",           "another probe lies inside the DCR (that one keeps its place)") \
+    X(NORETURN,           "noreturn",                 "a return probe on a function that never returns (no ret, no tail jump): its instances would never come back") \
+    X(STACK_SWITCH,       "stack-switch",             "a return probe on a function that loads %rsp from elsewhere (a context or coroutine switch): its return cannot be matched") \
+    X(RETURNS_TWICE,      "returns-twice",            "a return probe on setjmp, vfork, getcontext or the like: the second return would find no instance")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

@@ -278,6 +278,44 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
     return false;
 }
 
+/* A return probe needs a function that returns once, on the stack it was
+ * entered on. Refuses p (true) when fn does not. */
+static bool return_unsound(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f)
+{
+    static const char *const twice[] = { "setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp",
+                                         "savectx", "vfork", "__vfork", "getcontext", "__getcontext" };
+    size_t nlen = strcspn(fn->name, "@");
+    for (size_t k = 0; k < sizeof twice / sizeof twice[0]; k++)
+        if (strlen(twice[k]) == nlen && strncmp(fn->name, twice[k], nlen) == 0) {
+            set(p, V_REFUSED, KP_R_RETURNS_TWICE, "%s", twice[k]);
+            return true;
+        }
+    bool leaves = f->decode_fail != 0;   /* undecoded bytes may hold its ret */
+    for (size_t i = 0; i < f->n; i++) {
+        uint64_t a = fn->start + f->insns[i].off;
+        size_t avail;
+        const uint8_t *b = image_read(s->img, a, &avail);
+        if (!b)
+            continue;
+        if (x86_switches_stack(b, avail < f->insns[i].len ? avail : f->insns[i].len)) {
+            set(p, V_REFUSED, KP_R_STACK_SWITCH, "loads %%rsp at 0x%llx", (unsigned long long)a);
+            return true;
+        }
+        if (f->insns[i].kind == XK_RET || f->insns[i].kind == XK_JMP_IND) {
+            leaves = true;   /* an indirect jmp may be a tail call */
+        } else if (f->insns[i].kind == XK_JMP) {
+            struct x86_insn in;
+            if (x86_decode(b, avail, a, &in) && (in.target < fn->start || in.target >= fn->end))
+                leaves = true;   /* a tail call, or the function's .cold part */
+        }
+    }
+    if (!leaves) {
+        set(p, V_REFUSED, KP_R_NORETURN, "no ret and no jump out of %s", fn->name);
+        return true;
+    }
+    return false;
+}
+
 static void judge(struct state *s, struct probe *p)
 {
     const struct func *fn = &s->sy->funcs[p->func];
@@ -288,6 +326,8 @@ static void judge(struct state *s, struct probe *p)
     char text[96];
 
     if (blacklisted(s, p, fn))
+        return;
+    if (p->is_return && return_unsound(s, p, fn, f))
         return;
     if (i == f->n || f->insns[i].off != off) {
         if (f->decode_fail && p->addr >= f->decode_fail) {

@@ -65,10 +65,18 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
             return -1;
         }
         memcpy(img->map + off, e[i].orig, e[i].dcr_len);   /* our private copy */
-        char text[40];
-        snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
-        if (spec_add(specs, text, "baked", err, errlen) < 0)
-            return -1;
+        char text[48];
+        bool ret = e[i].kind == KPRW_KIND_R;
+        if (!ret || (e[i].flags & KPRW_F_KPROBE)) {
+            snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
+            if (spec_add(specs, text, "baked", err, errlen) < 0)
+                return -1;
+        }
+        if (ret) {
+            snprintf(text, sizeof text, "0x%llx%%return", (unsigned long long)site);
+            if (spec_add(specs, text, "baked", err, errlen) < 0)
+                return -1;
+        }
     }
     return (int)t->nentries;
 }
@@ -118,20 +126,46 @@ fail:
 
 static bool bakeable(const struct probe *p)
 {
-    return (p->verdict == V_OPTIMIZED || p->verdict == V_INT3) && !p->is_return;
+    return p->verdict == V_OPTIMIZED || p->verdict == V_INT3;
+}
+
+/* A kprobe and a return probe at one address share one entry (kind 'r',
+ * flag KPRW_F_KPROBE): the site has one jump. The twin of probes->v[i]. */
+static const struct probe *twin(const struct probe_list *probes, size_t i)
+{
+    const struct probe *p = &probes->v[i];
+    for (size_t j = 0; j < probes->n; j++)
+        if (j != i && probes->v[j].addr == p->addr && probes->v[j].is_return != p->is_return &&
+            bakeable(&probes->v[j]))
+            return &probes->v[j];
+    return NULL;
+}
+
+/* Does probes->v[i] get a table entry of its own? */
+static bool own_entry(const struct probe_list *probes, size_t i)
+{
+    return bakeable(&probes->v[i]) && (probes->v[i].is_return || !twin(probes, i));
 }
 
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
          const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
     size_t n = 0, strings = 0;
+    bool returns = false;
     memset(res, 0, sizeof *res);
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (bakeable(p)) {
+        if (own_entry(probes, i)) {
             n++;
             strings += strlen(p->sym) + 1;
+            returns |= p->is_return;
         }
+    }
+    if (returns && ps->slot->size < 16) {
+        snprintf(err, errlen, "%s: the pool predates return probes (%s has %llu bytes, needs 16): relink the "
+                 "program with the current libkprewrite-pool", img->path, KPRW_SEC_SLOT,
+                 (unsigned long long)ps->slot->size);
+        return -1;
     }
     uint8_t *out = malloc(img->map_size);
     if (!out) {
@@ -151,10 +185,23 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     char *str = (char *)(e + n);
     size_t text_used = 0, k = 0, str_used = 0;
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
+    uint64_t tramp = 0;
 
+    if (returns) {
+        /* one return trampoline for the image, first in the text */
+        size_t len = x86_emit_ret_trampoline(ps->text->addr, ps->slot->addr + 8, det);
+        if (!len) {
+            snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
+            goto fail;
+        }
+        if (len <= ps->text->size)
+            memcpy(text, det, len);
+        tramp = ps->text->addr;
+        text_used = (len + 15) & ~(size_t)15;
+    }
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (!bakeable(p))
+        if (!own_entry(probes, i))
             continue;
         size_t avail;
         const uint8_t *orig = image_read(img, p->addr, &avail);
@@ -213,8 +260,9 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].offset = (uint32_t)p->off;
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
-                         (p->at_entry ? KPRW_F_ENTRY : 0);
-            e[k].kind = KPRW_KIND_K;
+                         (p->at_entry ? KPRW_F_ENTRY : 0) |
+                         (p->is_return && twin(probes, i) ? KPRW_F_KPROBE : 0);
+            e[k].kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
             e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
             e[k].reason = (uint8_t)p->reason;
             e[k].dcr_len = (uint8_t)site_len;
@@ -245,6 +293,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->strings_size = (uint32_t)str_used;
         t->text_used = (uint32_t)text_used;
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
+        t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
     }
     struct stat st;
     if (fstat(img->fd, &st) < 0) {

@@ -78,14 +78,19 @@ static void place(struct probe *p, const struct image *img, const struct symbols
     }
     /* sym+0 on an endbr64 function means after the endbr64 (arch_adjust_kprobe_addr). */
     size_t avail;
-    unsigned elen;
+    unsigned elen = 0;
     const uint8_t *b = image_read(img, fn->start, &avail);
-    if (addr == fn->start && b && x86_is_endbr_like(b, avail, &elen) && fn->end - fn->start > elen) {
+    bool endbr = b && x86_is_endbr_like(b, avail, &elen) && fn->end - fn->start > elen;
+    if (addr == fn->start && endbr) {
         p->addr += elen;
         p->off += elen;
         p->notes |= NOTE_AFTER_ENDBR;
+    } else if (endbr && addr == fn->start + elen) {
+        p->notes |= NOTE_AFTER_ENDBR;   /* 0xADDR of a baked SYM+0 */
     }
-    if (p->is_return && p->addr != fn->start + ((p->notes & NOTE_AFTER_ENDBR) ? elen : 0))
+    /* a return probe: the entry, or just after its endbr64 (0xADDR%return
+     * of a baked one names that address) */
+    if (p->is_return && p->addr != fn->start + (endbr ? elen : 0))
         refuse(p, KP_R_RETURN_NOT_AT_ENTRY, NULL);
 }
 

@@ -63,8 +63,6 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
             return bad(col, 1, err, errlen, "'%return' needs a function name");
     }
     if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-        if (out->is_return)
-            return bad(col, 1, err, errlen, "'%return' needs a function name, not an address");
         if (!parse_number(text, end, &out->addr, &badpos))
             return bad(col, badpos + 1, err, errlen, "bad hexadecimal address");
     } else {

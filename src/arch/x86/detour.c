@@ -323,3 +323,92 @@ bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t e
     }
     return false;
 }
+
+/*
+ * The return trampoline of an image's return probes. A probed function's
+ * return address was replaced by this; its `ret` lands here with %rsp = S,
+ * the caller's stack pointer after the return:
+ *
+ *   lea -(8+48)(%rsp),%rsp         S-8: the real return address, later;
+ *                                  pt_regs orig_ax..ss
+ *   push %rdi ... push %r15        all 15 general registers, as pt_regs
+ *   mov %rsp,%rdi; mov %rsp,%rbx; and $-16,%rsp
+ *   call *slot(%rip)               __kprewrite_return(regs): the real return
+ *                                  address (and the return handlers ran)
+ *   mov %rbx,%rsp; mov %rax,PTREGS_SIZE(%rsp)
+ *   pop %r15 ... pop %rdi          a handler's writes take effect
+ *   lea (48+8)(%rsp),%rsp          %rsp = S again
+ *   jmp *-8(%rsp)                  to the caller
+ *
+ * jmp, not ret: the `ret` into the trampoline consumed the caller's entry of
+ * the return stack buffer, so a second ret would mispredict and leave the
+ * buffer off by one for every return after it. S-8 is safe below %rsp: the
+ * caller's `call` already overwrote it, and signal frames skip the red zone.
+ * Flags are dead at a return (ABI).
+ */
+static const int tramp_pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11, RBX, RBP, R12, R13, R14, R15 };
+
+size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    lea_rsp(&b, RSP, -(8 + UPPER));
+    for (size_t i = 0; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
+        push_pop(&b, tramp_pushed[i], false);
+    static const uint8_t call_prep[] = { 0x48, 0x89, 0xe7,        /* mov %rsp,%rdi */
+                                         0x48, 0x89, 0xe3,        /* mov %rsp,%rbx */
+                                         0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
+    bn(&b, call_prep, sizeof call_prep);
+    b1(&b, 0xff); b1(&b, 0x15);                                 /* call *slot(%rip) */
+    if (!rel32(&b, slot))
+        return 0;
+    static const uint8_t after[] = { 0x48, 0x89, 0xdc };        /* mov %rbx,%rsp */
+    bn(&b, after, sizeof after);
+    mov_rsp(&b, RAX, PTREGS_SIZE, false);                       /* mov %rax,PTREGS_SIZE(%rsp) */
+    for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > 0;)
+        push_pop(&b, tramp_pushed[i], true);
+    lea_rsp(&b, RSP, 8 + UPPER);
+    static const uint8_t jmp_back[] = { 0xff, 0x64, 0x24, 0xf8 }; /* jmp *-8(%rsp) */
+    bn(&b, jmp_back, sizeof jmp_back);
+    return b.n;
+}
+
+bool x86_switches_stack(const uint8_t *p, size_t n)
+{
+    static ZydisDecoder dec;
+    static bool ready;
+    if (!ready) {
+        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, n, &zi, ops)))
+        return false;
+    switch (zi.mnemonic) {
+    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_LEA:
+    case ZYDIS_MNEMONIC_CMOVB: case ZYDIS_MNEMONIC_CMOVBE: case ZYDIS_MNEMONIC_CMOVL: case ZYDIS_MNEMONIC_CMOVLE:
+    case ZYDIS_MNEMONIC_CMOVNB: case ZYDIS_MNEMONIC_CMOVNBE: case ZYDIS_MNEMONIC_CMOVNL: case ZYDIS_MNEMONIC_CMOVNLE:
+    case ZYDIS_MNEMONIC_CMOVNO: case ZYDIS_MNEMONIC_CMOVNP: case ZYDIS_MNEMONIC_CMOVNS: case ZYDIS_MNEMONIC_CMOVNZ:
+    case ZYDIS_MNEMONIC_CMOVO: case ZYDIS_MNEMONIC_CMOVP: case ZYDIS_MNEMONIC_CMOVS: case ZYDIS_MNEMONIC_CMOVZ:
+        break;
+    default:
+        return false;   /* push/pop/call/ret/add/sub/and/leave/enter: %rsp arithmetic */
+    }
+    bool writes_rsp = false, from_frame = false;
+    for (unsigned i = 0; i < zi.operand_count_visible; i++) {
+        const ZydisDecodedOperand *o = &ops[i];
+        bool is_rsp = o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                      (o->reg.value == ZYDIS_REGISTER_RSP || o->reg.value == ZYDIS_REGISTER_ESP);
+        if (is_rsp && (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            writes_rsp = true;
+        else if (o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                 (o->reg.value == ZYDIS_REGISTER_RBP || o->reg.value == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* mov %rbp,%rsp: a frame, not a new stack */
+        else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY && zi.mnemonic == ZYDIS_MNEMONIC_LEA &&
+                 (o->mem.base == ZYDIS_REGISTER_RBP || o->mem.base == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* lea -16(%rbp),%rsp */
+    }
+    if (zi.mnemonic == ZYDIS_MNEMONIC_POP && writes_rsp)
+        return true;             /* pop %rsp */
+    return writes_rsp && !from_frame;
+}

@@ -36,6 +36,17 @@ size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned le
  * dcr_len. Returns false when the detour is out of reach. */
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out);
 
+/* The return trampoline of an image (RET_TRAMPOLINE_MAX bytes) at `at`,
+ * calling the runtime's return handler through the pointer at slot.
+ * Returns its length, 0 when slot is out of reach. */
+#define RET_TRAMPOLINE_MAX 96
+size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out);
+
+/* Does the instruction (n bytes at p) switch stacks: load %rsp from
+ * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
+ * register or memory)? Return probes refuse such functions. */
+bool x86_switches_stack(const uint8_t *p, size_t n);
+
 /* Are the arithmetic flags dead at addr (written before being read, or a
  * call/ret reached first, on the straight-line path)? */
 typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);

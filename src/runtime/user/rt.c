@@ -77,6 +77,7 @@ static void fold(void *p)
         }
     for (uint32_t i = 0; i < c->cap && i < rt_npoints; i++)
         atomic_fetch_add_explicit(&rt_points[i]->hits, c->hits[i], memory_order_relaxed);
+    rt_kretprobe_thread_exit(c);
     uint64_t *h = c->hits;
     c->hits = NULL;
     c->cap = 0;
@@ -150,6 +151,7 @@ static struct point *add_pool(const struct kprw_table *t)
         pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
         pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
         pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
+        pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
         pt->id = rt_npoints;
         rt_points[rt_npoints++] = pt;
         st[i].rt = pt;
@@ -303,13 +305,13 @@ static void add_pool_cb(void *arg)
 
 /* ---- the kprobes API ---- */
 
-static struct point *find_point(const char *sym, unsigned offset, uintptr_t addr)
+/* The baked point at sym+offset or addr (a kprobe may use any point; a
+ * kretprobe needs one of kind 'r'). Under rt_lock. */
+struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr)
 {
     for (struct pool *p = pools; p; p = p->next)
         for (uint32_t i = 0; i < p->t->nentries; i++) {
             struct point *pt = &p->points[i];
-            if (pt->kind != KPRW_KIND_K)
-                continue;
             bool endbr = pt->flags & KPRW_F_AFTER_ENDBR;
             if (sym) {
                 if (strcmp(pt->name, sym) == 0 &&
@@ -327,11 +329,15 @@ EXPORT int register_kprobe(struct kprobe *kp)
     if (!kp || (kp->symbol_name && kp->addr) || (!kp->symbol_name && !kp->addr) || kp->__point)
         return -EINVAL;
     pthread_mutex_lock(&rt_lock);
-    struct point *pt = find_point(kp->symbol_name, kp->offset, (uintptr_t)kp->addr);
-    if (!pt) {
-        pthread_mutex_unlock(&rt_lock);
-        return -ENOENT;
-    }
+    struct point *pt = rt_find_point(kp->symbol_name, kp->offset, (uintptr_t)kp->addr);
+    int rc = pt ? rt_register_kprobe_at(kp, pt) : -ENOENT;
+    pthread_mutex_unlock(&rt_lock);
+    return rc;
+}
+
+/* register_kprobe on a point found already. Under rt_lock. */
+int rt_register_kprobe_at(struct kprobe *kp, struct point *pt)
+{
     if (kp->post_handler) {
         /* a post_handler runs after the probed instruction: only the int3
          * path can do that (single step), so the point is unoptimized */
@@ -340,7 +346,6 @@ EXPORT int register_kprobe(struct kprobe *kp)
         if (rc < 0) {
             pt->npost--;
             patch_apply(pt);
-            pthread_mutex_unlock(&rt_lock);
             return rc;
         }
     }
@@ -360,7 +365,6 @@ EXPORT int register_kprobe(struct kprobe *kp)
         pp = (struct kprobe *_Atomic *)&(*pp)->__next;
     kp->__next = NULL;
     atomic_store_explicit(pp, kp, memory_order_release);
-    pthread_mutex_unlock(&rt_lock);
     return 0;
 }
 
@@ -369,7 +373,7 @@ EXPORT int register_kprobe(struct kprobe *kp)
  * whose handlers it runs; one membarrier makes our unlink visible to every
  * running thread and their marks visible to us. Not from inside a handler
  * of that point (it would wait for itself). */
-static void wait_for_handlers(struct point *pt)
+void rt_wait_for_handlers(struct point *pt)
 {
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
         atomic_thread_fence(memory_order_seq_cst);
@@ -421,7 +425,7 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
     }
     pthread_mutex_unlock(&rt_lock);
     if (found)
-        wait_for_handlers(pt);
+        rt_wait_for_handlers(pt);
 }
 
 EXPORT int register_kprobes(struct kprobe **kps, int num)
@@ -470,7 +474,11 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
         if (pt->id < c->cap)
             h += __atomic_load_n(&c->hits[pt->id], __ATOMIC_RELAXED);
     *hits = h;
-    *missed = atomic_load(&pt->missed);
+    uint64_t m = atomic_load(&pt->missed);
+    for (struct kprobe *kp = atomic_load(&pt->handlers); kp; kp = kp->__next)
+        if (kp->pre_handler == rt_kretprobe_entry)
+            m += (uint64_t)__atomic_load_n(&((struct kretprobe *)kp)->nmissed, __ATOMIC_RELAXED);
+    *missed = m;
 }
 
 static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
@@ -487,7 +495,7 @@ static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
 EXPORT int kprewrite_point_stats(const char *symbol_name, unsigned int offset, struct kprewrite_point_stats *st)
 {
     pthread_mutex_lock(&rt_lock);
-    int rc = stats_of(symbol_name ? find_point(symbol_name, offset, 0) : NULL, st);
+    int rc = stats_of(symbol_name ? rt_find_point(symbol_name, offset, 0) : NULL, st);
     pthread_mutex_unlock(&rt_lock);
     return rc;
 }
@@ -495,7 +503,7 @@ EXPORT int kprewrite_point_stats(const char *symbol_name, unsigned int offset, s
 EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_stats *st)
 {
     pthread_mutex_lock(&rt_lock);
-    int rc = stats_of(find_point(NULL, 0, (uintptr_t)addr), st);
+    int rc = stats_of(rt_find_point(NULL, 0, (uintptr_t)addr), st);
     pthread_mutex_unlock(&rt_lock);
     return rc;
 }

@@ -36,6 +36,7 @@ struct point {
     bool disabled;                     /* `disable` from the control directory */
     bool unoptimized;                  /* `unoptimize` from the control directory */
     bool exposed;                      /* original bytes were out: a thread may be inside */
+    uintptr_t tramp;                   /* kind 'r': the image's return trampoline */
 };
 
 extern pthread_mutex_t rt_lock;
@@ -51,6 +52,7 @@ struct rt_thread {
     struct point *_Atomic running;     /* whose handlers this thread runs now: the
                                           recursion guard, and what unregister waits on */
     struct rt_thread *next;
+    struct kretprobe_instance *ractive; /* this thread's hooked returns, newest first */
 };
 extern TLS struct rt_thread rt_self;
 #define rt_in_handler (atomic_load_explicit(&rt_self.running, memory_order_relaxed) != NULL)
@@ -60,6 +62,13 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
 void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
 void rt_count_missed(struct point *pt);
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+/* kretprobe.c */
+int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
+void rt_kretprobe_thread_exit(struct rt_thread *t);
+void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
+struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);
+int rt_register_kprobe_at(struct kprobe *kp, struct point *pt);
+void rt_wait_for_handlers(struct point *pt);
 /* for dispatch.S */
 struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs);
 void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs);
