@@ -118,6 +118,13 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
     return 0;
 }
 
+struct ret_call { struct kretprobe *rp; struct kretprobe_instance *ri; struct pt_regs *regs; };
+static void ret_call_cb(void *arg)
+{
+    struct ret_call *c = arg;
+    c->rp->handler(c->ri, c->regs);
+}
+
 /* Called by the image's return trampoline; returns where the probed
  * function really returns to. regs sits just below the return slot. */
 EXPORT unsigned long __kprewrite_return(void *vregs)
@@ -152,7 +159,11 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
             regs->sp = (unsigned long)(slot + 1);
             regs->orig_ax = ~0ul;
             regs->flags = 0x202;
-            rp->handler(ri, regs);
+            struct ret_call rc = { rp, ri, regs };
+            if (rp->kp.flags & KPROBE_FLAG_FPU)
+                rt_with_xstate_saved(ret_call_cb, &rc);   /* xmm0/xmm1 may hold the return value */
+            else
+                ret_call_cb(&rc);
         }
         atomic_signal_fence(memory_order_seq_cst);
         atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
@@ -222,6 +233,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
                 kp->symbol_name ? kp->symbol_name : "(address)");
         return -EOPNOTSUPP;
     }
+    rt_unwind_hooks_linked();
     if (rp->maxactive <= 0)
         rp->maxactive = default_maxactive();
     if (rp->maxactive > (1 << 20))

@@ -178,7 +178,7 @@ EXPORT void __kprewrite_register_pool(const void *table)
     pthread_mutex_unlock(&rt_lock);
 }
 
-static void with_xstate_saved(void (*fn)(void *), void *arg);
+
 static void run_handlers_cb(void *arg);
 static void count_slow_cb(void *arg);
 static void add_pool_cb(void *arg);
@@ -237,7 +237,7 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
     struct point *pt = st->rt;
     if (!pt) {
         /* a hit before the image's constructor ran */
-        with_xstate_saved(add_pool_cb, st);
+        rt_with_xstate_saved(add_pool_cb, st);
         if (!(pt = st->rt))
             return NULL;
     }
@@ -253,7 +253,7 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
     if (pt->id < rt_self.cap)
         rt_self.hits[pt->id]++;
     else
-        with_xstate_saved(count_slow_cb, &pt->id);
+        rt_with_xstate_saved(count_slow_cb, &pt->id);
     return atomic_load_explicit(&pt->handlers, memory_order_relaxed) ? pt : NULL;
 }
 
@@ -262,14 +262,14 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
 void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs)
 {
     struct handler_call hc = { pt, regs };
-    with_xstate_saved(run_handlers_cb, &hc);
+    rt_with_xstate_saved(run_handlers_cb, &hc);
 }
 
 /* Run fn(arg) with every enabled extended state component (x87, SSE, AVX,
  * ...) saved and restored around it: for KPROBE_FLAG_FPU handlers, and for
  * the runtime's own rare paths that call into libc (whose string functions
  * use vector registers the probed code may hold live). */
-static void with_xstate_saved(void (*fn)(void *), void *arg)
+void rt_with_xstate_saved(void (*fn)(void *), void *arg)
 {
     static unsigned size;
     unsigned a, b, c, d;

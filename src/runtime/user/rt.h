@@ -62,10 +62,14 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
 void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
 void rt_count_missed(struct point *pt);
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+/* Run fn(arg) with the extended (vector) state saved around it. */
+void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 /* kretprobe.c */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
+/* unwind.c */
+void rt_unwind_hooks_linked(void);
 struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);
 int rt_register_kprobe_at(struct kprobe *kp, struct point *pt);
 void rt_wait_for_handlers(struct point *pt);
