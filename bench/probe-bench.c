@@ -2,7 +2,9 @@
  * Per-hit cost of a baked probe: `probe-bench LABEL N REPS`. Each rep times
  * the empty loop, a loop calling an unprobed twin and a loop calling
  * bench_probed, and prints the overhead (probe - base) in ns. With
- * BENCH_HANDLER=1 an empty pre_handler is registered on bench_probed.
+ * BENCH_HANDLER=1 an empty pre_handler is registered on bench_probed; with
+ * BENCH_KRET=1 a kretprobe with an empty handler (image baked with
+ * bench_probed%return).
  * BENCH_STATE=int3 or disabled first turns the probe into an int3 probe
  * (unoptimize) or disables it, through this process's control directory.
  * Output lines match shared/reference/detour-floor's bench (SUMMARY ... ).
@@ -38,6 +40,7 @@ void bench_empty_loop(long n);
 extern long bench_calls;
 
 static int empty_handler(struct kprobe *kp, struct pt_regs *regs) { (void)kp; (void)regs; return 0; }
+static int empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs) { (void)ri; (void)regs; return 0; }
 
 static double now_ns(void)
 {
@@ -61,6 +64,12 @@ int main(int argc, char **argv)
     const char *h = getenv("BENCH_HANDLER");
     if (h && *h == '1' && register_kprobe(&kp) < 0) {
         fprintf(stderr, "probe-bench: bench_probed is not baked\n");
+        return 1;
+    }
+    static struct kretprobe rp = { .kp = { .symbol_name = "bench_probed" }, .handler = empty_ret };
+    const char *k = getenv("BENCH_KRET");
+    if (k && *k == '1' && register_kretprobe(&rp) < 0) {
+        fprintf(stderr, "probe-bench: bench_probed%%return is not baked\n");
         return 1;
     }
     const char *state = getenv("BENCH_STATE");

@@ -54,6 +54,9 @@ struct kprw_entry {
     int64_t ool_rel;                 /* out-of-line copy - header: where the int3 path
                                         resumes (int3 entries: the first instruction;
                                         optimized ones: the whole DCR, in the detour) */
+    int64_t hook_rel;                /* kind 'r', optimized: where the probed function
+                                        returns into its detour when a return probe took
+                                        the call (0: none) - header */
     uint32_t name_off;               /* symbol name, in the strings */
     uint32_t offset;                 /* from the symbol */
     uint32_t flags;                  /* enum kprw_entry_flags */

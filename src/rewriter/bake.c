@@ -208,7 +208,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
         uint64_t at = ps->text->addr + text_used, ool;
         char derr[200];
-        size_t len, dcr_off = 0;
+        size_t len, dcr_off = 0, hook_off = 0;
+        uint64_t hook = 0;
         unsigned site_len;   /* bytes of the site the probe owns (orig[] in the table) */
         uint8_t site_bytes[KPRW_ORIG_MAX];
         if (p->verdict == V_OPTIMIZED) {
@@ -216,8 +217,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
                 .slot = ps->slot->addr, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
                 .entry_aligned = p->entry_aligned,
+                /* return probes are at function entries: no live flags (ABI) */
+                .ret_slot = p->is_return ? ps->slot->addr + 8 : 0,
             };
-            len = x86_emit_detour(&dp, det, &dcr_off, derr, sizeof derr);
+            len = x86_emit_detour(&dp, det, &dcr_off, &hook_off, derr, sizeof derr);
+            hook = p->is_return ? at + hook_off : 0;
             ool = at + dcr_off;
             site_len = p->dcr_len;
             if (len && !x86_emit_site_jump(p->addr, at, p->dcr_len, site_bytes)) {
@@ -256,6 +260,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
             e[k].detour_rel = p->verdict == V_OPTIMIZED ? (int64_t)(at - ps->table->addr) : 0;
             e[k].ool_rel = (int64_t)(ool - ps->table->addr);
+            e[k].hook_rel = hook ? (int64_t)(hook - ps->table->addr) : 0;
             e[k].name_off = (uint32_t)str_used;
             e[k].offset = (uint32_t)p->off;
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |

@@ -232,6 +232,33 @@ static void threads(void)
     unregister_kretprobe(&sq);
 }
 
+/* An instance cached by an idle thread is taken by another that needs it:
+ * maxactive 2, one cached in the idle thread, two nested calls here. */
+static pthread_barrier_t bar;
+static void *idle_thread(void *arg)
+{
+    (void)arg;
+    sink = depth(0);
+    pthread_barrier_wait(&bar);   /* called once; now idle */
+    pthread_barrier_wait(&bar);
+    return NULL;
+}
+
+static void steal(void)
+{
+    RP(rp, "depth", NULL, count_ret, 2, 0);
+    int rc = register_kretprobe(&rp);
+    pthread_t t;
+    pthread_barrier_init(&bar, NULL, 2);
+    pthread_create(&t, NULL, idle_thread, NULL);
+    pthread_barrier_wait(&bar);
+    long v = depth(1);
+    pthread_barrier_wait(&bar);
+    pthread_join(t, NULL);
+    printf("steal rc %d value %ld returns %ld nmissed %d\n", rc, v, returns, rp.nmissed);
+    unregister_kretprobe(&rp);
+}
+
 /* longjmp / siglongjmp out of 4 return-probed frames, 1000 times, with
  * instances for 5 calls: the abandoned ones must come back */
 static void jumps(int how)
@@ -300,6 +327,8 @@ int main(int argc, char **argv)
         jumps(W_LONGJMP);
     } else if (!strcmp(mode, "siglongjmp")) {
         jumps(W_SIGNAL);
+    } else if (!strcmp(mode, "steal")) {
+        steal();
     } else if (!strcmp(mode, "pthread_exit")) {
         exits();
     } else if (!strcmp(mode, "int3")) {

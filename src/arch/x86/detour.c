@@ -23,6 +23,23 @@
  * pushfq/popfq is avoided (12-14 ns here); flags are not touched at all when
  * the analysis proves them dead. pt_regs.cs/ss are not filled; a changed
  * pt_regs.sp or .ip is ignored, as in the kernel's optimized path.
+ *
+ * Return probes (a function entry, flags dead by the ABI) add a branch on
+ * the dispatcher's answer (%rax: did a kretprobe take this call?):
+ *
+ *   mov %rax,orig_ax(%rsp) ... pops ... cmpq $0,(%rsp) ... jne hooked
+ *   relocated DCR; jmp site+dcr_len          not taken: as above
+ *   hooked: lea 8(%rsp),%rsp                 the runtime holds the caller's
+ *           call <relocated DCR>             return address; this call puts
+ *                                            ours in the same slot
+ *   hook:   return frame (pt_regs, call the return handler, which gives
+ *           back the real return address at the slot); ret
+ *
+ * Both the function's ret and ours are predicted by the return stack
+ * buffer (each pairs with a call), unlike a replaced return address (the
+ * image's trampoline, still used by the int3 path), which costs a
+ * mispredicted return at every hit and leaves the buffer off by one. The
+ * function sees the same stack: its arguments and frame do not move.
  */
 #include "detour.h"
 #include "decode.h"
@@ -102,6 +119,8 @@ static void push_pop(struct buf *b, int reg, bool pop)
         b1(b, 0x41);
     b1(b, (uint8_t)((pop ? 0x58 : 0x50) | (reg & 7)));
 }
+
+static bool return_frame(struct buf *b, uint64_t slot);
 
 /* A direct call whose return address is ret (the original code), not the
  * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
@@ -211,7 +230,8 @@ size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned le
     return copy_back(&b, code, len, site, err, errlen) ? b.n : 0;
 }
 
-size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen)
+size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
+                       char *err, size_t errlen)
 {
     struct buf b = { out, 0, p->at };
 
@@ -219,7 +239,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
         push_pop(&b, pushed[i], false);
     lea_rsp(&b, RSP, -LOWER);
-    if (p->save_flags) {
+    if (p->save_flags && !p->ret_slot) {
         /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
         static const uint8_t save[] = {
             0x9f,                               /* lahf */
@@ -249,7 +269,9 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         goto far;
     if (!p->entry_aligned)
         b1(&b, 0x5c);                                           /* pop %rsp */
-    if (p->save_flags) {
+    if (p->ret_slot)
+        mov_rsp(&b, RAX, PTREGS_ORIG_AX, false);                /* the dispatcher's answer */
+    if (p->save_flags && !p->ret_slot) {
         mov_rsp(&b, RAX, PTREGS_FLAGS, true);
         static const uint8_t restore[] = {
             0x48, 0x89, 0xc1,       /* mov %rax,%rcx */
@@ -265,10 +287,33 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     lea_rsp(&b, RSP, LOWER);
     for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
         push_pop(&b, pushed[i], true);
+    size_t jne_at = 0;
+    if (p->ret_slot) {
+        static const uint8_t test[] = { 0x48, 0x83, 0x3c, 0x24, 0x00 }; /* cmpq $0,(%rsp): orig_ax */
+        bn(&b, test, sizeof test);
+    }
     lea_rsp(&b, RSP, 128 + UPPER);
+    if (p->ret_slot) {
+        b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
+    }
     *dcr_off = b.n;
     if (!copy_back(&b, p->dcr, p->dcr_len, p->site, err, errlen))
         return 0;
+    if (p->ret_slot) {
+        /* hooked: the caller's return address is in the runtime's instance;
+         * call the DCR copy from the same slot, so the function returns
+         * here through a predicted ret, and so does the ret below */
+        int32_t d = (int32_t)(b.n - (jne_at + 4));
+        memcpy(b.p + jne_at, &d, 4);
+        lea_rsp(&b, RSP, 8);
+        b1(&b, 0xe8);                                           /* call dcr copy */
+        if (!rel32(&b, p->at + *dcr_off))
+            goto far;
+        *hook_off = b.n;
+        if (!return_frame(&b, p->ret_slot))
+            goto far;
+        b1(&b, 0xc3);                                           /* ret: to the caller */
+    }
     return b.n;
 far:
     snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)p->site);
@@ -348,26 +393,39 @@ bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t e
  */
 static const int tramp_pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11, RBX, RBP, R12, R13, R14, R15 };
 
-size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out)
+/* A return lands here with %rsp = S + 8, S the return address's slot:
+ * build pt_regs below S, call the return handler through *slot (it returns
+ * the real return address), store that at S, restore the registers (a
+ * handler's writes take effect), leave %rsp = S + 8 - 8 = S ready for
+ * `ret`. Returns false when slot is out of reach. */
+static bool return_frame(struct buf *b, uint64_t slot)
 {
-    struct buf b = { out, 0, at };
-    lea_rsp(&b, RSP, -(8 + UPPER));
+    lea_rsp(b, RSP, -(8 + UPPER));
     for (size_t i = 0; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
-        push_pop(&b, tramp_pushed[i], false);
+        push_pop(b, tramp_pushed[i], false);
     static const uint8_t call_prep[] = { 0x48, 0x89, 0xe7,        /* mov %rsp,%rdi */
                                          0x48, 0x89, 0xe3,        /* mov %rsp,%rbx */
                                          0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
-    bn(&b, call_prep, sizeof call_prep);
-    b1(&b, 0xff); b1(&b, 0x15);                                 /* call *slot(%rip) */
-    if (!rel32(&b, slot))
-        return 0;
+    bn(b, call_prep, sizeof call_prep);
+    b1(b, 0xff); b1(b, 0x15);                                   /* call *slot(%rip) */
+    if (!rel32(b, slot))
+        return false;
     static const uint8_t after[] = { 0x48, 0x89, 0xdc };        /* mov %rbx,%rsp */
-    bn(&b, after, sizeof after);
-    mov_rsp(&b, RAX, PTREGS_SIZE, false);                       /* mov %rax,PTREGS_SIZE(%rsp) */
+    bn(b, after, sizeof after);
+    mov_rsp(b, RAX, PTREGS_SIZE, false);                        /* mov %rax,PTREGS_SIZE(%rsp) */
     for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > 0;)
-        push_pop(&b, tramp_pushed[i], true);
-    lea_rsp(&b, RSP, 8 + UPPER);
-    static const uint8_t jmp_back[] = { 0xff, 0x64, 0x24, 0xf8 }; /* jmp *-8(%rsp) */
+        push_pop(b, tramp_pushed[i], true);
+    lea_rsp(b, RSP, UPPER);                                     /* %rsp = S */
+    return true;
+}
+
+size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    if (!return_frame(&b, slot))
+        return 0;
+    static const uint8_t jmp_back[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, /* lea 8(%rsp),%rsp */
+                                        0xff, 0x64, 0x24, 0xf8 };     /* jmp *-8(%rsp) */
     bn(&b, jmp_back, sizeof jmp_back);
     return b.n;
 }

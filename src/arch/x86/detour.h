@@ -14,6 +14,8 @@ struct detour_params {
     uint64_t slot;            /* the pointer to the runtime's dispatcher */
     bool save_flags;          /* the arithmetic flags are live at the site */
     bool entry_aligned;       /* %rsp = 8 mod 16 at the site (function entry) */
+    uint64_t ret_slot;        /* return probes (a function entry): the pointer to the
+                                 runtime's return handler; 0 for a plain kprobe */
 };
 
 /* Largest detour: template + relocated DCR (jcc8 grows to 6, jmp8 to 5). */
@@ -23,8 +25,11 @@ struct detour_params {
  * with a message in err when a relocated instruction is out of reach.
  * *dcr_off is where the relocated DCR starts: run from there, it is the
  * out-of-line copy of the whole DCR (ending with the jmp back), which the
- * int3 path of an unoptimized probe resumes at. */
-size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, char *err, size_t errlen);
+ * int3 path of an unoptimized probe resumes at. With ret_slot set,
+ * *hook_off is where the probed function returns when the dispatcher
+ * answered that a return probe took the call (see detour.c). */
+size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
+                       char *err, size_t errlen);
 
 /* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
  * len bytes at site, relocated to at, then jmp to the next one. 0 with err

@@ -10,6 +10,9 @@
  *                what unregister_kprobe waits on), reload bx, bp, r12-r15
  *                from pt_regs so that a handler's writes take effect
  *
+ * Returns non-zero when a kretprobe's entry took the call: a return-probe
+ * detour then hooks the function's return (detour.c).
+ *
  * Everything else (first hit of a thread, a hit inside a handler, a hit
  * before the image registered, KPROBE_FLAG_FPU handlers) is in C, rt.c.
  * Written in assembly because C cannot leave the callee-saved registers
@@ -48,6 +51,7 @@ rt_count_window_end:
         cmpq    $0, PT_HANDLERS(%rdx)
         jne     .Lhandlers
 .Lret:
+        xor     %eax, %eax                      /* no return probe took the call */
         ret
 
 .Lslow:
@@ -99,6 +103,8 @@ rt_count_window_end:
 3:      add     $8, %rsp
 .Ldone:
         movq    $0, %fs:TH_RUNNING(%r13)
+        mov     %fs:TH_HOOK(%r13), %rax         /* did a kretprobe take the call? */
+        movq    $0, %fs:TH_HOOK(%r13)           /* (the return-probe detour asks) */
         /* a handler's writes to bx, bp, r12-r15 take effect */
         mov     PTREGS_BX(%r12), %rbx
         mov     PTREGS_BP(%r12), %rbp

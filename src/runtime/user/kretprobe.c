@@ -1,10 +1,13 @@
 /*
  * Return probes. A kretprobe is a kprobe on the function entry (a point
  * baked as SYM%return) whose pre_handler takes an instance, runs the
- * entry_handler and replaces the return address with the image's return
- * trampoline (in the pool). The function's `ret` then lands in the
- * trampoline, which calls __kprewrite_return: it finds the call's instance,
- * runs the handler, gives the instance back and returns the real address.
+ * entry_handler and tells the detour to hook the return: the detour keeps
+ * the stack as it was but calls the function body, so that the function's
+ * ret lands back in the detour (see src/arch/x86/detour.c). On the int3
+ * path the return address is replaced with the image's return trampoline
+ * instead. Either way the return calls __kprewrite_return: it finds the
+ * call's instance, runs the handler, gives the instance back and returns
+ * the real address.
  *
  * Instances: maxactive of them per kretprobe, allocated at registration,
  * on a lock-free free list (index + tag against ABA). Each thread keeps its
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,14 +77,117 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
     }
 }
 
-/* Give back an instance whose frame is gone; put its return address back
- * first when asked and the slot still holds the trampoline. */
-static void drop(struct kretprobe_instance *ri, bool unhook)
+/*
+ * Per-thread caches. A thread keeps up to KC_MAX free instances of each of
+ * a few kretprobes for its next calls, so that a hit costs no atomic
+ * operation (two lock cmpxchg were most of a hit's cost). Only the thread
+ * touches its cache, and only while it runs handlers (rt_self.running
+ * set). An entry that finds neither a cached nor a shared free instance
+ * takes the cache of another thread that is not running handlers: it sets
+ * that thread's `steal`, issues membarrier() (a barrier on every thread of
+ * the process: either the thread sees `steal` in its next window, or its
+ * window shows in `running`), and takes the instances when `running` is
+ * clear. So an entry misses while an instance is free only when that
+ * instance is cached by a thread inside a handler at that moment.
+ * Without membarrier (old kernels, some sandboxes) there is no cache.
+ */
+#define KC_MAX 2
+#define KC_WAYS (sizeof rt_self.kc / sizeof rt_self.kc[0])
+static int kc_on;   /* 0 unknown, 1 on, -1 off */
+
+static struct rt_kcache *kc_way(struct rt_thread *t, const struct holder *h)
 {
-    struct holder *h = ri->__holder;
-    if (unhook && *ri->__slot == h->tramp)
-        *ri->__slot = (unsigned long)ri->ret_addr;
+    for (size_t i = 0; i < KC_WAYS; i++)
+        if (t->kc[i].holder == h)
+            return &t->kc[i];
+    return NULL;
+}
+
+/* Another thread's cached instances of h: one for us, the rest shared.
+ * Called when the shared list is empty; never waits. */
+static struct kretprobe_instance *steal(struct holder *h)
+{
+    if (kc_on != 1 || pthread_mutex_trylock(&rt_lock) != 0)
+        return NULL;
+    struct kretprobe_instance *got = NULL;
+    for (struct rt_thread *t = rt_threads(); t && !got; t = t->next) {
+        struct rt_kcache *w;
+        if (t == &rt_self || !(w = kc_way(t, h)) || !__atomic_load_n(&w->n, __ATOMIC_RELAXED))
+            continue;
+        atomic_store_explicit(&t->steal, 1, memory_order_relaxed);
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        if (!atomic_load_explicit(&t->running, memory_order_acquire)) {
+            struct kretprobe_instance *ri;
+            while ((ri = w->head)) {
+                w->head = ri->__next;
+                if (got)
+                    inst_put(h, ri);
+                else
+                    got = ri;
+            }
+            w->n = 0;
+        }
+        atomic_store_explicit(&t->steal, 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt_lock);
+    return got;
+}
+
+/* A free instance, inside a handler window: the cache, the shared list,
+ * another thread's cache. */
+static struct kretprobe_instance *local_get(struct holder *h)
+{
+    if (kc_on == 1 && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+        struct rt_kcache *w = kc_way(&rt_self, h);
+        struct kretprobe_instance *ri;
+        if (w && (ri = w->head)) {
+            w->head = ri->__next;
+            w->n--;
+            return ri;
+        }
+    }
+    struct kretprobe_instance *ri = inst_get(h);
+    return ri ? ri : steal(h);
+}
+
+/* Give an instance back, inside a handler window. */
+static void local_put(struct holder *h, struct kretprobe_instance *ri)
+{
+    if (kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+        struct rt_kcache *w = kc_way(&rt_self, h);
+        for (size_t i = 0; !w && i < KC_WAYS; i++) {
+            struct rt_kcache *c = &rt_self.kc[i];
+            struct holder *o = c->holder;
+            /* a free way, or one of an unregistered kretprobe (its holder
+             * is never freed; its cached instances are simply forgotten) */
+            if (!o || !c->n || !atomic_load_explicit(&o->rp, memory_order_relaxed)) {
+                c->holder = h;
+                c->head = NULL;
+                c->n = 0;
+                w = c;
+            }
+        }
+        if (w && w->n < KC_MAX) {
+            ri->__next = w->head;
+            w->head = ri;
+            w->n++;
+            return;
+        }
+    }
     inst_put(h, ri);
+}
+
+/* Give back an instance whose frame is gone; put its return address back
+ * first when asked and the slot still holds our hook. Outside a handler
+ * window (unwinding, thread exit): to the shared list. */
+static void drop(struct kretprobe_instance *ri, bool unhook, bool in_window)
+{
+    if (unhook && *ri->__slot == ri->__hook)
+        *ri->__slot = (unsigned long)ri->ret_addr;
+    if (in_window)
+        local_put(ri->__holder, ri);
+    else
+        inst_put(ri->__holder, ri);
 }
 
 /* The entry: a kretprobe's kp.pre_handler (a handler of its point). */
@@ -94,28 +201,47 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
         if ((*pp)->__slot == slot) {
             struct kretprobe_instance *dead = *pp;
             *pp = dead->__next;
-            drop(dead, false);
+            drop(dead, false, true);
         } else {
             pp = &(*pp)->__next;
         }
     }
-    struct kretprobe_instance *ri = inst_get(h);
+    struct kretprobe_instance *ri = local_get(h);
     if (!ri) {
         __atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
         return 0;
     }
     ri->rp = rp;
     ri->ret_addr = (void *)*slot;
-    ri->thread = pthread_self();
+    if (!rt_self.self_known) {   /* a call into libc less per hit */
+        rt_self.self = pthread_self();
+        rt_self.self_known = 1;
+    }
+    ri->thread = rt_self.self;
     ri->__slot = slot;
     if (rp->entry_handler && rp->entry_handler(ri, regs)) {
-        inst_put(h, ri);
+        local_put(h, ri);
         return 0;
     }
     ri->__next = rt_self.ractive;
     rt_self.ractive = ri;
-    *slot = h->tramp;
+    /* the dispatcher hands this to the detour, which calls the function
+     * from the slot: it returns into the detour (pt->hook) */
+    ri->__hook = h->pt->hook;
+    rt_self.hook = ri;
     return 0;
+}
+
+/* The int3 path ran the handlers: a call taken there returns through the
+ * image's trampoline instead (a replaced return address). */
+void rt_kretprobe_trap_hook(struct point *pt)
+{
+    struct kretprobe_instance *ri = rt_self.hook;
+    if (!ri)
+        return;
+    rt_self.hook = NULL;
+    ri->__hook = pt->tramp;
+    *ri->__slot = pt->tramp;
 }
 
 struct ret_call { struct kretprobe *rp; struct kretprobe_instance *ri; struct pt_regs *regs; };
@@ -132,28 +258,34 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
     struct pt_regs *regs = vregs;
     unsigned long *slot = (unsigned long *)((char *)regs + PTREGS_SIZE);
     struct point *outer = atomic_load_explicit(&rt_self.running, memory_order_relaxed);
-    struct kretprobe_instance *ri;
-    while ((ri = rt_self.ractive) && ri->__slot != slot) {
-        /* newer than our call, so dead. Below us on this stack: that memory
-         * is ours now (this frame), never write it. Above: another stack
-         * that was left (a coroutine may come back): unhook it. */
-        rt_self.ractive = ri->__next;
-        drop(ri, ri->__slot > slot);
-    }
+    struct kretprobe_instance *ri = rt_self.ractive;
+    while (ri && ri->__slot != slot)
+        ri = ri->__next;
     if (!ri) {
-        static const char msg[] = "kprewrite-rt: a return trampoline was reached with no matching call "
+        static const char msg[] = "kprewrite-rt: a hooked return was reached with no matching call "
                                   "(a return address was moved or a stack was switched); aborting\n";
         if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
         abort();
     }
-    rt_self.ractive = ri->__next;
-    unsigned long ret = (unsigned long)ri->ret_addr;
     struct holder *h = ri->__holder;
     if (!outer) {
-        /* the recursion guard first: unregister waits on it, then rp */
+        /* the window first: the recursion guard, what unregister waits on
+         * (then rp is read), and what keeps other threads off our cache */
         atomic_store_explicit(&rt_self.running, h->pt, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
+    }
+    struct kretprobe_instance *d;
+    while ((d = rt_self.ractive) != ri) {
+        /* newer than our call, so dead. Below us on this stack: that memory
+         * is ours now (this frame), never write it. Above: another stack
+         * that was left (a coroutine may come back): unhook it. */
+        rt_self.ractive = d->__next;
+        drop(d, d->__slot > slot, true);
+    }
+    rt_self.ractive = ri->__next;
+    unsigned long ret = (unsigned long)ri->ret_addr;
+    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
+    if (!outer) {
         if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
             regs->ip = ret;
             regs->sp = (unsigned long)(slot + 1);
@@ -165,16 +297,17 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
             else
                 ret_call_cb(&rc);
         }
-        atomic_signal_fence(memory_order_seq_cst);
-        atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
     } else {
         /* a return inside a handler: no handler runs */
-        struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
         atomic_fetch_add_explicit(&h->pt->missed, 1, memory_order_relaxed);
         if (rp)
             __atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
     }
-    inst_put(h, ri);
+    local_put(h, ri);
+    if (!outer) {
+        atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
+    }
     return ret;
 }
 
@@ -184,7 +317,17 @@ void rt_kretprobe_thread_exit(struct rt_thread *t)
     struct kretprobe_instance *ri;
     while ((ri = t->ractive)) {
         t->ractive = ri->__next;
-        drop(ri, false);
+        drop(ri, false, false);
+    }
+    /* under rt_lock, so no thread is stealing */
+    for (size_t i = 0; i < KC_WAYS; i++) {
+        struct rt_kcache *w = &t->kc[i];
+        while ((ri = w->head)) {
+            w->head = ri->__next;
+            inst_put(w->holder, ri);
+        }
+        w->n = 0;
+        w->holder = NULL;
     }
 }
 
@@ -196,7 +339,7 @@ void rt_kretprobe_unhook_all(void)
     struct kretprobe_instance *ri;
     while ((ri = rt_self.ractive)) {
         rt_self.ractive = ri->__next;
-        drop(ri, true);
+        drop(ri, true, false);
     }
 }
 
@@ -234,6 +377,8 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         return -EOPNOTSUPP;
     }
     rt_unwind_hooks_linked();
+    if (!kc_on)   /* per-thread caches need membarrier (see steal) */
+        kc_on = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
     if (rp->maxactive <= 0)
         rp->maxactive = default_maxactive();
     if (rp->maxactive > (1 << 20))

@@ -20,6 +20,7 @@
 #define TH_HITS 0
 #define TH_CAP 8
 #define TH_RUNNING 16
+#define TH_HOOK 40
 
 /* constants */
 #define CODE_DISABLED_VALUE 2          /* enum code_state CODE_DISABLED */

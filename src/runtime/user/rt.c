@@ -58,12 +58,15 @@ CHECK(offsetof(struct kprobe, __next), KP_NEXT);
 CHECK(offsetof(struct rt_thread, hits), TH_HITS);
 CHECK(offsetof(struct rt_thread, cap), TH_CAP);
 CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
+CHECK(offsetof(struct rt_thread, hook), TH_HOOK);
 CHECK(CODE_DISABLED, CODE_DISABLED_VALUE);
 CHECK(KPRW_F_FLAGS_SAVED, KPRW_F_FLAGS_SAVED_VALUE);
 CHECK(KPROBE_FLAG_DISABLED, KPROBE_FLAG_DISABLED_VALUE);
 
 static void fold(void *p);
 static void make_key(void) { pthread_key_create(&exit_key, fold); }
+
+struct rt_thread *rt_threads(void) { return threads; }
 
 /* A thread exits: add its counts to the totals. */
 static void fold(void *p)
@@ -151,6 +154,7 @@ static struct point *add_pool(const struct kprw_table *t)
         pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
         pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
         pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
+        pt->hook = e[i].hook_rel ? (uintptr_t)t + (uintptr_t)e[i].hook_rel : 0;
         pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
         pt->id = rt_npoints;
         rt_points[rt_npoints++] = pt;

@@ -37,6 +37,8 @@ struct point {
     bool unoptimized;                  /* `unoptimize` from the control directory */
     bool exposed;                      /* original bytes were out: a thread may be inside */
     uintptr_t tramp;                   /* kind 'r': the image's return trampoline */
+    uintptr_t hook;                    /* kind 'r', optimized: where the function returns
+                                          into the detour when the call was taken */
 };
 
 extern pthread_mutex_t rt_lock;
@@ -53,7 +55,22 @@ struct rt_thread {
                                           recursion guard, and what unregister waits on */
     struct rt_thread *next;
     struct kretprobe_instance *ractive; /* this thread's hooked returns, newest first */
+    struct kretprobe_instance *hook;   /* set by a kretprobe's entry that took this call,
+                                          consumed by the dispatcher (the detour hooks
+                                          the return) or by the int3 path */
+    /* free kretprobe instances kept for this thread's next calls (no atomic
+     * operation on the free list per hit); kretprobe.c */
+    _Atomic int steal;                 /* another thread is taking them: hands off */
+    pthread_t self;                    /* pthread_self(), once known (self_known) */
+    int self_known;
+    struct rt_kcache {
+        void *holder;
+        struct kretprobe_instance *head;
+        uint32_t n;
+    } kc[4];
 };
+/* the list of threads with counters (and instance caches), under rt_lock */
+struct rt_thread *rt_threads(void);
 extern TLS struct rt_thread rt_self;
 #define rt_in_handler (atomic_load_explicit(&rt_self.running, memory_order_relaxed) != NULL)
 
@@ -68,6 +85,7 @@ void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
+void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */
 /* unwind.c */
 void rt_unwind_hooks_linked(void);
 struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);

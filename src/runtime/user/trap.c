@@ -145,6 +145,7 @@ static void probe_hit(struct point *pt, greg_t *g)
         regs_from(&r, g);
         r.ip = addr;
         rt_run_handlers(pt, &r, &changed);
+        rt_kretprobe_trap_hook(pt);
         regs_to(g, &r);
         if (changed || r.ip != addr) {
             g[REG_RIP] = (greg_t)r.ip;   /* a handler redirected the thread */
