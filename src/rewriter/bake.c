@@ -129,22 +129,50 @@ static bool bakeable(const struct probe *p)
     return p->verdict == V_OPTIMIZED || p->verdict == V_INT3;
 }
 
-/* A kprobe and a return probe at one address share one entry (kind 'r',
- * flag KPRW_F_KPROBE): the site has one jump. The twin of probes->v[i]. */
-static const struct probe *twin(const struct probe_list *probes, size_t i)
+static const struct probe *sort_base;
+static int cmp_index_addr(const void *a, const void *b)
 {
-    const struct probe *p = &probes->v[i];
-    for (size_t j = 0; j < probes->n; j++)
-        if (j != i && probes->v[j].addr == p->addr && probes->v[j].is_return != p->is_return &&
-            bakeable(&probes->v[j]))
-            return &probes->v[j];
-    return NULL;
+    uint64_t x = sort_base[*(const size_t *)a].addr, y = sort_base[*(const size_t *)b].addr;
+    return x < y ? -1 : x > y;
+}
+
+/* A kprobe and a return probe at one address share one entry (kind 'r',
+ * flag KPRW_F_KPROBE): the site has one jump. twinned[i]: probes->v[i] has
+ * a bakeable probe of the other kind at its address. One sort, not a scan
+ * per probe (every entry of a large program may be probed). NULL: no
+ * memory. */
+static bool *find_twins(const struct probe_list *probes)
+{
+    bool *twinned = calloc(probes->n ? probes->n : 1, sizeof *twinned);
+    size_t *idx = malloc((probes->n ? probes->n : 1) * sizeof *idx);
+    if (!twinned || !idx) {
+        free(twinned);
+        free(idx);
+        return NULL;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < probes->n; i++)
+        if (bakeable(&probes->v[i]))
+            idx[m++] = i;
+    sort_base = probes->v;
+    qsort(idx, m, sizeof *idx, cmp_index_addr);
+    for (size_t a = 0, b; a < m; a = b) {
+        bool k = false, r = false;
+        for (b = a; b < m && probes->v[idx[b]].addr == probes->v[idx[a]].addr; b++) {
+            r |= probes->v[idx[b]].is_return;
+            k |= !probes->v[idx[b]].is_return;
+        }
+        for (size_t j = a; j < b; j++)
+            twinned[idx[j]] = k && r;
+    }
+    free(idx);
+    return twinned;
 }
 
 /* Does probes->v[i] get a table entry of its own? */
-static bool own_entry(const struct probe_list *probes, size_t i)
+static bool own_entry(const struct probe_list *probes, const bool *twinned, size_t i)
 {
-    return bakeable(&probes->v[i]) && (probes->v[i].is_return || !twin(probes, i));
+    return bakeable(&probes->v[i]) && (probes->v[i].is_return || !twinned[i]);
 }
 
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
@@ -153,9 +181,15 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     size_t n = 0, strings = 0;
     bool returns = false;
     memset(res, 0, sizeof *res);
+    bool *twinned = find_twins(probes);
+    uint8_t *out = NULL;
+    if (!twinned) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (own_entry(probes, i)) {
+        if (own_entry(probes, twinned, i)) {
             n++;
             strings += strlen(p->sym) + 1;
             returns |= p->is_return;
@@ -165,12 +199,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         snprintf(err, errlen, "%s: the pool predates return probes (%s has %llu bytes, needs 16): relink the "
                  "program with the current libkprewrite-pool", img->path, KPRW_SEC_SLOT,
                  (unsigned long long)ps->slot->size);
-        return -1;
+        goto fail;
     }
-    uint8_t *out = malloc(img->map_size);
+    out = malloc(img->map_size);
     if (!out) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        goto fail;
     }
     memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
     uint8_t *text = out + ps->text->offset, *table = out + ps->table->offset, *data = out + ps->data->offset;
@@ -201,7 +235,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
-        if (!own_entry(probes, i))
+        if (!own_entry(probes, twinned, i))
             continue;
         size_t avail;
         const uint8_t *orig = image_read(img, p->addr, &avail);
@@ -266,7 +300,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                          (p->at_entry ? KPRW_F_ENTRY : 0) |
-                         (p->is_return && twin(probes, i) ? KPRW_F_KPROBE : 0);
+                         (p->is_return && twinned[i] ? KPRW_F_KPROBE : 0);
             e[k].kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
             e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
             e[k].reason = (uint8_t)p->reason;
@@ -312,8 +346,10 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     res->table_used = table_need;
     res->data_used = data_need;
     free(out);
+    free(twinned);
     return 0;
 fail:
     free(out);
+    free(twinned);
     return -1;
 }

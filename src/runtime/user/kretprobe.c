@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,7 +35,6 @@
 struct holder {
     struct kretprobe *_Atomic rp;      /* NULL once unregistered */
     struct point *pt;
-    uintptr_t tramp;
     size_t isize;                      /* bytes an instance */
     uint32_t n;
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
@@ -115,8 +113,7 @@ static struct kretprobe_instance *steal(struct holder *h)
         if (t == &rt_self || !(w = kc_way(t, h)) || !__atomic_load_n(&w->n, __ATOMIC_RELAXED))
             continue;
         atomic_store_explicit(&t->steal, 1, memory_order_relaxed);
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-        if (!atomic_load_explicit(&t->running, memory_order_acquire)) {
+        if (rt_membarrier() && !atomic_load_explicit(&t->running, memory_order_acquire)) {
             struct kretprobe_instance *ri;
             while ((ri = w->head)) {
                 w->head = ri->__next;
@@ -213,11 +210,7 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
     }
     ri->rp = rp;
     ri->ret_addr = (void *)*slot;
-    if (!rt_self.self_known) {   /* a call into libc less per hit */
-        rt_self.self = pthread_self();
-        rt_self.self_known = 1;
-    }
-    ri->thread = rt_self.self;
+    ri->thread = pthread_self();
     ri->__slot = slot;
     if (rp->entry_handler && rp->entry_handler(ri, regs)) {
         local_put(h, ri);
@@ -378,7 +371,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
     }
     rt_unwind_hooks_linked();
     if (!kc_on)   /* per-thread caches need membarrier (see steal) */
-        kc_on = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
+        kc_on = rt_membarrier_ready() ? 1 : -1;
     if (rp->maxactive <= 0)
         rp->maxactive = default_maxactive();
     if (rp->maxactive > (1 << 20))
@@ -404,7 +397,6 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
     int rc = -ENOENT;   /* not baked as SYM%return */
     if (pt && pt->kind == KPRW_KIND_R && pt->tramp) {
         h->pt = pt;
-        h->tramp = pt->tramp;
         atomic_store(&h->rp, rp);
         rp->__holder = h;
         rp->nmissed = 0;

@@ -372,6 +372,26 @@ int rt_register_kprobe_at(struct kprobe *kp, struct point *pt)
     return 0;
 }
 
+/* membarrier(PRIVATE_EXPEDITED) needs the process registered first (it
+ * fails with EPERM otherwise): done once, here. Is it usable? */
+bool rt_membarrier_ready(void)
+{
+    static _Atomic int state;   /* 0 unknown, 1 registered, -1 unavailable */
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+    if (!s) {
+        s = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
+        atomic_store_explicit(&state, s, memory_order_release);
+    }
+    return s == 1;
+}
+
+/* A full barrier on every running thread of the process; false if none
+ * could be issued. */
+bool rt_membarrier(void)
+{
+    return rt_membarrier_ready() && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 /* After unregister_kprobe returns, no thread runs the handlers it removed
  * (as synchronize_rcu does in the kernel): each thread shows the point
  * whose handlers it runs; one membarrier makes our unlink visible to every
@@ -379,7 +399,7 @@ int rt_register_kprobe_at(struct kprobe *kp, struct point *pt)
  * of that point (it would wait for itself). */
 void rt_wait_for_handlers(struct point *pt)
 {
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
+    if (!rt_membarrier())
         atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         bool busy = atomic_load(&trap_active) != 0 && !rt_in_handler;

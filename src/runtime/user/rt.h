@@ -61,8 +61,6 @@ struct rt_thread {
     /* free kretprobe instances kept for this thread's next calls (no atomic
      * operation on the free list per hit); kretprobe.c */
     _Atomic int steal;                 /* another thread is taking them: hands off */
-    pthread_t self;                    /* pthread_self(), once known (self_known) */
-    int self_known;
     struct rt_kcache {
         void *holder;
         struct kretprobe_instance *head;
@@ -79,6 +77,8 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
 void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
 void rt_count_missed(struct point *pt);
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+bool rt_membarrier_ready(void);
+bool rt_membarrier(void);
 /* Run fn(arg) with the extended (vector) state saved around it. */
 void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 /* kretprobe.c */
