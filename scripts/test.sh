@@ -1,20 +1,43 @@
 #!/bin/sh
-# README's second command: install, build, run the whole test suite, and end
-# with "N passed, N failed[, N skipped]" from the harness's own counts.
+# README's second command: install, build, run the whole test suite twice --
+# the normal build (./build) and the ASan+UBSan build (./build-san) -- and end
+# with "N passed, N failed[, N skipped]", the harness's own counts summed.
+# KP_SANITIZERS=0 skips the sanitizer run.
 top=$(cd "$(dirname "$0")/.." && pwd)
 sh "$top/scripts/install-deps.sh" || exit 1
 sh "$top/scripts/build.sh" || exit 1
-cd "$top/build"
-make -s -j"$(nproc)" check >check.out 2>&1
-status=$?
-grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' check.out | grep -v '^PASS' || true
-[ $status -eq 0 ] || { echo "== test-suite.log"; sed -n '1,200p' test-suite.log; }
+
+passed=0 failed=0 skipped=0 status=0
 count() { sed -n "s/^# $1: *\([0-9]*\)/\1/p" test-suite.log | head -n 1; }
-pass=$(count PASS); fail=$(count FAIL); err=$(count ERROR); xpass=$(count XPASS); skip=$(count SKIP)
-xfail=$(count XFAIL)
-passed=$(( ${pass:-0} + ${xfail:-0} )); failed=$(( ${fail:-0} + ${err:-0} + ${xpass:-0} ))
-if [ "${skip:-0}" -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skip skipped"
+suite() { # BUILD-DIR LABEL
+    cd "$1" || { failed=$((failed + 1)); status=1; return; }
+    make -s -j"$(nproc)" check >check.out 2>&1
+    rc=$?
+    grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' check.out | grep -v '^PASS' | sed "s/^/[$2] /" || true
+    [ $rc -eq 0 ] || { status=1; echo "== $2: test-suite.log"; sed -n '1,200p' test-suite.log; }
+    pass=$(count PASS); fail=$(count FAIL); err=$(count ERROR); xpass=$(count XPASS); xfail=$(count XFAIL)
+    skip=$(count SKIP)
+    [ -n "$pass" ] || { fail=1; echo "== $2: no test-suite.log counts"; tail -n 30 check.out; }
+    passed=$((passed + ${pass:-0} + ${xfail:-0}))
+    failed=$((failed + ${fail:-0} + ${err:-0} + ${xpass:-0}))
+    skipped=$((skipped + ${skip:-0}))
+    echo "$2: ${pass:-0} passed, $(( ${fail:-0} + ${err:-0} + ${xpass:-0} )) failed, ${skip:-0} skipped"
+}
+
+suite "$top/build" normal
+if [ "${KP_SANITIZERS:-1}" != 0 ]; then
+    mkdir -p "$top/build-san"
+    if (cd "$top/build-san" && { [ -f Makefile ] || ../configure -q --enable-sanitizers; } &&
+        make -s -j"$(nproc)" >build.out 2>&1); then
+        suite "$top/build-san" asan+ubsan
+    else
+        echo "asan+ubsan: the sanitizer build failed"; tail -n 30 "$top/build-san/build.out" 2>/dev/null
+        failed=$((failed + 1)); status=1
+    fi
+fi
+
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
 else
     echo "$passed passed, $failed failed"
 fi

@@ -5,8 +5,7 @@
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC" cmp
 D=$(tmpdir bake)
-RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
-export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_runtime
 SRC="$KP_SRCDIR/t/data"
 build() { # OUT CFLAGS...
     out=$1; shift
@@ -95,7 +94,7 @@ is 1 $rc "an image without a pool: exit 1"
 
 # the static runtime
 build "$D/static-rt" -O2 && $CC -O2 -o "$D/static-rt" "$D/static-rt.o" "$D/static-rt-fpu.o" "$SRC/bake-asm.S" \
-    -Wl,-u,__kprewrite_pool -L"$KP_BUILDDIR" -lkprewrite-pool "$KP_BUILDDIR/.libs/libkprewrite-rt.a" -lpthread
+    -Wl,-u,__kprewrite_pool $RT_STATIC
 "$KPREWRITE" --probe work --probe add3 --probe flagtest+2 "$D/static-rt" >/dev/null 2>&1
 is "threads rc 0 hits 400001" "$("$D/static-rt" threads)" "static runtime: exact counts"
 done_testing

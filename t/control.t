@@ -6,8 +6,7 @@
 need "$CC"
 [ -e /dev/fuse ] || command -v fusermount3 >/dev/null || skip_all "no /dev/fuse and no fusermount3"
 D=$(tmpdir control)
-RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
-export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_runtime
 export KPREWRITE_CTL_DIR="$D/ctl"
 P=$D/tp
 $CC -O2 -g -o "$P" "$KP_SRCDIR/t/data/trap-prog.c" "$KP_SRCDIR/t/data/trap-asm.S" $RT || skip_all "cannot build"

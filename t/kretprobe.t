@@ -6,8 +6,7 @@
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC"
 D=$(tmpdir kretprobe)
-RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
-export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_runtime
 export KPREWRITE_CTL_DIR="$D/ctl"
 SRC="$KP_SRCDIR/t/data"
 PROBES="--probe square%return --probe depth%return --probe walk%return --probe twin%return --probe twin
@@ -82,7 +81,7 @@ returns 600 bad 0 nmissed 0 0 0" "$("$X" probe 2>&1)" "C++ $v: exceptions throug
     done
     X=$D/kt-static
     $CXX -O2 -mgeneral-regs-only -I"$KP_SRCDIR/include" -o "$X" "$SRC/kret-throw.cc" -Wl,-u,__kprewrite_pool \
-        -L"$KP_BUILDDIR" -lkprewrite-pool "$KP_BUILDDIR/.libs/libkprewrite-rt.a" -lpthread -ldl
+        $RT_STATIC
     "$KPREWRITE" --probe 'outer%return' --probe 'inner%return' --probe 'thrower%return' "$X" >/dev/null 2>&1
     like '^returns 600 bad 0 nmissed 0 0 0$' "$("$X" probe 2>&1)" "C++ with the static runtime: the unwinder hooks are linked in"
 else

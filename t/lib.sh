@@ -35,3 +35,10 @@ check1() { # IMAGE SPEC [options...]
 }
 # Address of a symbol, as 16 hex digits.
 addr_of() { nm "$1" | awk -v s="$2" '$3 == s { printf "%016s\n", $1 }' | tr ' ' 0 | head -n 1; }
+# Link flags for fixtures using the runtime built here: RT (shared) and
+# RT_STATIC (after -Wl,-u,__kprewrite_pool); a sanitizer build adds its flags.
+use_runtime() {
+    RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread $KP_SAN_FLAGS"
+    RT_STATIC="-L$KP_BUILDDIR -lkprewrite-pool $KP_BUILDDIR/.libs/libkprewrite-rt.a -lpthread -ldl $KP_SAN_FLAGS"
+    export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}

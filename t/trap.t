@@ -5,8 +5,7 @@
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC"
 D=$(tmpdir trap)
-RT="-I$KP_SRCDIR/include -L$KP_BUILDDIR/.libs -L$KP_BUILDDIR -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
-export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_runtime
 export KPREWRITE_CTL_DIR="$D/ctl"
 
 for v in "-O2 -fPIE -pie" "-O0 -fno-pie -no-pie"; do

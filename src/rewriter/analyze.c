@@ -4,6 +4,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/x86/jumptable.h"
 #include "../arch/x86/detour.h"
+#include "sort.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,7 +87,7 @@ static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *ins
                           uint64_t *local, size_t nlocal)
 {
     const struct func *fn = &s->sy->funcs[fi];
-    qsort(local, nlocal, sizeof *local, cmp_u64);
+    sort_array(local, nlocal, sizeof *local, cmp_u64);
     for (size_t k = 0; k < n; k++) {
         if (insns[k].kind != XK_JMP_IND)
             continue;
@@ -470,7 +471,7 @@ static int resolve_overlaps(struct probe_list *probes)
     for (size_t i = 0; i < probes->n; i++)
         if (probes->v[i].verdict != V_REFUSED)
             v[n++] = &probes->v[i];
-    qsort(v, n, sizeof *v, cmp_probe_addr);
+    sort_array(v, n, sizeof *v, cmp_probe_addr);
     for (size_t i = 0; i < n; i++) {
         struct probe *a = v[i];
         if (a->verdict != V_OPTIMIZED)
@@ -519,7 +520,7 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
         for (size_t i = 0; i < kf->ntargets; i++)
             if (!add_ref(&s, kf->targets[i].target, kf->targets[i].from, REF_TABLE, kf->targets[i].table))
                 goto oom;
-        qsort(s.refs.v, s.refs.n, sizeof *s.refs.v, cmp_ref);
+        sort_array(s.refs.v, s.refs.n, sizeof *s.refs.v, cmp_ref);
         for (size_t i = 0; i < probes->n; i++) {
             struct probe *p = &probes->v[i];
             if (p->verdict != V_REFUSED && p->func != SIZE_MAX)

@@ -3,6 +3,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
+#include "sort.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -155,7 +156,7 @@ static bool *find_twins(const struct probe_list *probes)
         if (bakeable(&probes->v[i]))
             idx[m++] = i;
     sort_base = probes->v;
-    qsort(idx, m, sizeof *idx, cmp_index_addr);
+    sort_array(idx, m, sizeof *idx, cmp_index_addr);
     for (size_t a = 0, b; a < m; a = b) {
         bool k = false, r = false;
         for (b = a; b < m && probes->v[idx[b]].addr == probes->v[idx[a]].addr; b++) {

@@ -5,6 +5,7 @@
  * bounded cursor; malformed input produces an error message, never an
  * out-of-bounds access. */
 #include "ehframe.h"
+#include "sort.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -482,7 +483,7 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
     }
 
     if (!sorted)
-        qsort(out, nout, sizeof *out, fde_cmp);
+        sort_array(out, nout, sizeof *out, fde_cmp);
     if (!out && !(out = malloc(sizeof *out))) { /* never hand back NULL on success */
         fail(err, errlen, "eh_frame: out of memory");
         goto out;
@@ -583,7 +584,7 @@ int lsda_landing_pads(eh_read_fn read, void *ctx, uint64_t lsda, uint64_t func_s
     }
 
     if (nout > 1) {
-        qsort(out, nout, sizeof *out, u64_cmp);
+        sort_array(out, nout, sizeof *out, u64_cmp);
         size_t k = 1;
         for (size_t i = 1; i < nout; i++)
             if (out[i] != out[k - 1])

@@ -1,5 +1,6 @@
 /* Opening and validating ELF images with libelf. */
 #include "image.h"
+#include "sort.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -204,7 +205,7 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         if ((sh.sh_flags & SHF_ALLOC) && sh.sh_size && sh.sh_addr + sh.sh_size >= sh.sh_addr)
             img->by_addr[img->nby_addr++] = s;
     }
-    qsort(img->by_addr, img->nby_addr, sizeof *img->by_addr, cmp_addr);
+    sort_array(img->by_addr, img->nby_addr, sizeof *img->by_addr, cmp_addr);
 
     img->ibt = read_ibt(img);
     if (img->ehdr.e_type == ET_EXEC)

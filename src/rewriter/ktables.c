@@ -1,6 +1,7 @@
 /* One table-driven reader for every vmlinux table that names code sites. */
 #include "ktables.h"
 #include "../arch/x86/decode.h"
+#include "sort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,10 +404,10 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
     }
     if (read_relocs(&c, kf, err, errlen) < 0)
         goto fail;
-    qsort(c.reserved.p, c.reserved.n, sizeof(struct krange), cmp_range);
-    qsort(c.blacklist.p, c.blacklist.n, sizeof(struct krange), cmp_range);
-    qsort(c.targets.p, c.targets.n, sizeof(struct kref), cmp_kref);
-    qsort(c.extable.p, c.extable.n, 8, cmp_u64);
+    sort_array(c.reserved.p, c.reserved.n, sizeof(struct krange), cmp_range);
+    sort_array(c.blacklist.p, c.blacklist.n, sizeof(struct krange), cmp_range);
+    sort_array(c.targets.p, c.targets.n, sizeof(struct kref), cmp_kref);
+    sort_array(c.extable.p, c.extable.n, 8, cmp_u64);
     kf->reserved = c.reserved.p; kf->nreserved = c.reserved.n;
     kf->blacklist = c.blacklist.p; kf->nblacklist = c.blacklist.n;
     kf->targets = c.targets.p; kf->ntargets = c.targets.n;

@@ -204,7 +204,8 @@ int spec_list_move(struct spec_list *dst, struct spec_list *src)
         dst->v = v;
         dst->cap = cap;
     }
-    memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v);
+    if (src->n)
+        memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v);
     dst->n += src->n;
     src->n = 0;
     return 0;

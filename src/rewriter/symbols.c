@@ -1,6 +1,7 @@
 /* Function bounds and names: .symtab, .dynsym, System.map, .eh_frame. */
 #include "symbols.h"
 #include "ehframe.h"
+#include "sort.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
         }
     }
     sy->nfdes = nfdes;
-    qsort(raws.p, raws.n, sizeof(struct raw), cmp_raw);
+    sort_array(raws.p, raws.n, sizeof(struct raw), cmp_raw);
 
     /* One function per distinct start address; all its names become aliases. */
     struct raw *r = raws.p;
@@ -314,7 +315,7 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     for (size_t k = 0; k < nfde_funcs; k++)
         F[nsym + k].name = fde_names + fde_name_off[k];
     free(fde_name_off);
-    qsort(funcs.p, funcs.n, sizeof(struct func), cmp_func);
+    sort_array(funcs.p, funcs.n, sizeof(struct func), cmp_func);
     sy->funcs = funcs.p;
     sy->nfuncs = funcs.n;
 
@@ -334,8 +335,8 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             goto oom;
         *ne = (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i };
     }
-    qsort(names.p, names.n, sizeof(struct name_ent), cmp_name);
-    qsort(addrs.p, addrs.n, sizeof(struct name_ent), cmp_name);
+    sort_array(names.p, names.n, sizeof(struct name_ent), cmp_name);
+    sort_array(addrs.p, addrs.n, sizeof(struct name_ent), cmp_name);
     sy->names = names.p;
     sy->nnames = names.n;
     sy->addrs = addrs.p;

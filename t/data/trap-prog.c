@@ -176,7 +176,8 @@ static void on_usr1(int sig) { (void)sig; in_sig_result = short3(20, 3); }
 
 static int mode_sighandler(void)
 {
-    stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16 };
+    static char altstack[1 << 16];
+    stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack };
     if (sigaltstack(&ss, NULL) < 0)
         FAIL("sigaltstack");
     struct sigaction sa;
@@ -205,7 +206,7 @@ __attribute__((noinline)) int p0(int x) { return x + 1; }
 __attribute__((noinline)) int p1(int x) { return x ^ 0x55; }
 __attribute__((noinline)) int p2(int x) { return x * 7; }
 __attribute__((noinline)) int p3(int x) { return x - 3; }
-__attribute__((noinline)) int p4(int x) { return x << 1; }
+__attribute__((noinline)) int p4(int x) { return x * 2; }
 __attribute__((noinline)) int p5(int x) { return x | 9; }
 __attribute__((noinline)) int p6(int x) { return x % 1000; }
 __attribute__((noinline)) int p7(int x) { return ~x; }

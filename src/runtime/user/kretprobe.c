@@ -39,7 +39,13 @@ struct holder {
     uint32_t n;
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
     char *mem;
+    struct holder *all_next;           /* the list of every holder */
 };
+
+/* Every holder ever registered: they are kept for good (see
+ * unregister_kretprobe), and reachable from here even when the struct
+ * kretprobe was on a stack, so leak checkers see memory kept on purpose. */
+static struct holder *all_holders;
 
 static struct kretprobe_instance *inst(const struct holder *h, uint32_t i)
 {
@@ -403,8 +409,12 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         kp->pre_handler = rt_kretprobe_entry;
         kp->post_handler = NULL;
         rc = rt_register_kprobe_at(kp, pt);
-        if (rc < 0)
+        if (rc < 0) {
             rp->__holder = NULL;
+        } else {
+            h->all_next = all_holders;
+            all_holders = h;
+        }
     }
     pthread_mutex_unlock(&rt_lock);
     if (rc < 0) {

@@ -63,8 +63,10 @@ void trap_index_rebuild(void)
         free(ix), free(v), free(a);
         return;   /* keep the old index: probes of the new image trap as foreign */
     }
-    memcpy(v, rt_points, rt_npoints * sizeof *v);
-    qsort(v, rt_npoints, sizeof *v, cmp_addr);
+    if (rt_npoints) {   /* rt_points is NULL before the first probe */
+        memcpy(v, rt_points, rt_npoints * sizeof *v);
+        qsort(v, rt_npoints, sizeof *v, cmp_addr);
+    }
     for (uint32_t i = 0; i < rt_npoints; i++)
         a[i] = v[i]->addr;
     ix->n = rt_npoints;
