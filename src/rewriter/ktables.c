@@ -297,7 +297,7 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
                 uint32_t symi = ELF64_R_SYM(r.r_info);
                 Elf64_Sym sym;
                 if (c->img->kind != IMG_VMLINUX || !symtab || !symtab->data ||
-                    (uint64_t)(symi + 1) * sizeof sym > symtab->size)
+                    ((uint64_t)symi + 1) * sizeof sym > symtab->size)
                     continue;
                 memcpy(&sym, symtab->data + symi * sizeof sym, sizeof sym);
                 if (sym.st_shndx >= c->img->nsecs ||

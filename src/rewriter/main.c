@@ -7,15 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze.h"
-#include "bake.h"
 #include "ctl.h"
-#include "image.h"
-#include "ktables.h"
 #include "report.h"
-#include "resolve.h"
+#include "run.h"
 #include "spec.h"
-#include "symbols.h"
 
 static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
@@ -55,36 +50,6 @@ static const char usage_text[] =
 "Exit status: 0 all optimized, 2 some int3 (none refused), 3 some refused,\n"
 "1 error (bad input, unknown symbol, malformed spec).\n"
 "Reasons are listed in kprewrite(1).\n";
-
-/* --remove: drop the probes at the points the specs name; each must be baked. */
-static int remove_probes(const struct image *img, const struct symbols *sy, const struct spec_list *removes,
-                         struct probe_list *probes, char *err, size_t errlen)
-{
-    struct probe_list gone = { 0 };
-    if (probes_resolve(removes, img, sy, &gone, err, errlen) < 0)
-        return -1;
-    for (size_t g = 0; g < gone.n; g++) {
-        size_t k = 0;
-        bool found = false;
-        for (size_t i = 0; i < probes->n; i++) {
-            struct probe *p = &probes->v[i];
-            if (p->addr == gone.v[g].addr && p->is_return == gone.v[g].is_return &&
-                strcmp(p->spec->origin, "baked") == 0) {
-                found = true;
-                continue;
-            }
-            probes->v[k++] = *p;
-        }
-        probes->n = k;
-        if (!found) {
-            snprintf(err, errlen, "%s: --remove %s: no probe is baked there", img->path, gone.v[g].spec->text);
-            probe_list_free(&gone);
-            return -1;
-        }
-    }
-    probe_list_free(&gone);
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -163,88 +128,13 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    struct image img;
-    struct symbols sy;
-    struct kfacts kf;
-    struct probe_list probes = { 0 };
-    struct analysis_stats st;
-    struct pool_sections pool;
-    size_t nbaked_before = 0;
-    if (image_open(&img, argv[optind], kernel, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto out;
-    }
-    if (!check) {
-        /* The probes baked earlier come first; their original bytes are put
-         * back in our private copy so the analysis sees the original code. */
-        struct spec_list all = { 0 };
-        int old;
-        if (pool_find(&img, &pool, err, sizeof err) < 0 ||
-            (old = pool_existing(&img, &pool, &all, err, sizeof err)) < 0) {
-            fprintf(stderr, "kprewrite: %s\n", err);
-            spec_list_free(&all);
-            goto close_image;
-        }
-        nbaked_before = (size_t)old;
-        if (spec_list_move(&all, &specs) < 0) {
-            fprintf(stderr, "kprewrite: out of memory\n");
-            spec_list_free(&all);
-            goto close_image;
-        }
-        spec_list_free(&specs);
-        specs = all;
-    }
-    if (symbols_load(&sy, &img, system_map, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto close_image;
-    }
-    if (kfacts_load(&kf, &img, &sy, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto free_symbols;
-    }
-    if (probes_resolve(&specs, &img, &sy, &probes, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (removes.n && remove_probes(&img, &sy, &removes, &probes, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (analyze_probes(&img, &sy, &kf, &probes, &st, err, sizeof err) < 0) {
-        fprintf(stderr, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (disasm)
-        report_disasm(stdout, &img, &sy, &probes);
-    else if (json)
-        report_json(stdout, &img, &sy, &probes, &st);
-    else
-        report_text(stdout, &probes);
-    if (summary)
-        report_summary(json ? stderr : stdout, &probes, &st);
-    if (!check) {
-        struct bake_result br;
-        const char *dest = output ? output : argv[optind];
-        if (bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
-            fprintf(stderr, "kprewrite: %s\n", err);
-            goto free_all;
-        }
-        fprintf(stderr, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
-                "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", nbaked_before, br.text_used,
-                br.table_used, br.data_used);
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "kprewrite: error writing the report\n");
-        goto free_all;
-    }
-    status = (int)report_exit_status(&probes);
-free_all:
-    probe_list_free(&probes);
-    kfacts_free(&kf);
-free_symbols:
-    symbols_free(&sy);
-close_image:
-    image_close(&img);
+    struct run_opts ro = {
+        .image = argv[optind], .output = output, .system_map = system_map,
+        .specs = &specs, .removes = &removes,
+        .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
+        .out = stdout, .msg = stderr,
+    };
+    status = run_image(&ro);
 out:
     spec_list_free(&specs);
     spec_list_free(&removes);

@@ -1,0 +1,41 @@
+/* Fuzzes the rewrite path: every function entry of an arbitrary image baked
+ * into its pool (when it has one), then a second run on the output (which
+ * reads the probes back from the table) removing one of them. */
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fuzz-io.h"
+#include "run.h"
+
+static int rewrite(const char *in, const char *out, const char *probe, const char *remove)
+{
+    char err[1024];
+    struct spec_list specs = { 0 }, removes = { 0 };
+    if ((probe && spec_add(&specs, probe, "--probe", err, sizeof err) < 0) ||
+        (remove && spec_add(&removes, remove, "--remove", err, sizeof err) < 0))
+        abort();
+    struct run_opts o = {
+        .image = in, .output = out, .specs = &specs, .removes = &removes,
+        .out = fuzz_null(), .msg = fuzz_null(),
+    };
+    int status = run_image(&o);
+    spec_list_free(&specs);
+    spec_list_free(&removes);
+    return status;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *in = fuzz_path("rewrite");
+    char out[300];
+    snprintf(out, sizeof out, "%s.out", in);
+    if (fuzz_write(in, data, size) < 0)
+        return 0;
+    if (rewrite(in, out, "*", NULL) != 1) {
+        /* the output exists: rewrite it again, taking one probe out */
+        rewrite(out, out, size && (data[size - 1] & 1) ? "*" : NULL, "main");
+        unlink(out);
+    }
+    return 0;
+}

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Regression tests for what `make fuzz` found (doc/hardening.md): each finding
+# rebuilt here from a fixture plus the byte patch the fuzzer made, then run
+# through kprewrite. Each must end with a verdict or a one-line error, never
+# a crash, and (under valgrind, or ASan in a sanitizer build) with no
+# invalid access and no leak.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" as ld od dd readelf
+D=$(tmpdir fuzz-regress)
+use_runtime
+
+# sane DESCRIPTION ARGS...: kprewrite ARGS exits 0..3, says at most one line
+# on error, and is clean under valgrind when there is one to ask.
+sane() {
+    desc=$1; shift
+    err=$("$KPREWRITE" "$@" 2>&1 >/dev/null); rc=$?
+    lines=$(printf '%s\n' "$err" | wc -l)
+    ok $([ $rc -le 3 ] && { [ $rc -ne 1 ] || [ "$lines" -eq 1 ]; } &&
+         ! printf '%s\n' "$err" | grep -q 'Sanitizer\|runtime error'; echo $?) \
+        "$desc: exit $rc, $lines line(s)"
+    [ $rc -le 3 ] || printf '%s\n' "$err" | head -n 5 | sed 's/^/# /'
+    if [ -z "$KP_SAN_FLAGS" ] && [ -n "$VALGRIND" ] && command -v "$VALGRIND" >/dev/null 2>&1; then
+        "$VALGRIND" -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$KPREWRITE" "$@" >/dev/null 2>"$D/vg.log"
+        ok $([ $? -ne 99 ] && ! grep -q '==[0-9]*==' "$D/vg.log"; echo $?) "$desc: clean under valgrind"
+    fi
+}
+# offset_of IMAGE SECTION: the file offset of SECTION, in decimal
+offset_of() {
+    readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk -v s="$2" '$1 == s { print $4 }' |
+        { read -r h && echo $((0x$h)); }
+}
+# u32 FILE OFFSET: the little-endian 32-bit value at OFFSET
+u32() { od -An -tu4 -j "$2" -N 4 "$1" | tr -d ' '; }
+
+# 1. A relocation whose symbol index is 0xffffffff: the bound check computed
+#    index + 1 in 32 bits, wrapped to 0, and read 100 GB past the symbol table.
+as -o "$D/vmlinux.o" "$KP_SRCDIR/t/data/fake-vmlinux.S" &&
+    ld -q -static -nostdlib -e fn_plain -Ttext=0xffffffff81000000 -z max-page-size=4096 \
+        --unique=.data..percpu -o "$D/vmlinux" "$D/vmlinux.o"
+rela=$(offset_of "$D/vmlinux" .rela.text)
+cp "$D/vmlinux" "$D/relsym"
+i=0 patched=
+while [ -n "$rela" ] && [ $i -lt 64 ] && [ -z "$patched" ]; do
+    if [ "$(u32 "$D/vmlinux" $((rela + i * 24 + 8)))" = 2 ]; then   # R_X86_64_PC32
+        printf '\377\377\377\377' | dd of="$D/relsym" bs=1 seek=$((rela + i * 24 + 12)) conv=notrunc 2>/dev/null
+        patched=$i
+    fi
+    i=$((i + 1))
+done
+ok $([ -n "$patched" ]; echo $?) "the fixture has a PC32 relocation to break (entry ${patched:-none})"
+sane "relocation with symbol index 0xffffffff" --check --kernel --probe '*' "$D/relsym"
+
+# 2. --remove naming a symbol the image does not have: the probes resolved
+#    before the error leaked.
+$CC -O2 -mgeneral-regs-only -o "$D/pool" "$KP_SRCDIR/t/data/kret-prog.c" "$KP_SRCDIR/t/data/kret-asm.S" $RT
+"$KPREWRITE" --probe square -o "$D/pool-baked" "$D/pool" >/dev/null 2>&1
+like "unknown symbol 'nosuch'" "$("$KPREWRITE" --remove nosuch -o "$D/out" "$D/pool-baked" 2>&1)" \
+    "--remove of an unknown symbol is an error"
+sane "--remove of an unknown symbol" --remove nosuch -o "$D/out" "$D/pool-baked"
+
+done_testing
