@@ -1,5 +1,6 @@
 /* Filling the pool: detours, site jumps, probe table, live state. */
 #include "bake.h"
+#include "atomic-write.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
@@ -82,48 +83,6 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     return (int)t->nentries;
 }
 
-int write_atomic(const char *path, const uint8_t *buf, size_t size, unsigned mode, char *err, size_t errlen)
-{
-    char *dup = strdup(path), tmp[4096];
-    if (!dup) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s/.%s.kprewrite-XXXXXX", dirname(dup), strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
-    free(dup);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t done = 0;
-    while (done < size) {
-        ssize_t w = write(fd, buf + done, size - done);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            goto fail;
-        }
-        done += (size_t)w;
-    }
-    if (fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0)
-        goto fail;
-    if (close(fd) < 0) {
-        fd = -1;
-        goto fail;
-    }
-    if (rename(tmp, path) < 0) {
-        fd = -1;
-        goto fail;
-    }
-    return 0;
-fail:
-    snprintf(err, errlen, "%s: cannot write: %s (input left untouched)", path, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return -1;
-}
 
 static bool bakeable(const struct probe *p)
 {

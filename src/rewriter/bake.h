@@ -29,7 +29,4 @@ struct bake_result {
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
          const char *out_path, struct bake_result *res, char *err, size_t errlen);
 
-/* Write buf to path atomically (temp file in the same directory + rename),
- * with the given mode. */
-int write_atomic(const char *path, const uint8_t *buf, size_t size, unsigned mode, char *err, size_t errlen);
 #endif
