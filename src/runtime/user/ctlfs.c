@@ -432,6 +432,14 @@ void ctlfs_start(void)
     kprewrite_ctl_base(base, sizeof base);
     if (mkdirs(base) < 0)
         return;
+    /* The base may be shared (/tmp): another user who made it first, or
+     * made it writable, could swap our directory under us. */
+    struct stat bs = { 0 };
+    if (lstat(base, &bs) < 0 || !S_ISDIR(bs.st_mode) || bs.st_uid != geteuid() || (bs.st_mode & 022)) {
+        fprintf(stderr, "kprewrite-rt: %s is not a directory of ours that only we may write (uid %u, mode %o); "
+                "no control directory\n", base, (unsigned)bs.st_uid, (unsigned)(bs.st_mode & 07777));
+        return;
+    }
     remove_stale(base);
     snprintf(dir, sizeof dir, "%s/%d", base, (int)owner);
     umount2(dir, MNT_DETACH);   /* left by an earlier process with this pid */

@@ -117,13 +117,38 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
     pthread_mutex_unlock(&rt_lock);
 }
 
+/* Tables refused once (rt_table_check): not checked nor reported again. */
+#define MAX_REFUSED 16
+static const struct kprw_table *refused[MAX_REFUSED];
+static unsigned nrefused;
+
+static bool table_refused(const struct kprw_table *t)
+{
+    for (unsigned i = 0; i < nrefused && i < MAX_REFUSED; i++)
+        if (refused[i] == t)
+            return true;
+    if (nrefused >= MAX_REFUSED)
+        return false;
+    const char *object;
+    char why[200];
+    const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, why, sizeof why);
+    if (!bad)
+        return false;
+    refused[nrefused++] = t;
+    fprintf(stderr, "kprewrite-rt: %s: probe table refused: %s; its %u probes are not armed\n",
+            t->magic != KPRW_MAGIC ? "?" : object, bad, t->magic != KPRW_MAGIC ? 0 : t->nentries);
+    return true;
+}
+
 static struct point *add_pool(const struct kprw_table *t)
 {
-    if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
-        return NULL;
+    if (t->magic == 0)
+        return NULL;   /* a pool kprewrite never filled */
     for (struct pool *p = pools; p; p = p->next)
         if (p->t == t)
             return p->points;
+    if (table_refused(t))
+        return NULL;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = calloc(t->nentries ? t->nentries : 1, sizeof *pts);
     if (!p || !pts || rt_npoints + t->nentries > cap_points) {

@@ -42,6 +42,10 @@ struct point {
 };
 
 extern pthread_mutex_t rt_lock;
+struct kprw_table;
+/* NULL when every offset of the table can be followed safely; else why
+ * (in why, or a constant), and *object names the image (table-check.c). */
+const char *rt_table_check(const struct kprw_table *t, const char **object, char *why, size_t len);
 extern struct point **rt_points;       /* by id */
 extern uint32_t rt_npoints;
 extern bool rt_enabled, rt_optimization;   /* the global knobs, under rt_lock */

@@ -1,0 +1,132 @@
+/*
+ * Trusting a probe table before arming its probes. The table comes from an
+ * image file, which anyone may have edited after kprewrite wrote it: every
+ * offset the runtime would follow (sites, detours, out-of-line copies, the
+ * state array, strings) must land inside the right kind of segment of the
+ * object holding the table, and each site must hold what kprewrite wrote
+ * there (a jmp to that entry's detour, or an int3). One bad entry refuses
+ * the whole table: its detours then count nothing and call no handler.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>   /* program_invocation_name */
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kprewrite/abi.h"
+#include "rt.h"
+
+#define MAX_SEGS 32
+
+struct object {
+    const void *want;                 /* an address in the object */
+    const char *name;
+    int n;
+    uintptr_t lo[MAX_SEGS], hi[MAX_SEGS];
+    uint32_t flags[MAX_SEGS];         /* PF_R, PF_W, PF_X */
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct object *o = arg;
+    bool mine = false;
+    o->n = 0;
+    for (int i = 0; i < info->dlpi_phnum && o->n < MAX_SEGS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        o->lo[o->n] = lo;
+        o->hi[o->n] = hi;
+        o->flags[o->n++] = ph->p_flags;
+        if ((uintptr_t)o->want >= lo && (uintptr_t)o->want < hi)
+            mine = true;
+    }
+    if (mine)
+        o->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : program_invocation_name;
+    return mine;
+}
+
+/* [a, a + len) lies in one segment with all of the flags `need` (and, when
+ * `deny` is set, none of those). */
+static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
+{
+    for (int i = 0; i < o->n; i++)
+        if (a >= o->lo[i] && a < o->hi[i] && len <= o->hi[i] - a)
+            return (o->flags[i] & need) == need && !(o->flags[i] & deny);
+    return false;
+}
+
+static uintptr_t at(const struct kprw_table *t, int64_t rel) { return (uintptr_t)t + (uintptr_t)rel; }
+
+const char *rt_table_check(const struct kprw_table *t, const char **object, char *why, size_t len)
+{
+    struct object o = { .want = t, .name = "?" };
+    *object = "?";
+    if (!dl_iterate_phdr(find_object, &o))
+        return "the table is in no loaded object";
+    *object = o.name;
+    if (t->version != KPRW_VERSION) {
+        snprintf(why, len, "table version %u, this runtime reads version %u", t->version, KPRW_VERSION);
+        return why;
+    }
+    if (t->entry_size != sizeof(struct kprw_entry)) {
+        snprintf(why, len, "entry size %u, expected %zu", t->entry_size, sizeof(struct kprw_entry));
+        return why;
+    }
+    uint64_t body = sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry);
+    if (!in_segment(&o, (uintptr_t)t, body, PF_R, PF_W)) {
+        snprintf(why, len, "%u entries run past the read-only segment holding the table", t->nentries);
+        return why;
+    }
+    const char *strings = (const char *)t + t->strings_off;
+    if (t->nentries && (t->strings_size == 0 || !in_segment(&o, (uintptr_t)strings, t->strings_size, PF_R, PF_W) ||
+                        strings[t->strings_size - 1] != 0))
+        return "the string table lies outside the table's segment or is not terminated";
+    struct kprw_state *st = (void *)at(t, t->state_rel);
+    if (t->nentries && !in_segment(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st, PF_R | PF_W, PF_X))
+        return "the state array lies outside a writable, non-executable segment";
+    if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
+        return "the return trampoline lies outside executable code";
+    const struct kprw_entry *e = (const void *)(t + 1);
+    for (uint32_t i = 0; i < t->nentries; i++) {
+        const struct kprw_entry *x = &e[i];
+        uintptr_t site = at(t, x->site_rel), detour = x->detour_rel ? at(t, x->detour_rel) : 0;
+        const char *bad = NULL;
+        if (x->kind != KPRW_KIND_K && x->kind != KPRW_KIND_R)
+            bad = "unknown kind";
+        else if (x->verdict != KPRW_OPTIMIZED && x->verdict != KPRW_INT3)
+            bad = "unknown verdict";
+        else if (x->dcr_len == 0 || x->dcr_len > KPRW_ORIG_MAX || (x->verdict == KPRW_OPTIMIZED && x->dcr_len < 5))
+            bad = "site length out of range";
+        else if (x->name_off >= t->strings_size)
+            bad = "name outside the string table";
+        else if (!in_segment(&o, site, x->dcr_len, PF_R | PF_X, PF_W))
+            bad = "site outside executable code";
+        else if (!in_segment(&o, at(t, x->ool_rel), 1, PF_R | PF_X, PF_W))
+            bad = "out-of-line copy outside executable code";
+        else if (x->hook_rel && !in_segment(&o, at(t, x->hook_rel), 1, PF_R | PF_X, PF_W))
+            bad = "return hook outside executable code";
+        else if (x->verdict == KPRW_OPTIMIZED && (!detour || !in_segment(&o, detour, 1, PF_R | PF_X, PF_W)))
+            bad = "detour outside executable code";
+        else if (st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t)
+            bad = "its state does not point back to it";
+        else if (x->verdict == KPRW_INT3 && *(const uint8_t *)site != 0xcc)
+            bad = "no int3 at the site";
+        else if (x->verdict == KPRW_OPTIMIZED) {
+            const uint8_t *s = (const uint8_t *)site;
+            int32_t rel;
+            memcpy(&rel, s + 1, 4);
+            if (s[0] != 0xe9 || site + 5 + (uintptr_t)(intptr_t)rel != detour)
+                bad = "the site does not jump to its detour";
+        }
+        if (bad) {
+            snprintf(why, len, "entry %u (%.60s+0x%x): %s", i,
+                     x->name_off < t->strings_size ? strings + x->name_off : "?", x->offset, bad);
+            return why;
+        }
+    }
+    return NULL;
+}
