@@ -49,9 +49,11 @@ like '  k  spin_forever\+0x0  \[INT3\]' "$r" "the same function takes an entry k
 like '  r  on_stack\+0x0  refused: stack-switch \(loads %rsp at 0x' "$r" "a function that switches stacks: refused, stack-switch"
 like '  r  getcontext\+0x0  refused: returns-twice \(getcontext\)' "$r" "getcontext: refused, returns-twice"
 cp "$P" "$D/before"
-out=$("$KPREWRITE" --probe 'fatal%return' "$P" 2>/dev/null); rc=$?
+out=$("$KPREWRITE" --probe 'fatal%return' "$P" 2>"$D/bake.err"); rc=$?
 like '^[0-9a-f]{16}  r  fatal\+0x0  refused: noreturn' "$out" "baking: the refused return probe is reported with its reason"
 is 3 $rc "baking: exit 3 (some probe refused)"
+like "^kprewrite: $P: fatal\\+0x0 \\(0x[0-9a-f]+\\): refused: noreturn \\(" "$(head -n 1 "$D/bake.err")" \
+    "baking: a diagnostic names the file, the symbol+offset, the address and the reason"
 
 # removal of return probes gives back the original bytes
 cp "$P" "$D/rm"

@@ -144,7 +144,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     bool *twinned = find_twins(probes);
     uint8_t *out = NULL;
     if (!twinned) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "%s: out of memory", img->path);
         return -1;
     }
     for (size_t i = 0; i < probes->n; i++) {
@@ -163,7 +163,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     out = malloc(img->map_size);
     if (!out) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "%s: out of memory", img->path);
         goto fail;
     }
     memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */

@@ -203,3 +203,28 @@ void report_disasm(FILE *out, const struct image *img, const struct symbols *sy,
         }
     }
 }
+
+void report_refusals(FILE *msg, const char *path, const struct probe_list *probes)
+{
+    char rb[64];
+    size_t globbed = 0, globbed_refused = 0;
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        bool glob = p->spec && p->spec->is_glob;
+        globbed += glob;
+        if (p->verdict != V_REFUSED)
+            continue;
+        if (glob) {
+            globbed_refused++;
+            continue;
+        }
+        fprintf(msg, "kprewrite: %s: %s+0x%llx (0x%llx): refused: %s", path, p->sym ? p->sym : "?",
+                (unsigned long long)p->off, (unsigned long long)p->addr, probe_reason(p, rb, sizeof rb));
+        if (p->detail[0])
+            fprintf(msg, " (%s)", p->detail);
+        fputc('\n', msg);
+    }
+    if (globbed_refused)
+        fprintf(msg, "kprewrite: %s: %zu of the %zu points globs matched were refused (reasons in the report; "
+                "--summary counts them)\n", path, globbed_refused, globbed);
+}

@@ -16,6 +16,10 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
                  const struct probe_list *probes, const struct analysis_stats *st);
 /* Counts by verdict and reason, for --summary (to out). */
 void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st);
+/* A rewrite's diagnostics on msg: one line for each refused probe a spec
+ * named (file, symbol+offset, address, reason, detail), one count line for
+ * those globs matched. */
+void report_refusals(FILE *msg, const char *path, const struct probe_list *probes);
 enum exit_status report_exit_status(const struct probe_list *probes);
 /* --disasm: every instruction of each probed function: address, length, text. */
 void report_disasm(FILE *out, const struct image *img, const struct symbols *sy,

@@ -110,6 +110,7 @@ int run_image(struct run_opts *o)
         report_summary(o->json ? o->msg : o->out, &probes, &st);
     if (!o->check) {
         struct bake_result br;
+        report_refusals(o->msg, o->image, &probes);
         const char *dest = o->output ? o->output : o->image;
         if (bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
