@@ -45,7 +45,18 @@ struct kprw_table {
     uint32_t text_used;              /* bytes of .kprewrite.text in use */
     int64_t state_rel;               /* .kprewrite.data - header */
     int64_t tramp_rel;               /* return trampoline - header (0: no return probes) */
-    uint64_t reserved[3];
+    uint32_t flags;                  /* enum kprw_table_flags */
+    uint32_t pad;
+    int64_t slot_rel;                /* KPRW_T_ADDED_POOL: .kprewrite.slot - header */
+    uint64_t reserved[1];
+};
+
+enum kprw_table_flags {
+    /* The pool was added to a prebuilt image (no runtime linked in, no
+     * relocation for the slots): detours call thunks that read the slots,
+     * and the runtime fills them when it finds the table (it starts a
+     * read-only PT_LOAD of its own). */
+    KPRW_T_ADDED_POOL = 1u << 0,
 };
 
 struct kprw_entry {

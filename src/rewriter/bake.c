@@ -17,6 +17,7 @@
 
 int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen)
 {
+    memset(ps, 0, sizeof *ps);
     ps->text = image_section_by_name(img, KPRW_SEC_TEXT);
     ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
     ps->data = image_section_by_name(img, KPRW_SEC_DATA);
@@ -32,6 +33,8 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
         snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, or too small)", img->path);
         return -1;
     }
+    const struct kprw_table *t = (const void *)ps->table->data;
+    ps->added = t->magic == KPRW_MAGIC && (t->flags & KPRW_T_ADDED_POOL);   /* a pool an earlier run added */
     return 0;
 }
 
@@ -139,7 +142,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
          const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
     size_t n = 0, strings = 0;
-    bool returns = false;
+    bool returns = false, measure = out_path == NULL;
     memset(res, 0, sizeof *res);
     bool *twinned = find_twins(probes);
     uint8_t *out = NULL;
@@ -155,43 +158,67 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             returns |= p->is_return;
         }
     }
-    if (returns && ps->slot->size < 16) {
+    if (returns && ps->slot->size < 16 && !measure) {
         snprintf(err, errlen, "%s: the pool predates return probes (%s has %llu bytes, needs 16): relink the "
                  "program with the current libkprewrite-pool", img->path, KPRW_SEC_SLOT,
                  (unsigned long long)ps->slot->size);
         goto fail;
     }
-    out = malloc(img->map_size);
-    if (!out) {
-        snprintf(err, errlen, "%s: out of memory", img->path);
-        goto fail;
+    uint8_t *text = NULL, *table = NULL, *data = NULL;
+    if (!measure) {
+        out = malloc(img->map_size);
+        if (!out) {
+            snprintf(err, errlen, "%s: out of memory", img->path);
+            goto fail;
+        }
+        memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
+        text = out + ps->text->offset, table = out + ps->table->offset, data = out + ps->data->offset;
+        memset(text, 0xcc, ps->text->size);
+        memset(table, 0, ps->table->size);
+        memset(data, 0, ps->data->size);
     }
-    memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
-    uint8_t *text = out + ps->text->offset, *table = out + ps->table->offset, *data = out + ps->data->offset;
-    memset(text, 0xcc, ps->text->size);
-    memset(table, 0, ps->table->size);
-    memset(data, 0, ps->data->size);
+    /* In measure mode nothing is written: every write below checks that
+     * its section is big enough, and a measured pool has size 0. */
+    uint64_t text_size = measure ? 0 : ps->text->size, table_size = measure ? 0 : ps->table->size,
+             data_size = measure ? 0 : ps->data->size;
 
     size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + strings;
     size_t data_need = n * sizeof(struct kprw_state);
     struct kprw_table *t = (void *)table;
-    struct kprw_entry *e = (void *)(t + 1);
-    char *str = (char *)(e + n);
+    struct kprw_entry *e = t ? (void *)(t + 1) : NULL;
+    char *str = e ? (char *)(e + n) : NULL;
     size_t text_used = 0, k = 0, str_used = 0;
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
     uint64_t tramp = 0;
+    /* Where detours call the runtime: the slots, or thunks reading them. */
+    uint64_t call_dispatch = ps->slot->addr, call_return = ps->slot->addr + 8;
+    if (ps->added) {
+        for (int th = 0; th < 2; th++) {
+            uint64_t at = ps->text->addr + text_used;
+            size_t len = x86_emit_slot_thunk(at, ps->slot->addr + 8 * (uint64_t)th, det);
+            if (!len) {
+                snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
+                goto fail;
+            }
+            if (text_used + len <= text_size)
+                memcpy(text + text_used, det, len);
+            *(th ? &call_return : &call_dispatch) = at;
+            text_used = (text_used + len + 15) & ~(size_t)15;
+        }
+    }
 
     if (returns) {
         /* one return trampoline for the image, first in the text */
-        size_t len = x86_emit_ret_trampoline(ps->text->addr, ps->slot->addr + 8, det);
+        uint64_t at = ps->text->addr + text_used;
+        size_t len = x86_emit_ret_trampoline(at, call_return, ps->added, det);
         if (!len) {
             snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
             goto fail;
         }
-        if (len <= ps->text->size)
-            memcpy(text, det, len);
-        tramp = ps->text->addr;
-        text_used = (len + 15) & ~(size_t)15;
+        if (text_used + len <= text_size)
+            memcpy(text + text_used, det, len);
+        tramp = at;
+        text_used = (text_used + len + 15) & ~(size_t)15;
     }
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
@@ -209,10 +236,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         if (p->verdict == V_OPTIMIZED) {
             struct detour_params dp = {
                 .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
-                .slot = ps->slot->addr, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
+                .slot = call_dispatch, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
                 .entry_aligned = p->entry_aligned,
                 /* return probes are at function entries: no live flags (ABI) */
-                .ret_slot = p->is_return ? ps->slot->addr + 8 : 0,
+                .ret_slot = p->is_return ? call_return : 0,
+                .via_thunks = ps->added,
             };
             len = x86_emit_detour(&dp, det, &dcr_off, &hook_off, derr, sizeof derr);
             hook = p->is_return ? at + hook_off : 0;
@@ -246,11 +274,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             snprintf(err, errlen, "%s: %s+0x%llx: %s", img->path, p->sym, (unsigned long long)p->off, derr);
             goto fail;
         }
-        if (text_used + len <= ps->text->size)
+        if (text_used + len <= text_size)
             memcpy(text + text_used, det, len);
         text_used = (text_used + len + 15) & ~(size_t)15;
-        memcpy(out + site_off, site_bytes, site_len);
-        if (table_need <= ps->table->size && data_need <= ps->data->size) {
+        if (!measure)
+            memcpy(out + site_off, site_bytes, site_len);
+        if (table_need <= table_size && data_need <= data_size) {
             e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
             e[k].detour_rel = p->verdict == V_OPTIMIZED ? (int64_t)(at - ps->table->addr) : 0;
             e[k].ool_rel = (int64_t)(ool - ps->table->addr);
@@ -275,6 +304,14 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         }
         k++;
     }
+    if (measure) {
+        res->baked = n;
+        res->text_used = text_used;
+        res->table_used = table_need;
+        res->data_used = data_need;
+        free(twinned);
+        return 0;
+    }
     if (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size) {
         snprintf(err, errlen, "%s: the pool is too small for %zu probes: %s needs %zu bytes (has %llu), "
                  "%s needs %zu (has %llu), %s needs %zu (has %llu); enlarge it with KPREWRITE_POOL() "
@@ -293,6 +330,10 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->text_used = (uint32_t)text_used;
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
+        if (ps->added) {
+            t->flags = KPRW_T_ADDED_POOL;
+            t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);
+        }
     }
     struct stat st;
     if (fstat(img->fd, &st) < 0) {

@@ -7,6 +7,7 @@
 
 struct pool_sections {
     const struct section *text, *table, *data, *slot;
+    bool added;   /* added by kprewrite to a prebuilt image (KPRW_T_ADDED_POOL) */
 };
 
 /* The pool reserved at link time; -1 with a message when the image has none. */
@@ -23,7 +24,9 @@ struct bake_result {
     size_t text_used, table_used, data_used;
 };
 
-/* Writes every optimized probe (detour, site jump, table entry, state) into
+/* With out_path NULL, writes nothing and only measures: res gets the bytes
+ * each pool section needs (text_used, table_used, data_used).
+ * Otherwise writes every optimized probe (detour, site jump, table entry, state) into
  * a copy of the image and renames it over out_path. Probes that cannot be
  * baked are left out (the report says why). Returns 0, or -1 with err. */
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,

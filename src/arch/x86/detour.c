@@ -107,6 +107,21 @@ static bool rel32(struct buf *b, uint64_t target)
     return true;
 }
 
+/* Call the runtime through the pointer at addr (call *addr(%rip)), or, in
+ * an image the runtime was not linked into, call the thunk at addr (nop;
+ * call rel32: the same length, so every offset after it is the same). */
+static bool call_slot(struct buf *b, uint64_t addr, bool via_thunk)
+{
+    if (via_thunk) {
+        b1(b, 0x90);
+        b1(b, 0xe8);
+    } else {
+        b1(b, 0xff);
+        b1(b, 0x15);
+    }
+    return rel32(b, addr);
+}
+
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
 
 /* The caller-saved registers, pushed in pt_regs order (di is highest). */
@@ -120,7 +135,7 @@ static void push_pop(struct buf *b, int reg, bool pop)
     b1(b, (uint8_t)((pop ? 0x58 : 0x50) | (reg & 7)));
 }
 
-static bool return_frame(struct buf *b, uint64_t slot);
+static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk);
 
 /* A direct call whose return address is ret (the original code), not the
  * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
@@ -264,8 +279,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
                                          0x56, 0x56 };           /* push %rsi; push %rsi */
         bn(&b, align, sizeof align);
     }
-    b1(&b, 0xff); b1(&b, 0x15);                                 /* call *slot(%rip) */
-    if (!rel32(&b, p->slot))
+    if (!call_slot(&b, p->slot, p->via_thunks))                 /* call *slot(%rip) */
         goto far;
     if (!p->entry_aligned)
         b1(&b, 0x5c);                                           /* pop %rsp */
@@ -310,7 +324,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         if (!rel32(&b, p->at + *dcr_off))
             goto far;
         *hook_off = b.n;
-        if (!return_frame(&b, p->ret_slot))
+        if (!return_frame(&b, p->ret_slot, p->via_thunks))
             goto far;
         b1(&b, 0xc3);                                           /* ret: to the caller */
     }
@@ -398,7 +412,7 @@ static const int tramp_pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11, R
  * the real return address), store that at S, restore the registers (a
  * handler's writes take effect), leave %rsp = S + 8 - 8 = S ready for
  * `ret`. Returns false when slot is out of reach. */
-static bool return_frame(struct buf *b, uint64_t slot)
+static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk)
 {
     lea_rsp(b, RSP, -(8 + UPPER));
     for (size_t i = 0; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
@@ -407,8 +421,7 @@ static bool return_frame(struct buf *b, uint64_t slot)
                                          0x48, 0x89, 0xe3,        /* mov %rsp,%rbx */
                                          0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
     bn(b, call_prep, sizeof call_prep);
-    b1(b, 0xff); b1(b, 0x15);                                   /* call *slot(%rip) */
-    if (!rel32(b, slot))
+    if (!call_slot(b, slot, via_thunk))                         /* call *slot(%rip) */
         return false;
     static const uint8_t after[] = { 0x48, 0x89, 0xdc };        /* mov %rbx,%rsp */
     bn(b, after, sizeof after);
@@ -419,14 +432,29 @@ static bool return_frame(struct buf *b, uint64_t slot)
     return true;
 }
 
-size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out)
+size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    if (!return_frame(&b, slot))
+    if (!return_frame(&b, slot, via_thunk))
         return 0;
     static const uint8_t jmp_back[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, /* lea 8(%rsp),%rsp */
                                         0xff, 0x64, 0x24, 0xf8 };     /* jmp *-8(%rsp) */
     bn(&b, jmp_back, sizeof jmp_back);
+    return b.n;
+}
+
+size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    b1(&b, 0x48); b1(&b, 0x8b); b1(&b, 0x05);                   /* mov slot(%rip),%rax */
+    if (!rel32(&b, slot))
+        return 0;
+    static const uint8_t rest[] = { 0x48, 0x85, 0xc0,           /* test %rax,%rax */
+                                    0x74, 0x02,                 /* je 1f */
+                                    0xff, 0xe0,                 /* jmp *%rax */
+                                    0x31, 0xc0,                 /* 1: xor %eax,%eax */
+                                    0xc3 };                     /* ret */
+    bn(&b, rest, sizeof rest);
     return b.n;
 }
 

@@ -16,6 +16,9 @@ struct detour_params {
     bool entry_aligned;       /* %rsp = 8 mod 16 at the site (function entry) */
     uint64_t ret_slot;        /* return probes (a function entry): the pointer to the
                                  runtime's return handler; 0 for a plain kprobe */
+    bool via_thunks;          /* slot and ret_slot are thunks (x86_emit_slot_thunk) to
+                                 call, not pointers: an image the runtime was not linked
+                                 into, whose slots the runtime fills when it loads */
 };
 
 /* Largest detour: template + relocated DCR (jcc8 grows to 6, jmp8 to 5). */
@@ -45,7 +48,14 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
  * calling the runtime's return handler through the pointer at slot.
  * Returns its length, 0 when slot is out of reach. */
 #define RET_TRAMPOLINE_MAX 96
-size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, uint8_t *out);
+size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8_t *out);
+
+/* A thunk (SLOT_THUNK_MAX bytes) that jumps through the pointer at slot, or
+ * returns 0 in %rax while the slot is still empty (no relocation fills it:
+ * the runtime does, when it finds the image). Clobbers %rax and the flags,
+ * which the detour has saved. Returns its length, 0 when out of reach. */
+#define SLOT_THUNK_MAX 32
+size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
 /* Does the instruction (n bytes at p) switch stacks: load %rsp from
  * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
