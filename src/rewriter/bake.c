@@ -22,6 +22,10 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
     ps->data = image_section_by_name(img, KPRW_SEC_DATA);
     ps->slot = image_section_by_name(img, KPRW_SEC_SLOT);
+    if (!ps->text && !ps->table && !ps->data && !ps->slot) {
+        snprintf(err, errlen, "%s: no kprewrite pool", img->path);
+        return -2;
+    }
     if (!ps->text || !ps->table || !ps->data || !ps->slot) {
         snprintf(err, errlen, "%s: no kprewrite pool (sections %s, %s, %s, %s): link the program with "
                  "`pkg-config --libs kprewrite-rt`", img->path, KPRW_SEC_TEXT, KPRW_SEC_TABLE,
@@ -335,12 +339,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);
         }
     }
-    struct stat st;
-    if (fstat(img->fd, &st) < 0) {
-        snprintf(err, errlen, "%s: %s", img->path, strerror(errno));
-        goto fail;
-    }
-    if (write_atomic(out_path, out, img->map_size, st.st_mode, err, errlen) < 0)
+    if (write_atomic(out_path, out, img->map_size, img->mode, err, errlen) < 0)
         goto fail;
     res->baked = n;
     res->text_used = text_used;

@@ -10,7 +10,8 @@ struct pool_sections {
     bool added;   /* added by kprewrite to a prebuilt image (KPRW_T_ADDED_POOL) */
 };
 
-/* The pool reserved at link time; -1 with a message when the image has none. */
+/* The pool reserved at link time (or added by an earlier run); -2 when the
+ * image has none, -1 with a message when it is malformed. */
 int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen);
 
 /* Probes an earlier run baked: puts their original bytes back in the

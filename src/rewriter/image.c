@@ -93,10 +93,11 @@ static bool dynamic_pie_flag(const struct image *img)
     return false;
 }
 
+static int parse(struct image *img, bool force_kernel, char *err, size_t errlen);
+
 int image_open(struct image *img, const char *path, bool force_kernel, char *err, size_t errlen)
 {
     struct stat st;
-    size_t shnum, shstrndx;
 
     memset(img, 0, sizeof *img);
     img->fd = -1;
@@ -110,6 +111,7 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         return fail(err, errlen, "%s: not a regular file%s", path, "");
     }
     img->map_size = (size_t)st.st_size;
+    img->mode = st.st_mode & 07777;
     if (img->map_size < EI_NIDENT) {
         image_close(img);
         return fail(err, errlen, "%s: not an ELF file (%s)", path, img->map_size ? "too short" : "empty");
@@ -121,7 +123,29 @@ int image_open(struct image *img, const char *path, bool force_kernel, char *err
         image_close(img);
         return fail(err, errlen, "%s: cannot map: %s", path, strerror(errno));
     }
-    if (memcmp(img->map, ELFMAG, SELFMAG) != 0) {
+    return parse(img, force_kernel, err, errlen);
+}
+
+int image_open_mem(struct image *img, const char *label, uint8_t *buf, size_t size, unsigned mode,
+                   char *err, size_t errlen)
+{
+    memset(img, 0, sizeof *img);
+    img->fd = -1;
+    img->path = label;
+    img->map = buf;
+    img->map_size = size;
+    img->map_malloced = true;
+    img->mode = mode;
+    elf_version(EV_CURRENT);
+    return parse(img, false, err, errlen);
+}
+
+/* Everything after the bytes are in img->map: checks, sections, kind. */
+static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
+{
+    const char *path = img->path;
+    size_t shnum, shstrndx;
+    if (img->map_size < EI_NIDENT || memcmp(img->map, ELFMAG, SELFMAG) != 0) {
         image_close(img);
         return fail(err, errlen, "%s: not an ELF file%s", path, "");
     }
@@ -232,7 +256,9 @@ void image_close(struct image *img)
 {
     if (img->elf)
         elf_end(img->elf);
-    if (img->map)
+    if (img->map && img->map_malloced)
+        free(img->map);
+    else if (img->map)
         munmap(img->map, img->map_size);
     if (img->fd >= 0)
         close(img->fd);

@@ -21,6 +21,8 @@ struct image {
     int fd;
     uint8_t *map;            /* the whole file, read-only */
     size_t map_size;
+    bool map_malloced;       /* image_open_mem: map is ours to free() */
+    unsigned mode;           /* the file's permission bits (for the output) */
     Elf *elf;
     GElf_Ehdr ehdr;
     enum image_kind kind;
@@ -35,6 +37,10 @@ struct image {
 /* Open and validate path. force_kernel: treat an ET_EXEC as vmlinux.
  * On error returns -1 with a one-line message in err. */
 int image_open(struct image *img, const char *path, bool force_kernel, char *err, size_t errlen);
+/* The same from bytes in memory (taken over: freed by image_close, also on
+ * error); label names it in messages, mode is the output's mode. */
+int image_open_mem(struct image *img, const char *label, uint8_t *buf, size_t size, unsigned mode,
+                   char *err, size_t errlen);
 void image_close(struct image *img);
 
 /* Bytes at vaddr within one allocated PROGBITS section; *avail = bytes left in it. */

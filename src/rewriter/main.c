@@ -15,13 +15,14 @@
 static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
 "                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
-"                 [--system-map FILE] [--kernel] IMAGE\n"
+"                 [--system-map FILE] [--kernel] [--runtime LIB] IMAGE\n"
 "       kprewrite ctl PID COMMAND    (see kprewrite ctl --help)\n"
 "       kprewrite --help | --version\n"
 "\n"
 "Bake probes into IMAGE (in place, or into OUT): each probe that can be\n"
 "jump-optimized gets a detour in the pool the image reserved by linking\n"
-"libkprewrite-rt. With --check, only report what would be done.\n"
+"libkprewrite-rt; an image built without it gets a pool added and loads\n"
+"the runtime (LIB) at start-up. With --check, only report what would be done.\n"
 "\n"
 "Options:\n"
 "  -c, --check            report what would be done; change nothing\n"
@@ -38,6 +39,8 @@ static const char usage_text[] =
 "  -s, --summary          add counts by verdict and reason (stderr with --json)\n"
 "  -m, --system-map FILE  take symbols from FILE (a vmlinux without .symtab)\n"
 "  -k, --kernel           treat an ET_EXEC image as a vmlinux\n"
+"  -R, --runtime LIB      the runtime an image built without it loads (DT_NEEDED);\n"
+"                         default " KPRW_RUNTIME_DEFAULT "\n"
 "  -d, --disasm           print the decoded instructions of each probed function\n"
 "  -h, --help             this text\n"
 "  -V, --version          the version\n"
@@ -66,19 +69,20 @@ int main(int argc, char **argv)
         { "disasm", no_argument, NULL, 'd' },
         { "output", required_argument, NULL, 'o' },
         { "remove", required_argument, NULL, 'r' },
+        { "runtime", required_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct spec_list specs = { 0 }, removes = { 0 };
     const char *output = NULL;
-    const char *system_map = NULL;
+    const char *system_map = NULL, *runtime = NULL;
     bool check = false, json = false, summary = false, kernel = false, disasm = false;
     char err[1024];
     int c, status = EXIT_ERROR;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
@@ -93,6 +97,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'm': system_map = optarg; break;
+        case 'R': runtime = optarg; break;
         case 'p':
             if (spec_add(&specs, optarg, "--probe", err, sizeof err) < 0) {
                 fprintf(stderr, "kprewrite: %s\n", err);
@@ -108,7 +113,7 @@ int main(int argc, char **argv)
         case 'h': fputs(usage_text, stdout); status = 0; goto out;
         case 'V': printf("kprewrite %s\n", PACKAGE_VERSION); status = 0; goto out;
         default:
-            if (optopt && strchr("pfmor", optopt))
+            if (optopt && strchr("pfmorR", optopt))
                 fprintf(stderr, "kprewrite: option -%c needs an argument (try --help)\n", optopt);
             else
                 fprintf(stderr, "kprewrite: unknown option '%s' (try --help)\n", argv[optind - 1]);
@@ -129,7 +134,7 @@ int main(int argc, char **argv)
     }
 
     struct run_opts ro = {
-        .image = argv[optind], .output = output, .system_map = system_map,
+        .image = argv[optind], .output = output, .system_map = system_map, .runtime = runtime,
         .specs = &specs, .removes = &removes,
         .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
         .out = stdout, .msg = stderr,

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kprewrite/abi.h"
+
+#include "addpool.h"
 #include "analyze.h"
 #include "bake.h"
 #include "image.h"
@@ -45,6 +48,41 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
     return 0;
 }
 
+/* A prebuilt image: measure what the probes need, add a pool of that size
+ * (and the runtime as DT_NEEDED) in memory, and bake into that. */
+static int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *dest,
+                           const char *runtime, struct bake_result *br, size_t *grown, char *err, size_t errlen)
+{
+    uint64_t text = pool_add_text_addr(img, err, errlen);
+    if (!text)
+        return -1;
+    /* measured at the real text address; table and slots placed roughly
+     * (only their reach matters, and it is checked again for real) */
+    struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
+                   d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000 };
+    struct pool_sections plan = { &t, &tb, &d, &sl, true };
+    struct bake_result need;
+    if (bake(img, &plan, probes, NULL, &need, err, errlen) < 0)
+        return -1;
+    struct pool_sizes sz = { need.text_used, need.table_used, need.data_used };
+    uint8_t *buf;
+    size_t size;
+    if (pool_add(img, &sz, runtime, &buf, &size, err, errlen) < 0)
+        return -1;
+    struct image grown_img;
+    struct pool_sections ps;
+    if (image_open_mem(&grown_img, img->path, buf, size, img->mode, err, errlen) < 0)
+        return -1;
+    int rc = pool_find(&grown_img, &ps, err, errlen);
+    if (rc == 0) {
+        ps.added = true;
+        rc = bake(&grown_img, &ps, probes, dest, br, err, errlen);
+    }
+    *grown = size - img->map_size;
+    image_close(&grown_img);
+    return rc < 0 ? -1 : 0;
+}
+
 int run_image(struct run_opts *o)
 {
     char err[1024];
@@ -56,6 +94,7 @@ int run_image(struct run_opts *o)
     struct analysis_stats st;
     struct pool_sections pool;
     size_t nbaked_before = 0;
+    bool add_pool = false;   /* a prebuilt image: kprewrite adds the pool */
     if (image_open(&img, o->image, o->kernel, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto out;
@@ -64,9 +103,13 @@ int run_image(struct run_opts *o)
         /* The probes baked earlier come first; their original bytes are put
          * back in our private copy so the analysis sees the original code. */
         struct spec_list all = { 0 };
-        int old;
-        if (pool_find(&img, &pool, err, sizeof err) < 0 ||
-            (old = pool_existing(&img, &pool, &all, err, sizeof err)) < 0) {
+        int old = 0, found = pool_find(&img, &pool, err, sizeof err);
+        if (found == -2) {
+            add_pool = true;
+            if (!pool_add_text_addr(&img, err, sizeof err))
+                found = -1;   /* it cannot take one: say why now */
+        }
+        if (found == -1 || (found == 0 && (old = pool_existing(&img, &pool, &all, err, sizeof err)) < 0)) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             spec_list_free(&all);
             goto close_image;
@@ -112,13 +155,21 @@ int run_image(struct run_opts *o)
         struct bake_result br;
         report_refusals(o->msg, o->image, &probes);
         const char *dest = o->output ? o->output : o->image;
-        if (bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
+        size_t grown = 0;
+        if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT, &br,
+                                       &grown, err, sizeof err) < 0
+                     : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             goto free_all;
         }
-        fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
-                "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", nbaked_before, br.text_used,
-                br.table_used, br.data_used);
+        if (add_pool)
+            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
+                    "loads %s)\n", dest, br.baked, br.baked == 1 ? "" : "s", grown,
+                    o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT);
+        else
+            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
+                    "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", nbaked_before, br.text_used,
+                    br.table_used, br.data_used);
     }
     if (fflush(o->out) != 0 || ferror(o->out)) {
         fprintf(o->msg, "kprewrite: error writing the report\n");

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <stddef.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -571,9 +572,39 @@ static void report(void)
     pthread_mutex_unlock(&rt_lock);
 }
 
+/* Pools kprewrite added to prebuilt images (KPRW_T_ADDED_POOL): no
+ * constructor registers them; each table starts a non-writable PT_LOAD of
+ * its own. Their detours call thunks that read the slots, which stay
+ * empty (probes count nothing) until the table is trusted. */
+unsigned long __kprewrite_return(void *vregs);
+
+static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || ph->p_filesz < sizeof(struct kprw_table))
+            continue;
+        const struct kprw_table *t = (const void *)(info->dlpi_addr + ph->p_vaddr);
+        if (t->magic != KPRW_MAGIC || !(t->flags & KPRW_T_ADDED_POOL))
+            continue;
+        pthread_mutex_lock(&rt_lock);
+        if (add_pool(t)) {   /* checked: the slots are in a writable segment of that object */
+            void *_Atomic *slot = (void *_Atomic *)((char *)t + t->slot_rel);
+            atomic_store(&slot[1], (void *)__kprewrite_return);
+            atomic_store(&slot[0], (void *)__kprewrite_dispatch);
+        }
+        pthread_mutex_unlock(&rt_lock);
+    }
+    return 0;
+}
+
 __attribute__((constructor(101))) static void rt_init(void)
 {
     trap_install();
+    /* every object loaded at start-up is mapped by now (libraries opened
+     * later with dlopen are not searched: their probes count nothing) */
+    dl_iterate_phdr(find_added_pools, NULL);
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0)
         atexit(report);

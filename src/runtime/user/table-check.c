@@ -88,6 +88,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
     struct kprw_state *st = (void *)at(t, t->state_rel);
     if (t->nentries && !in_segment(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st, PF_R | PF_W, PF_X))
         return "the state array lies outside a writable, non-executable segment";
+    if ((t->flags & KPRW_T_ADDED_POOL) && !in_segment(&o, at(t, t->slot_rel), 16, PF_R | PF_W, PF_X))
+        return "the slots lie outside a writable, non-executable segment";
     if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
         return "the return trampoline lies outside executable code";
     const struct kprw_entry *e = (const void *)(t + 1);

@@ -318,7 +318,8 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
 
     if (si->si_code == TRAP_TRACE && stepping) {
         step_done(g);
-    } else if (si->si_code == SI_KERNEL && (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
+    } else if ((si->si_code == SI_KERNEL || si->si_code == TRAP_BRKPT) &&   /* TRAP_BRKPT: valgrind's int3 */
+               (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
         atomic_fetch_add_explicit(&trap_active, 1, memory_order_acquire);
         probe_hit(pt, g);
         atomic_fetch_sub_explicit(&trap_active, 1, memory_order_release);

@@ -1,0 +1,32 @@
+/* Adding a kprewrite pool to a prebuilt image: new segments, and the
+ * runtime library as a new DT_NEEDED. */
+#ifndef KPREWRITE_ADDPOOL_H
+#define KPREWRITE_ADDPOOL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "image.h"
+
+struct pool_sizes {
+    uint64_t text, table, data;
+};
+
+/* Where the pool text will start, before its size is known (the detours'
+ * lengths do not depend on it, their rel32 reach does). 0 when the image
+ * cannot take a pool (err says why). */
+uint64_t pool_add_text_addr(const struct image *img, char *err, size_t errlen);
+
+/* A copy of img (malloc'd, *out and *out_size) with, appended after every
+ * existing byte (none moves):
+ *   an r-x PT_LOAD:  .kprewrite.table first (the runtime finds it there), a
+ *                    copy of .dynstr with the runtime's path appended, and
+ *                    .kprewrite.text (sz->text bytes of int3);
+ *   an rw- PT_LOAD:  a copy of .dynamic with DT_NEEDED runtime first and
+ *                    DT_STRTAB/DT_STRSZ re-pointed (PT_DYNAMIC follows it),
+ *                    .kprewrite.data and .kprewrite.slot (empty slots);
+ * then a new .shstrtab and section header table naming the new sections
+ * (.dynamic and .dynstr point at their copies). The two PT_LOADs replace
+ * two PT_NOTE program headers. Static executables are refused. Returns 0,
+ * or -1 with a one-line message. */
+int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
+             size_t *out_size, char *err, size_t errlen);
+#endif
