@@ -34,6 +34,7 @@ struct plan {
     uint64_t strtab, strsz;
     const uint8_t *dynstr;        /* its file bytes */
     bool has_runtime;             /* a DT_NEEDED names libkprewrite-rt already */
+    bool interp;                  /* PT_INTERP: an executable (a library has none) */
     size_t dynamic_sec, dynstr_sec;
 };
 
@@ -80,7 +81,7 @@ static int plan_read(const struct image *img, struct plan *p, char *err, size_t 
         if (ph->p_type == PT_DYNAMIC)
             p->dyn_ph = i;
         if (ph->p_type == PT_INTERP)
-            interp = true;
+            interp = p->interp = true;
     }
     if (p->dyn_ph == SIZE_MAX || (img->ehdr.e_type == ET_EXEC && !interp))
         return fail(err, errlen, path, "a static executable: the runtime cannot be loaded into it (no dynamic "
@@ -143,32 +144,53 @@ static Elf64_Phdr load(uint64_t off, uint64_t vaddr, uint64_t size, uint32_t fla
     return ph;
 }
 
+static Elf64_Shdr nobits(uint32_t name, uint64_t addr, uint64_t off, uint64_t size, uint64_t align)
+{
+    Elf64_Shdr s = section(name, SHF_ALLOC | SHF_WRITE, addr, off, size, align);
+    s.sh_type = SHT_NOBITS;
+    return s;
+}
+
 int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
              size_t *out_size, char *err, size_t errlen)
 {
     struct plan p;
     if (plan_read(img, &p, err, errlen) < 0)
         return -1;
-    size_t notes[2], nnotes = 0;
+    size_t notes[2] = { SIZE_MAX, SIZE_MAX }, nnotes = 0;
     for (size_t i = p.phnum; i-- > 0 && nnotes < 2;)
         if (p.ph[i].p_type == PT_NOTE)
             notes[nnotes++] = i;
-    if (nnotes < 2)
-        return fail(err, errlen, img->path, "fewer than two PT_NOTE program headers to turn into the pool's "
-                    "segments (kprewrite adds no program header: the table could not grow in place)");
+    /* Two PT_NOTEs: an r-x and an rw- PT_LOAD. One, in a library (whose
+     * .dynamic ld.so only reads, glibc >= 2.35): one r-x PT_LOAD holding
+     * .dynamic too, and the probe state and slots as zero-filled memory
+     * added at the end of the last rw- PT_LOAD. */
+    bool lib = !p.interp, two = nnotes >= 2;
+    const Elf64_Phdr *last = &p.ph[p.last_load];
+    if (!two && !(lib && nnotes == 1 && (last->p_flags & PF_W) && last->p_vaddr + last->p_memsz == p.vend))
+        return fail(err, errlen, img->path, lib ? "no PT_NOTE program header to turn into the pool's segment, or "
+                    "the last segment is not writable (kprewrite adds no program header)"
+                    : "fewer than two PT_NOTE program headers to turn into the pool's segments (kprewrite adds "
+                    "no program header: the table could not grow in place)");
+    if (!two)
+        notes[1] = SIZE_MAX;
     bool add_needed = !p.has_runtime;
     size_t rtlen = add_needed ? strlen(runtime) + 1 : 0;
+    uint64_t ndyn = p.ndyn + (add_needed ? 1 : 0) + SPARE_DYN, dynsz = ndyn * sizeof(Elf64_Dyn);
+    uint64_t da = up(sz->data ? sz->data : 64, 64);
 
-    /* r-x: the table first (the runtime finds it there), .dynstr, the detours */
-    uint64_t vx = up(p.vend, PAGE), fx = up(img->map_size, PAGE);
+    /* one-note libraries: state and slots after the last rw- PT_LOAD's memory */
+    uint64_t vb_da = up(p.vend, 64), vb_sl = vb_da + da, vb_end = vb_sl + 16;
+    /* r-x: the table first (the runtime finds it there), .dynstr, [.dynamic], the detours */
+    uint64_t vx = up(two ? p.vend : vb_end, PAGE), fx = up(img->map_size, PAGE);
     uint64_t tb = up(sz->table > sizeof(struct kprw_table) ? sz->table : sizeof(struct kprw_table), 64);
     uint64_t off_ds = tb, dsz = p.strsz + rtlen;
-    uint64_t off_tx = up(off_ds + dsz, 64), tx = up(sz->text ? sz->text : 16, 16), xsz = off_tx + tx;
-    /* rw-: .dynamic, state, slots */
+    uint64_t off_dyn = up(off_ds + dsz, 8), after = two ? off_ds + dsz : off_dyn + dynsz;
+    uint64_t off_tx = up(after, 64), tx = up(sz->text ? sz->text : 16, 16), xsz = off_tx + tx;
+    /* rw- (two notes): .dynamic, state, slots */
     uint64_t vw = up(vx + xsz, PAGE), fw = fx + (vw - vx);
-    uint64_t ndyn = p.ndyn + (add_needed ? 1 : 0) + SPARE_DYN, dynsz = ndyn * sizeof(Elf64_Dyn);
-    uint64_t off_da = up(dynsz, 64), da = up(sz->data ? sz->data : 64, 64);
-    uint64_t off_sl = off_da + da, wsz = off_sl + 16;
+    uint64_t off_da = up(dynsz, 64), off_sl = off_da + da, wsz = two ? off_sl + 16 : 0;
+    uint64_t dyn_v = two ? vw : vx + off_dyn, dyn_f = two ? fw : fx + off_dyn;
     /* non-allocated: .shstrtab, section headers */
     const struct section *shs = &img->secs[p.eh->e_shstrndx];
     static const char *const names[NEW_SECTIONS] = { KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA, KPRW_SEC_SLOT };
@@ -179,7 +201,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)oe->e_shnum * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
         return fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
-    uint64_t fsh = fw + wsz, shstrsz = shs->size + namesz;
+    uint64_t fsh = (two ? fw + wsz : fx + xsz), shstrsz = shs->size + namesz;
     uint64_t fsht = up(fsh + shstrsz, 8), nsh = img->nsecs + NEW_SECTIONS;
     uint64_t total = fsht + nsh * sizeof(Elf64_Shdr);
     if (vw + wsz < vx || total < img->map_size)
@@ -193,7 +215,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
 
     /* Program headers, rewritten in place with the same count: PT_PHDR and
      * PT_INTERP, the PT_LOADs (ascending, as the loaders want) and ours,
-     * then the rest; two PT_NOTEs make room (their notes stay, as sections). */
+     * then the rest; PT_NOTEs make room (their notes stay, as sections). */
     Elf64_Phdr *nph = (Elf64_Phdr *)(b + oe->e_phoff);
     size_t k = 0;
     for (int pass = 0; pass < 3; pass++)
@@ -203,14 +225,19 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
             if (group != pass || i == notes[0] || i == notes[1])
                 continue;
             if (i == p.dyn_ph) {
-                ph.p_offset = fw;
-                ph.p_vaddr = ph.p_paddr = vw;
+                ph.p_offset = dyn_f;
+                ph.p_vaddr = ph.p_paddr = dyn_v;
                 ph.p_filesz = ph.p_memsz = dynsz;
+                if (!two)
+                    ph.p_flags = PF_R;   /* ld.so then reads it without relocating it in place */
             }
+            if (!two && i == p.last_load)
+                ph.p_memsz = vb_end - ph.p_vaddr;
             nph[k++] = ph;
             if (pass == 1 && i == p.last_load) {
                 nph[k++] = load(fx, vx, xsz, PF_R | PF_X);
-                nph[k++] = load(fw, vw, wsz, PF_R | PF_W);
+                if (two)
+                    nph[k++] = load(fw, vw, wsz, PF_R | PF_W);
             }
         }
     if (k != p.phnum) {
@@ -224,7 +251,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     /* .dynamic: the runtime's DT_NEEDED first, so its definitions come
      * before libgcc_s's and libc's in symbol lookup (it interposes the
      * unwinder's entry points and pthread_exit for return probes) */
-    Elf64_Dyn *nd = (Elf64_Dyn *)(b + fw);
+    Elf64_Dyn *nd = (Elf64_Dyn *)(b + dyn_f);
     size_t j = 0;
     if (add_needed)
         nd[j++] = (Elf64_Dyn){ .d_tag = DT_NEEDED, .d_un.d_val = p.strsz };
@@ -252,9 +279,11 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     sh[oe->e_shstrndx].sh_offset = fsh;
     sh[oe->e_shstrndx].sh_size = shstrsz;
     if (p.dynamic_sec != SIZE_MAX) {
-        sh[p.dynamic_sec].sh_addr = vw;
-        sh[p.dynamic_sec].sh_offset = fw;
+        sh[p.dynamic_sec].sh_addr = dyn_v;
+        sh[p.dynamic_sec].sh_offset = dyn_f;
         sh[p.dynamic_sec].sh_size = dynsz;
+        if (!two)
+            sh[p.dynamic_sec].sh_flags = SHF_ALLOC;
     }
     if (p.dynstr_sec != SIZE_MAX) {
         sh[p.dynstr_sec].sh_addr = vx + off_ds;
@@ -264,8 +293,14 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     size_t n = img->nsecs;
     sh[n++] = section(name_at[0], SHF_ALLOC | SHF_EXECINSTR, vx + off_tx, fx + off_tx, tx, 16);
     sh[n++] = section(name_at[1], SHF_ALLOC, vx, fx, tb, 64);
-    sh[n++] = section(name_at[2], SHF_ALLOC | SHF_WRITE, vw + off_da, fw + off_da, da, 64);
-    sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, 16, 8);
+    if (two) {
+        sh[n++] = section(name_at[2], SHF_ALLOC | SHF_WRITE, vw + off_da, fw + off_da, da, 64);
+        sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, 16, 8);
+    } else {
+        uint64_t foff = last->p_offset + (vb_da - last->p_vaddr);   /* where it would be (NOBITS) */
+        sh[n++] = nobits(name_at[2], vb_da, foff, da, 64);
+        sh[n++] = nobits(name_at[3], vb_sl, foff + da, 16, 8);
+    }
 
     Elf64_Ehdr *e = (Elf64_Ehdr *)b;
     e->e_shoff = fsht;

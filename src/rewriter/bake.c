@@ -32,7 +32,9 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
                  KPRW_SEC_DATA, KPRW_SEC_SLOT);
         return -1;
     }
-    if (!ps->text->data || !ps->table->data || !ps->data->data || !ps->slot->data ||
+    /* state and slots may be zero-filled memory (a pool added to a library) */
+    if (!ps->text->data || !ps->table->data || (!ps->data->data && ps->data->type != SHT_NOBITS) ||
+        (!ps->slot->data && ps->slot->type != SHT_NOBITS) ||
         !(ps->text->flags & SHF_EXECINSTR) || ps->slot->size < 8 || ps->table->size < sizeof(struct kprw_table)) {
         snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, or too small)", img->path);
         return -1;
@@ -176,10 +178,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             goto fail;
         }
         memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
-        text = out + ps->text->offset, table = out + ps->table->offset, data = out + ps->data->offset;
+        text = out + ps->text->offset, table = out + ps->table->offset;
+        data = ps->data->data ? out + ps->data->offset : NULL;   /* NULL: zero-filled memory */
         memset(text, 0xcc, ps->text->size);
         memset(table, 0, ps->table->size);
-        memset(data, 0, ps->data->size);
+        if (data)
+            memset(data, 0, ps->data->size);
     }
     /* In measure mode nothing is written: every write below checks that
      * its section is big enough, and a measured pool has size 0. */
@@ -302,9 +306,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             size_t sl = strlen(p->sym) + 1;
             memcpy(str + str_used, p->sym, sl);
             str_used += sl;
-            struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
-            st->index = (uint32_t)k;
-            st->table_rel = (int64_t)(ps->table->addr - state);
+            if (data) {   /* else the runtime fills them in */
+                struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
+                st->index = (uint32_t)k;
+                st->table_rel = (int64_t)(ps->table->addr - state);
+            }
         }
         k++;
     }
@@ -315,6 +321,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         res->data_used = data_need;
         free(twinned);
         return 0;
+    }
+    if (ps->added && (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size)) {
+        snprintf(err, errlen, "%s: the pool kprewrite added to this image is sized for the probes it was given "
+                 "(%s has %llu bytes, %zu needed): rewrite the original image with every probe you want",
+                 img->path, KPRW_SEC_TEXT, (unsigned long long)ps->text->size, text_used);
+        goto fail;
     }
     if (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size) {
         snprintf(err, errlen, "%s: the pool is too small for %zu probes: %s needs %zu bytes (has %llu), "

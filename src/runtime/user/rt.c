@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stddef.h>
 #include <linux/membarrier.h>
@@ -184,6 +185,10 @@ static struct point *add_pool(const struct kprw_table *t)
         pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
         pt->id = rt_npoints;
         rt_points[rt_npoints++] = pt;
+        if (!st[i].table_rel) {   /* zero-filled state of a pool added to a library */
+            st[i].index = i;
+            st[i].table_rel = (int64_t)((const char *)t - (const char *)&st[i]);
+        }
         st[i].rt = pt;
     }
     p->t = t;
@@ -559,6 +564,8 @@ EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_s
 }
 
 /* KPREWRITE_REPORT=1: print every point's counts at exit (stderr). */
+static int report_fd = 2;   /* a copy of stderr: programs may close theirs before exit */
+
 static void report(void)
 {
     struct kprewrite_point_stats st = { 0, 0 };
@@ -566,7 +573,7 @@ static void report(void)
     for (uint32_t i = 0; i < rt_npoints; i++) {
         struct point *pt = rt_points[i];
         stats_of(pt, &st);
-        fprintf(stderr, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
+        dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
                 pt->kind, pt->name, pt->offset, st.hits, st.nmissed);
     }
     pthread_mutex_unlock(&rt_lock);
@@ -606,6 +613,10 @@ __attribute__((constructor(101))) static void rt_init(void)
      * later with dlopen are not searched: their probes count nothing) */
     dl_iterate_phdr(find_added_pools, NULL);
     const char *r = getenv("KPREWRITE_REPORT");
-    if (r && *r && strcmp(r, "0") != 0)
+    if (r && *r && strcmp(r, "0") != 0) {
+        int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0)
+            report_fd = fd;
         atexit(report);
+    }
 }

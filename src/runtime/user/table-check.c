@@ -113,7 +113,9 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "return hook outside executable code";
         else if (x->verdict == KPRW_OPTIMIZED && (!detour || !in_segment(&o, detour, 1, PF_R | PF_X, PF_W)))
             bad = "detour outside executable code";
-        else if (st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t)
+        else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
+                 /* a pool added to a library keeps its state in zero-filled memory */
+                 !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
             bad = "its state does not point back to it";
         else if (x->verdict == KPRW_INT3 && *(const uint8_t *)site != 0xcc)
             bad = "no int3 at the site";

@@ -1,0 +1,139 @@
+#!/bin/sh
+# Prebuilt images (built without the runtime): kprewrite adds the pool and
+# the runtime as DT_NEEDED. A probe on every function entry of C (PIE, not
+# PIE, threads), C++ that throws, a shared library, and a program from
+# /usr/bin: identical output, exact or plausible counts; handlers from a
+# preloaded library; the result stays a well-formed ELF for readelf,
+# objdump, gdb and LIEF, survives strip, and is as clean under valgrind.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" readelf cmp
+D=$(tmpdir prebuilt)
+S=$KP_SRCDIR/t/data
+RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
+KP() { "$KPREWRITE" --runtime "$RTLIB" "$@"; }
+vg() { [ -z "$KP_SAN_FLAGS" ] && [ -n "$VALGRIND" ] && command -v "$VALGRIND" >/dev/null 2>&1; }
+# hits IMAGE-RUN-STDERR SYM: the hit count KPREWRITE_REPORT=1 printed for SYM+0x0
+hits() { awk -v s="$2+0x0" '$4 == s { print $6 }' "$1"; }
+# hits_like FILE PREFIX: the same for the one function whose name starts with PREFIX (not .cold)
+hits_like() { awk -v p="$2" 'index($4, p) == 1 && $4 !~ /\.cold/ && $4 ~ /\+0x0$/ { print $6 }' "$1"; }
+
+# --- C, PIE and not, threads: every function entry ----------------------------
+for pie in -fPIE/-pie -fno-pie/-no-pie; do
+    v="-O2 ${pie%/*}"
+    P=$D/prog${pie%%/*}
+    $CC -O2 ${pie%/*} ${pie#*/} -pthread -o "$P" "$S/prebuilt-prog.c"
+    cp "$P" "$P.orig"
+    KP --probe '*' --probe 'work%return' "$P" >"$D/report" 2>"$D/err"; rc=$?
+    ok $([ $rc -eq 0 ] || [ $rc -eq 2 ]; echo $?) "$v: every function entry baked (exit $rc: $(tail -n 1 "$D/err"))"
+    like "needed $RTLIB" "$(readelf -d "$P" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/needed \1/p' | head -n 1)" \
+        "$v: the runtime is the first DT_NEEDED"
+    is "$("$P.orig" 1000 abc)" "$("$P" 1000 abc)" "$v: output identical"
+    KPREWRITE_REPORT=1 "$P" 1000 abc >/dev/null 2>"$D/hits"
+    is "1000 100000 1" "$(hits "$D/hits" mix) $(hits "$D/hits" classify) $(hits "$D/hits" work)" \
+        "$v: exact hits (mix 1000, classify 4 threads x 25000, work 1)"
+    # handlers from a library the program was not built with
+    $CC -O2 -shared -fPIC -mgeneral-regs-only -I"$KP_SRCDIR/include" -o "$D/handlers.so" "$S/prebuilt-handlers.c" \
+        -L"$KP_BUILDDIR/.libs" -lkprewrite-rt
+    want=$("$P.orig" 500 x)
+    got=$(LD_PRELOAD="$D/handlers.so" "$P" 500 x 2>"$D/h.err")
+    is "$want|handlers: mix 500 bad 0 work returned $(echo "$want" | sed -n 's/^work //p')" "$got|$(cat "$D/h.err")" \
+        "$v: a preloaded handler library: kprobe args and kretprobe return value"
+done
+
+# --- well-formed: readelf, objdump, gdb, LIEF, strip, valgrind --------------------
+P=$D/prog-fPIE
+is "" "$(readelf -aW "$P" 2>&1 >/dev/null)" "readelf -a reads it without a warning"
+if command -v objdump >/dev/null; then
+    objdump -d "$P" >"$D/dis" 2>"$D/dis.err"
+    is "0 " "$? $(cat "$D/dis.err")" "objdump (libbfd) disassembles it"
+    like '<work>:' "$(cat "$D/dis")" "objdump still names the functions"
+fi
+if command -v gdb >/dev/null; then
+    out=$(gdb -q -batch -ex 'break classify' -ex 'run 10 y' -ex 'bt 1' -ex 'kill' --args "$P" 2>&1)
+    like 'Breakpoint 1, .*classify' "$out" "gdb stops at a probed function"
+else
+    skip "no gdb"
+fi
+if [ -r /usr/include/LIEF/ELF.h ] && $CC -o "$D/lief-dump" "$KP_SRCDIR/t/lief-dump.c" -lLIEF 2>/dev/null; then
+    "$D/lief-dump" "$P.orig" >"$D/lief.orig"; r1=$?
+    "$D/lief-dump" "$P" >"$D/lief.new"; r2=$?
+    is "0 0" "$r1 $r2" "LIEF parses the original and the rewritten image"
+    s1=$(sed -n 's/^sections //p' "$D/lief.orig"); s2=$(sed -n 's/^sections //p' "$D/lief.new")
+    is "$((s1 + 4)) $(sed -n 's/^segments //p' "$D/lief.orig")" "$s2 $(sed -n 's/^segments //p' "$D/lief.new")" \
+        "LIEF: four more sections, as many segments"
+    is "needed $RTLIB" "$(grep '^needed' "$D/lief.new" | head -n 1)" "LIEF: the runtime is the first DT_NEEDED"
+    is "$(grep '^needed' "$D/lief.orig")" "$(grep '^needed' "$D/lief.new" | sed 1d)" "LIEF: the other DT_NEEDEDs unchanged"
+    like 'section \.kprewrite\.table' "$(cat "$D/lief.new")" "LIEF sees the probe table section"
+else
+    skip "LIEF C API not installed (liblief-dev)"; skip "LIEF"; skip "LIEF"; skip "LIEF"; skip "LIEF"
+fi
+strip -o "$D/stripped" "$P" 2>"$D/strip.err"
+is "$("$P.orig" 300 s)|" "$("$D/stripped" 300 s)|$(cat "$D/strip.err")" "strip keeps it running"
+KPREWRITE_REPORT=1 "$D/stripped" 300 >/dev/null 2>"$D/hits"
+is "300" "$(hits "$D/hits" mix)" "and probing (the stripped copy counts mix 300 times)"
+if vg; then
+    "$VALGRIND" -q --error-exitcode=99 "$P.orig" 200 >/dev/null 2>"$D/vg.orig"; r1=$?
+    "$VALGRIND" -q --error-exitcode=99 "$P" 200 >/dev/null 2>"$D/vg.new"; r2=$?
+    is "$r1 $(grep -c '==[0-9]*==' "$D/vg.orig")" "$r2 $(grep -c '==[0-9]*==' "$D/vg.new")" \
+        "valgrind reports nothing the original did not"
+else
+    skip "valgrind (absent, or a sanitizer build)"
+fi
+
+# --- C++ that throws and catches in normal operation ----------------------------------
+if command -v "$CXX" >/dev/null 2>&1; then
+    X=$D/throw
+    $CXX -O2 -o "$X" "$S/prebuilt-throw.cc"
+    want=$("$X")
+    KP --probe '*' "$X" >/dev/null 2>&1
+    is "$want" "$("$X")" "C++: output identical with every function probed (exceptions caught through probed frames)"
+    KPREWRITE_REPORT=1 "$X" >/dev/null 2>"$D/hits"
+    is "300 1" "$(hits_like "$D/hits" _Z5parse) $(hits_like "$D/hits" _Z5total)" \
+        "C++: exact hits on parse (300) and total (1)"
+else
+    skip "no C++ compiler"; skip "no C++ compiler"
+fi
+
+# --- a shared library, used through LD_LIBRARY_PATH ------------------------------------
+mkdir -p "$D/lib" "$D/lib-probed"
+$CC -O2 -shared -fPIC -Wl,-soname,libpb.so -o "$D/lib/libpb.so" "$S/prebuilt-lib.c"
+$CC -O2 -DMAIN -o "$D/uselib" "$S/prebuilt-lib.c" -L"$D/lib" -lpb
+want=$(LD_LIBRARY_PATH="$D/lib" "$D/uselib")
+KP --probe '*' -o "$D/lib-probed/libpb.so" "$D/lib/libpb.so" >/dev/null 2>&1
+ok $? "a shared library gets a pool"
+is "$want" "$(LD_LIBRARY_PATH="$D/lib-probed" "$D/uselib")" "the program using it: output identical"
+LD_LIBRARY_PATH="$D/lib-probed" KPREWRITE_REPORT=1 "$D/uselib" >/dev/null 2>"$D/hits"
+is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "the library's probes count (lib_scale 777, lib_sum 1)"
+
+# --- a second run, and what cannot be done --------------------------------------------
+P=$D/prog-fno-pie
+KP --remove mix "$P" >/dev/null 2>&1
+KPREWRITE_REPORT=1 "$P" 100 >/dev/null 2>"$D/hits"
+is "|1" "$(hits "$D/hits" mix)|$(hits "$D/hits" work)" "--remove on a prebuilt image: mix is gone, work still counts"
+cp "$P" "$D/before"
+err=$(KP --probe mix --probe '*' "$P" 2>&1 >/dev/null)
+like "the pool kprewrite added to this image is sized for the probes it was given" "$err" \
+    "adding probes past the added pool's size: says to rewrite the original"
+ok $(cmp -s "$P" "$D/before"; echo $?) "and leaves the image as it was"
+
+# --- a program from the machine, running a real workload --------------------------------
+if [ -x /usr/bin/sort ]; then
+    cp /usr/bin/sort "$D/sort.orig"
+    KP --probe '*' -o "$D/sort" "$D/sort.orig" >"$D/sort.report" 2>"$D/sort.err"; rc=$?
+    n=$(wc -l <"$D/sort.report"); opt=$(grep -c '\[OPTIMIZED\]' "$D/sort.report")
+    ok $([ $rc -le 3 ] && [ $rc -ne 1 ] && [ "$opt" -gt $((n * 9 / 10)) ]; echo $?) \
+        "/usr/bin/sort: $opt of $n function entries jump-optimized (exit $rc)"
+    seq 1 30000 | awk '{ print ($1 * 7919) % 10007, $1 }' >"$D/input"
+    for args in "-n" "-k2,2nr" "-u -k1,1n" "-t' ' -s -k1,1"; do
+        want=$(eval "\"$D/sort.orig\" $args" <"$D/input" | cksum)
+        got=$(eval "\"$D/sort\" $args" <"$D/input" | cksum)
+        is "$want" "$got" "/usr/bin/sort $args on 30000 lines: output identical"
+    done
+    KPREWRITE_REPORT=1 "$D/sort" -n "$D/input" >/dev/null 2>"$D/hits"
+    total=$(awk '$1 == "kprewrite:" { s += $6 } END { print s + 0 }' "$D/hits")
+    ok $([ "$total" -gt 30000 ]; echo $?) "/usr/bin/sort: $total probe hits counted"
+else
+    skip "no /usr/bin/sort"; for i in 1 2 3 4 5; do skip "no /usr/bin/sort"; done
+fi
+
+done_testing
