@@ -16,12 +16,14 @@ mkdir -p "$W/obj" "$W/seeds" "$W/artifacts"
 command -v "$cc" >/dev/null || { echo "fuzz: $cc not found (Debian: clang and libclang-rt-14-dev)" >&2; exit 1; }
 
 flags="-g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-inc="-DHAVE_CONFIG_H -I$build -I$src/include -I$src/src -I$src/src/rewriter -I$src/fuzz"
+inc="-DHAVE_CONFIG_H -DKPRW_RUNTIME_DEFAULT=\"libkprewrite-rt.so.0\" -I$build -I$src/include -I$src/src -I$src/src/rewriter -I$src/fuzz"
 objs=
 for f in $core; do
     case $f in *.c) ;; *) continue ;; esac
     o=$W/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
-    if [ ! -f "$o" ] || [ "$src/$f" -nt "$o" ]; then
+    # rebuilt when its source or any header changed (no dependency tracking here)
+    if [ ! -f "$o" ] || [ "$src/$f" -nt "$o" ] ||
+        [ -n "$(find "$src/src" "$src/include" "$src/fuzz" -name '*.h' -newer "$o" | head -n 1)" ]; then
         $cc $flags $inc -c -o "$o" "$src/$f" || exit 1
     fi
     objs="$objs $o"

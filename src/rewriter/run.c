@@ -6,6 +6,10 @@
 
 #include "kprewrite/abi.h"
 
+#ifndef KPRW_RUNTIME_DEFAULT   /* set by the build to $(libdir)/libkprewrite-rt.so.0 */
+#define KPRW_RUNTIME_DEFAULT "libkprewrite-rt.so.0"
+#endif
+
 #include "addpool.h"
 #include "analyze.h"
 #include "bake.h"
