@@ -130,13 +130,25 @@ hostile detour $((E + 8)) '\100\000\000\000\000\000\000\000' "entry $e \(p1\+0x0
 hostile name $((E + 32)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
 hostile state $((TOFF + 24)) '\000\000\000\000\000\000\000\000' \
     'the state array lies outside a writable, non-executable segment' "the state array on the table"
-# the site bytes of p1 no longer jump to its detour
+# The site bytes of p1 no longer jump to its detour: the table itself is
+# fine (start-up reads no code), but the runtime will not write to that site.
 cp "$H" "$D/sitebytes"
 printf '\000\000\000\000' | dd of="$D/sitebytes" bs=1 seek=$((p1 - textaddr + textoff + 1)) conv=notrunc 2>/dev/null
-out=$(KPREWRITE_REPORT=1 "$D/sitebytes" plain 2>"$D/sitebytes.err")
-like "^kprewrite-rt: $D/sitebytes: probe table refused: entry $e \(p1\+0x0\): the site does not jump to its detour; its [0-9]+ probes are not armed\$" \
-    "$(cat "$D/sitebytes.err")" "a site that does not jump to its detour: refused"
-is "$want_plain" "$out" "a site that does not jump to its detour: output unchanged"
+if { [ -e /dev/fuse ] || command -v fusermount3 >/dev/null; }; then
+    export KPREWRITE_CTL_DIR="$D/ctl2"
+    "$D/sitebytes" serve "$D/stop2" >/dev/null 2>"$D/sitebytes.err" &
+    pid=$!
+    for i in $(seq 100); do [ -e "$KPREWRITE_CTL_DIR/$pid/list" ] && break; sleep 0.05; done
+    "$KPREWRITE" ctl $pid unoptimize p1 >/dev/null 2>&1; rc1=$?
+    "$KPREWRITE" ctl $pid unoptimize work >/dev/null 2>&1; rc2=$?
+    touch "$D/stop2"; wait $pid
+    unset KPREWRITE_CTL_DIR
+    is "fail 0" "$([ $rc1 -ne 0 ] && echo fail) $rc2" "a site not holding its jump: unoptimize fails there, works elsewhere"
+    is "kprewrite-rt: p1+0x0: the site does not hold what the probe table says; not patching it" \
+        "$(cat "$D/sitebytes.err")" "a site not holding its jump: one line naming it, nothing written"
+else
+    skip "no control directory here"; skip "no control directory here"
+fi
 # the untouched image arms its probes and counts
 KPREWRITE_REPORT=1 "$H" plain >/dev/null 2>"$D/good.err"
 like 'work\+0x0 +hits 1 ' "$(grep 'work+' "$D/good.err")" "the untouched image counts its hits"

@@ -110,7 +110,10 @@ static int cmp_index_addr(const void *a, const void *b)
  * a bakeable probe of the other kind at its address. One sort, not a scan
  * per probe (every entry of a large program may be probed). NULL: no
  * memory. */
-static bool *find_twins(const struct probe_list *probes)
+/* Which probes share their address with a twin (SYM and SYM%return), and
+ * (*order, *norder) the bakeable probes in address order: entries are
+ * written in that order, so the runtime's trap index needs no sort. */
+static bool *find_twins(const struct probe_list *probes, size_t **order, size_t *norder)
 {
     bool *twinned = calloc(probes->n ? probes->n : 1, sizeof *twinned);
     size_t *idx = malloc((probes->n ? probes->n : 1) * sizeof *idx);
@@ -134,7 +137,8 @@ static bool *find_twins(const struct probe_list *probes)
         for (size_t j = a; j < b; j++)
             twinned[idx[j]] = k && r;
     }
-    free(idx);
+    *order = idx;
+    *norder = m;
     return twinned;
 }
 
@@ -150,7 +154,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     size_t n = 0, strings = 0;
     bool returns = false, measure = out_path == NULL;
     memset(res, 0, sizeof *res);
-    bool *twinned = find_twins(probes);
+    size_t *order = NULL, norder = 0;
+    bool *twinned = find_twins(probes, &order, &norder);
     uint8_t *out = NULL;
     if (!twinned) {
         snprintf(err, errlen, "%s: out of memory", img->path);
@@ -228,7 +233,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         tramp = at;
         text_used = (text_used + len + 15) & ~(size_t)15;
     }
-    for (size_t i = 0; i < probes->n; i++) {
+    for (size_t o = 0; o < norder; o++) {
+        size_t i = order[o];
         const struct probe *p = &probes->v[i];
         if (!own_entry(probes, twinned, i))
             continue;
@@ -320,6 +326,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         res->table_used = table_need;
         res->data_used = data_need;
         free(twinned);
+        free(order);
         return 0;
     }
     if (ps->added && (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size)) {
@@ -359,9 +366,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     res->data_used = data_need;
     free(out);
     free(twinned);
+    free(order);
     return 0;
 fail:
     free(out);
     free(twinned);
+    free(order);
     return -1;
 }

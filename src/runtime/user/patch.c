@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -142,6 +143,35 @@ static int arm_jump(struct point *pt)
     return 0;
 }
 
+/* Before the first write to a site: does it hold what the table says it
+ * does (the jmp to its detour, the int3, or the original bytes)? Checked
+ * here rather than when the table is registered, so that start-up touches
+ * no page of code; the table's offsets themselves were checked then. */
+static bool site_verified(struct point *pt)
+{
+    if (pt->verified)
+        return true;
+    const uint8_t *s = (const uint8_t *)pt->addr;
+    bool ok;
+    switch (pt->code) {
+    case CODE_OPTIMIZED: {
+        int32_t rel;
+        memcpy(&rel, s + 1, 4);
+        ok = s[0] == 0xe9 && pt->addr + 5 + (uintptr_t)(intptr_t)rel == pt->detour;
+        break;
+    }
+    case CODE_INT3:
+        ok = s[0] == 0xcc && memcmp(s + 1, pt->orig + 1, pt->site_len - 1u) == 0;
+        break;
+    default:
+        ok = memcmp(s, pt->orig, pt->site_len) == 0;
+    }
+    if (!ok)
+        fprintf(stderr, "kprewrite-rt: %s+0x%x: the site does not hold what the probe table says; "
+                "not patching it\n", pt->name, pt->offset);
+    return pt->verified = ok;
+}
+
 /* Bring each point's code to what it wants. Under rt_lock. Returns 0 or
  * the first error; points that failed keep a safe state (int3 at worst). */
 int patch_list(struct point **v, size_t n)
@@ -160,6 +190,10 @@ int patch_list(struct point **v, size_t n)
         enum code_state want = patch_wanted(v[i]);
         if (want == (enum code_state)v[i]->code)
             continue;
+        if (!site_verified(v[i])) {
+            first = first ? first : -EILSEQ;
+            continue;
+        }
         rc = step_down(v[i], want == CODE_OPTIMIZED ? CODE_INT3 : want);
         if (rc < 0) {
             first = first ? first : rc;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <cpuid.h>
@@ -142,6 +143,27 @@ static bool table_refused(const struct kprw_table *t)
     return true;
 }
 
+/* The points of a pool, zeroed. Large arrays (thousands of probes in a
+ * prebuilt binary) come pre-faulted in one call: a page fault each would
+ * be most of such a program's start-up. Points live as long as the image. */
+static struct point *alloc_points(uint32_t n)
+{
+    size_t size = (n ? n : 1) * sizeof(struct point);
+    if (size < 65536)
+        return calloc(1, size);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void free_points(struct point *pts, uint32_t n)
+{
+    size_t size = (n ? n : 1) * sizeof(struct point);
+    if (size < 65536)
+        free(pts);
+    else if (pts)
+        munmap(pts, size);
+}
+
 static struct point *add_pool(const struct kprw_table *t)
 {
     if (t->magic == 0)
@@ -152,13 +174,13 @@ static struct point *add_pool(const struct kprw_table *t)
     if (table_refused(t))
         return NULL;
     struct pool *p = calloc(1, sizeof *p);
-    struct point *pts = calloc(t->nentries ? t->nentries : 1, sizeof *pts);
+    struct point *pts = alloc_points(t->nentries);
     if (!p || !pts || rt_npoints + t->nentries > cap_points) {
         uint32_t cap = (rt_npoints + t->nentries) * 2 + 16;
         struct point **v = p && pts ? realloc(rt_points, cap * sizeof *v) : NULL;
         if (!v) {
             free(p);
-            free(pts);
+            free_points(pts, t->nentries);
             fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
             return NULL;
         }

@@ -39,6 +39,7 @@ struct point {
     uintptr_t tramp;                   /* kind 'r': the image's return trampoline */
     uintptr_t hook;                    /* kind 'r', optimized: where the function returns
                                           into the detour when the call was taken */
+    bool verified;                     /* the site was seen holding what code says */
 };
 
 extern pthread_mutex_t rt_lock;

@@ -65,7 +65,11 @@ void trap_index_rebuild(void)
     }
     if (rt_npoints) {   /* rt_points is NULL before the first probe */
         memcpy(v, rt_points, rt_npoints * sizeof *v);
-        qsort(v, rt_npoints, sizeof *v, cmp_addr);
+        bool sorted = true;   /* kprewrite writes entries in address order */
+        for (uint32_t i = 1; i < rt_npoints && sorted; i++)
+            sorted = v[i - 1]->addr <= v[i]->addr;
+        if (!sorted)
+            qsort(v, rt_npoints, sizeof *v, cmp_addr);
     }
     for (uint32_t i = 0; i < rt_npoints; i++)
         a[i] = v[i]->addr;
