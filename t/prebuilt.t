@@ -111,6 +111,11 @@ ok $? "a shared library gets a pool"
 is "$want" "$(LD_LIBRARY_PATH="$D/lib-probed" "$D/uselib")" "the program using it: output identical"
 LD_LIBRARY_PATH="$D/lib-probed" KPREWRITE_REPORT=1 "$D/uselib" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "the library's probes count (lib_scale 777, lib_sum 1)"
+$CC -O2 -DDLOPEN -o "$D/dlopenlib" "$S/prebuilt-lib.c" -ldl
+KP --probe main "$D/dlopenlib" >/dev/null 2>&1   # the runtime is loaded (and initialised) before the dlopen
+is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it with dlopen: output identical"
+KPREWRITE_REPORT=1 "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
+is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "a probed program that dlopens it: its probes are armed once dlopen returns"
 
 # --- a second run, and what cannot be done --------------------------------------------
 P=$D/prog-fno-pie

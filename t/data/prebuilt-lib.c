@@ -1,7 +1,20 @@
 /* A shared library built without the runtime, and (with -DMAIN) a program
- * using it, for t/prebuilt.t. */
+ * using it, or (with -DDLOPEN) one opening it with dlopen, for t/prebuilt.t. */
 #include <stdio.h>
-#ifndef MAIN
+#ifdef DLOPEN
+#include <dlfcn.h>
+int main(int argc, char **argv)
+{
+    void *h = dlopen(argc > 1 ? argv[1] : "libpb.so", RTLD_NOW);
+    int (*sum)(int) = h ? (int (*)(int))dlsym(h, "lib_sum") : NULL;
+    if (!sum) {
+        printf("dlopen: %s\n", dlerror());
+        return 1;
+    }
+    printf("lib_sum %d\n", sum(777));
+    return 0;
+}
+#elif !defined(MAIN)
 __attribute__((noinline)) int lib_scale(int x) { return x * 3 + 1; }
 int lib_sum(int n)
 {

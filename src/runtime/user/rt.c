@@ -8,6 +8,7 @@
  * code's vector registers, which detours do not save.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -628,11 +629,26 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* A library opened later may carry an added pool too: look again once
+ * dlopen returns (its constructors have run by then: probes hit in them
+ * count nothing). The runtime comes first in lookup order (it is the first
+ * DT_NEEDED of a prebuilt image), so this definition is the one called. */
+EXPORT void *dlopen(const char *file, int mode)
+{
+    static void *(*real)(const char *, int);
+    if (!real)
+        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    void *h = real ? real(file, mode) : NULL;
+    if (h)
+        dl_iterate_phdr(find_added_pools, NULL);
+    return h;
+}
+
 __attribute__((constructor(101))) static void rt_init(void)
 {
     trap_install();
-    /* every object loaded at start-up is mapped by now (libraries opened
-     * later with dlopen are not searched: their probes count nothing) */
+    /* every object loaded at start-up is mapped by now (dlopen above
+     * looks again for libraries opened later) */
     dl_iterate_phdr(find_added_pools, NULL);
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
