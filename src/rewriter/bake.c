@@ -320,15 +320,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         }
         k++;
     }
-    if (measure) {
-        res->baked = n;
-        res->text_used = text_used;
-        res->table_used = table_need;
-        res->data_used = data_need;
-        free(twinned);
-        free(order);
-        return 0;
-    }
+    res->baked = n;
+    res->text_used = text_used;
+    res->table_used = table_need;
+    res->data_used = data_need;
+    if (measure)
+        goto done;
     if (ps->added && (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size)) {
         snprintf(err, errlen, "%s: the pool kprewrite added to this image is sized for the probes it was given "
                  "(%s has %llu bytes, %zu needed): rewrite the original image with every probe you want",
@@ -360,10 +357,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     if (write_atomic(out_path, out, img->map_size, img->mode, err, errlen) < 0)
         goto fail;
-    res->baked = n;
-    res->text_used = text_used;
-    res->table_used = table_need;
-    res->data_used = data_need;
+done:
     free(out);
     free(twinned);
     free(order);
