@@ -117,6 +117,24 @@ is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it wi
 KPREWRITE_REPORT=1 "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "a probed program that dlopens it: its probes are armed once dlopen returns"
 
+# --- the padding tactic at run time: a 3-byte function's jump ends in the padding
+$CC -O1 -o "$D/pad" "$S/verdicts.S" "$S/verdicts-main.c"
+"$D/pad" >"$D/pad.want"; want_rc=$?
+KP --probe f_padded --probe f_opt "$D/pad" >"$D/pad.report" 2>/dev/null
+like 'f_padded\+0x0  \[OPTIMIZED\].*padding' "$(cat "$D/pad.report")" "padding tactic: baked as a jump"
+KPREWRITE_REPORT=1 "$D/pad" >"$D/pad.got" 2>"$D/hits"; rc=$?
+is "$want_rc $(cat "$D/pad.want") 1" "$rc $(cat "$D/pad.got") $(hits "$D/hits" f_padded)" \
+    "padding tactic: same output and exit status, the probe counts its hit"
+# bytes_at FILE SYM N: N bytes at SYM, in hex, through .text's file offset
+bytes_at() {
+    set -- "$1" "$(nm "$1" | awk -v s="$2" '$3 == s { print $1 }')" "$3" \
+        "$(readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text" { print $3, $4 }')"
+    od -An -tx1 -j $((0x$2 - 0x${4% *} + 0x${4#* })) -N "$3" "$1" | tr -d ' \n'
+}
+orig_bytes=$($CC -O1 -o "$D/pad.orig" "$S/verdicts.S" "$S/verdicts-main.c" && bytes_at "$D/pad.orig" f_padded 5)
+KP --remove f_padded -o "$D/pad.removed" "$D/pad" >/dev/null 2>&1
+is "$orig_bytes" "$(bytes_at "$D/pad.removed" f_padded 5)" "padding tactic: --remove puts back the function and its padding"
+
 # --- a second run, and what cannot be done --------------------------------------------
 P=$D/prog-fno-pie
 KP --remove mix "$P" >/dev/null 2>&1

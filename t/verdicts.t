@@ -20,6 +20,14 @@ is "$("$KPREWRITE" --check --probe f_endbr "$V" | cut -c1-16)" "$("$KPREWRITE" -
    "SYM+4 on endbr64 is the same address"
 is "k  f_short+0x0  [INT3] too-short (the function is 3 bytes long)  dcr 3: xor %eax, %eax; ret" \
    "$(check1 "$V" f_short)" "too-short"
+is "k  f_padded+0x0  [OPTIMIZED]  dcr 5: xor %eax, %eax; ret  [the jump ends in the padding after the function]" \
+   "$(check1 "$V" f_padded)" "padding tactic: a 3-byte function whose jump ends in the padding after it"
+like '\[INT3\] too-short' "$(check1 "$V" f_padtight)" "padding tactic: not when the next function starts within the jump"
+like '\[INT3\] too-short' "$(check1 "$V" f_padjumped)" "padding tactic: not when a branch targets the padding"
+like 'summary: tactics: 1 plain jump, 1 jump into the padding after the function' \
+   "$("$KPREWRITE" --check --summary --probe f_padded --probe f_opt "$V" 2>&1)" "--summary counts the tactics"
+like '"tactics": \{"jump": 1, "padding": 1\}' \
+   "$("$KPREWRITE" --check --json --probe f_padded --probe f_opt "$V" 2>&1)" "--json counts the tactics"
 is "k  f_tail+0x7  [INT3] crosses-function (3 bytes to the end of f_tail)  dcr 3: add %esi, %eax; ret" \
    "$(check1 "$V" f_tail+7)" "crosses-function"
 is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_jumpin 2))  dcr 5: xor %eax, %eax; add \$0x1, %eax" \
@@ -58,7 +66,7 @@ plt=$(objdump -d -j .plt "$V" 2>/dev/null | awk '/^ *[0-9a-f]+:/ { sub(":", "", 
 is "k  0x$plt  refused: plt-stub (.plt)" "$(check1 "$V" "0x$plt")" "PLT stub refused"
 
 out=$("$KPREWRITE" --check --probe 'f_*' "$V" | wc -l)
-is 16 "$out" "glob f_* expands to every f_ function entry"
+is 21 "$out" "glob f_* expands to every f_ function entry"
 "$KPREWRITE" --check --probe 'f_*' --probe f_opt "$V" >/dev/null 2>&1
 is 3 $? "exit 3 when something is refused"
 "$KPREWRITE" --check --probe f_short --probe f_opt "$V" >/dev/null 2>&1

@@ -49,8 +49,9 @@ struct state {
 static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
 {
     const struct func *fn = symbols_func_at(s->sy, target);
-    if (!fn || !s->probed[fn - s->sy->funcs])
-        return true;   /* only targets inside probed functions matter */
+    if (fn && !s->probed[fn - s->sy->funcs])
+        return true;   /* only targets inside probed functions matter, and those
+                          outside any function (padding the padding tactic uses) */
     if (s->refs.n == s->refs.cap) {
         size_t cap = s->refs.cap ? s->refs.cap * 2 : 1024;
         struct ref *v = realloc(s->refs.v, cap * sizeof *v);
@@ -317,6 +318,44 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
     return false;
 }
 
+/* Tactic for a point too near the end of its function: when the function
+ * ends in an instruction that does not fall through (ret, jmp) and what
+ * follows, up to the jump's fifth byte, is inter-function padding that no
+ * function, branch, table or landing pad reaches, the jump may end there:
+ * nothing ever runs those bytes, and every original instruction still
+ * starts where it did. */
+/* A byte of what assemblers pad with: int3, or the nop encodings
+ * (90, 66 90, 0f 1f /0 with their 2e, 40/44/80/84 and 00 bytes). */
+static bool is_pad_byte(uint8_t c)
+{
+    switch (c) {
+    case 0xcc: case 0x90: case 0x66: case 0x2e: case 0x0f: case 0x1f:
+    case 0x00: case 0x40: case 0x44: case 0x80: case 0x84:
+        return true;
+    }
+    return false;
+}
+
+static bool padding_after(const struct state *s, const struct probe *p, const struct func *fn,
+                          const struct fstate *f)
+{
+    uint8_t last = f->insns[f->n - 1].kind;
+    uint64_t pad_end = p->addr + X86_JMP32_LEN;
+    size_t avail;
+    if (last != XK_RET && last != XK_JMP && last != XK_JMP_IND)
+        return false;
+    if (p->func + 1 < s->sy->nfuncs && s->sy->funcs[p->func + 1].start < pad_end)
+        return false;
+    const uint8_t *b = image_read(s->img, fn->end, &avail);
+    if (!b || avail < pad_end - fn->end || !image_is_exec_addr(s->img, fn->end))
+        return false;
+    for (uint64_t a = 0; a < pad_end - fn->end; a++)
+        if (!is_pad_byte(b[a]))
+            return false;
+    /* ref_into takes targets above its first bound: fn->end itself counts here */
+    return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
+}
+
 static void judge(struct state *s, struct probe *p)
 {
     const struct func *fn = &s->sy->funcs[p->func];
@@ -383,7 +422,11 @@ static void judge(struct state *s, struct probe *p)
         set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
         return;
     }
-    if (len < X86_JMP32_LEN) {
+    p->code_len = p->dcr_len;
+    if (len < X86_JMP32_LEN && j == f->n && padding_after(s, p, fn, f)) {
+        p->notes |= NOTE_PADDING;
+        p->dcr_len = X86_JMP32_LEN;
+    } else if (len < X86_JMP32_LEN) {
         if (fn->end - fn->start < X86_JMP32_LEN)
             set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long", (unsigned long long)(fn->end - fn->start));
         else

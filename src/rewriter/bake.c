@@ -249,7 +249,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         uint8_t site_bytes[KPRW_ORIG_MAX];
         if (p->verdict == V_OPTIMIZED) {
             struct detour_params dp = {
-                .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->dcr_len, .state = state,
+                /* the instructions; the site's bytes may reach into padding */
+                .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->code_len ? p->code_len : p->dcr_len, .state = state,
                 .slot = call_dispatch, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
                 .entry_aligned = p->entry_aligned,
                 /* return probes are at function entries: no live flags (ABI) */

@@ -17,6 +17,7 @@ enum probe_note {
     NOTE_RIPREL          = 1u << 3,  /* RIP-relative operands are re-pointed */
     NOTE_BRANCH_REENC    = 1u << 4,  /* relative branches are re-encoded as rel32 */
     NOTE_FLAGS_SAVED     = 1u << 5,  /* the arithmetic flags are live: the detour keeps them */
+    NOTE_PADDING         = 1u << 6,  /* tactic: the jump ends in the padding after the function */
 };
 
 #define DCR_TEXT_MAX 384
@@ -32,7 +33,8 @@ struct probe {
     enum kp_reason reason;
     const char *reason_arg;  /* RESERVED: the table, printed reserved:<table> */
     char detail[200];        /* e.g. "branch at 0x1234", "reserved:__jump_table" */
-    uint8_t dcr_len;
+    uint8_t dcr_len;         /* bytes the probe owns at the site (the jump's) */
+    uint8_t code_len;        /* of them, whole instructions (less with NOTE_PADDING) */
     uint8_t dcr_ninsn;
     char dcr_text[DCR_TEXT_MAX];
     unsigned notes;          /* enum probe_note */

@@ -6,6 +6,7 @@
 
 static const char *const note_names[] = {
     "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
+    "padding",
 };
 
 static const char *note_text(unsigned bit)
@@ -17,6 +18,7 @@ static const char *note_text(unsigned bit)
     case NOTE_RIPREL: return "RIP-relative operand re-pointed";
     case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";
     case NOTE_FLAGS_SAVED: return "flags live: saved";
+    case NOTE_PADDING: return "the jump ends in the padding after the function";
     }
     return "";
 }
@@ -70,6 +72,7 @@ static void json_str(FILE *out, const char *s)
 struct counts {
     size_t verdict[3];
     size_t reason[3][KP_R__COUNT];
+    size_t padding;   /* optimized by the padding tactic (the rest: a plain jump) */
 };
 
 static void count(const struct probe_list *probes, struct counts *c)
@@ -78,6 +81,7 @@ static void count(const struct probe_list *probes, struct counts *c)
     for (size_t i = 0; i < probes->n; i++) {
         c->verdict[probes->v[i].verdict]++;
         c->reason[probes->v[i].verdict][probes->v[i].reason]++;
+        c->padding += probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_PADDING);
     }
 }
 
@@ -144,6 +148,7 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
                 fprintf(out, "%s\"%s\": %zu", k++ ? ", " : "", reason_name((enum kp_reason)r), c.reason[v][r]);
         fprintf(out, "}");
     }
+    fprintf(out, ", \"tactics\": {\"jump\": %zu, \"padding\": %zu}", c.verdict[V_OPTIMIZED] - c.padding, c.padding);
     fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
             st->jump_tables, st->ijmp_unknown, st->landing_pads);
 }
@@ -159,6 +164,8 @@ void report_summary(FILE *out, const struct probe_list *probes, const struct ana
             if (c.reason[v][r])
                 fprintf(out, "summary: %-8s %-26s %zu\n", verdict_name((enum verdict)v),
                         reason_name((enum kp_reason)r), c.reason[v][r]);
+    fprintf(out, "summary: tactics: %zu plain jump, %zu jump into the padding after the function\n",
+            c.verdict[V_OPTIMIZED] - c.padding, c.padding);
     fprintf(out, "summary: %zu functions decoded, %zu instructions, %zu jump tables recovered, "
             "%zu indirect jumps unproven, %zu landing pads\n", st->funcs_decoded, st->insns_decoded,
             st->jump_tables, st->ijmp_unknown, st->landing_pads);

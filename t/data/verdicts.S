@@ -158,6 +158,46 @@ f_tailcall_got:                 /* tail call through the GOT: targets are functi
 .Ltable2:
         .long .Lu0 - .Ltable2
 
+/* The padding tactic: a function too short for the jump, whose jump may
+ * end in the int3 padding after it (nothing reaches those bytes) ... */
+        .text
+        .globl f_padded, f_padtight, f_padnext, f_padjumped, f_padjumper
+        .p2align 4
+        .type f_padded,@function
+f_padded:                       /* 3 bytes, then 13 of int3 */
+        xor %eax, %eax
+        ret
+        .size f_padded, .-f_padded
+        .p2align 4, 0xcc
+/* ... but not when the next function starts within the 5 bytes ... */
+        .type f_padtight,@function
+f_padtight:                     /* 3 bytes, 1 of padding, then f_padnext */
+        xor %eax, %eax
+        ret
+        .byte 0xcc
+        .size f_padtight, .-f_padtight - 1
+        .type f_padnext,@function
+f_padnext:
+        mov $7, %eax
+        ret
+        .size f_padnext, .-f_padnext
+        .p2align 4, 0xcc
+/* ... nor when something jumps into the padding. */
+        .type f_padjumped,@function
+f_padjumped:                    /* 3 bytes, then padding that f_padjumper jumps into */
+        xor %eax, %eax
+        ret
+        .size f_padjumped, .-f_padjumped
+.Lpadtarget:
+        .byte 0xcc, 0xcc, 0xcc
+        .p2align 4, 0xcc
+        .type f_padjumper,@function
+f_padjumper:
+        test %edi, %edi
+        jz .Lpadtarget
+        ret
+        .size f_padjumper, .-f_padjumper
+
         .data
         .globl counter
         .type counter,@object
