@@ -7,6 +7,8 @@ need "$CC"
 [ -e /dev/fuse ] || command -v fusermount3 >/dev/null || skip_all "no /dev/fuse and no fusermount3"
 D=$(tmpdir control)
 use_runtime
+# these programs read their own control directory from the start
+export KPREWRITE_CTL_DELAY_MS=0
 export KPREWRITE_CTL_DIR="$D/ctl"
 P=$D/tp
 $CC -O2 -g -o "$P" "$KP_SRCDIR/t/data/trap-prog.c" "$KP_SRCDIR/t/data/trap-asm.S" $RT || skip_all "cannot build"
@@ -76,4 +78,17 @@ line=$(tail -n 1 "$D/stress.err")
 like 'disabled windows [1-9][0-9]*, hits in them 0, errors 0, inexact quiet counts 0$' "$line" "stress: no hit while disabled, exact counts when quiet, no error ($line)"
 n=$(printf '%s' "$line" | sed -n 's/.*toggles \([0-9]*\).*/\1/p')
 ok $([ "${n:-0}" -ge $((secs * 100)) ]; echo $?) "stress: $n toggles in ${secs}s"
+# By default the directory is made 20 ms after start-up: a short run makes
+# no mount at all, a longer one gets its directory.
+if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
+    KPREWRITE_CTL_DELAY_MS= strace -f -qq -e trace=mount -o "$D/mounts" "$P" plain >/dev/null 2>&1
+    is "0" "$(grep -c 'mount(' "$D/mounts")" "default delay: a run shorter than it mounts nothing"
+else
+    skip "strace cannot trace here"
+fi
+KPREWRITE_CTL_DELAY_MS= "$P" serve "$D/stop3" >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 100); do [ -e "$KPREWRITE_CTL_DIR/$pid/list" ] && break; sleep 0.05; done
+like 'work\+0x0' "$(cat "$KPREWRITE_CTL_DIR/$pid/list" 2>&1)" "default delay: a longer run gets its directory"
+touch "$D/stop3"; wait $pid
 done_testing

@@ -8,6 +8,8 @@
 need "$CC" readelf od dd nm
 D=$(tmpdir runtime-safety)
 use_runtime
+# these programs read their own control directory from the start
+export KPREWRITE_CTL_DELAY_MS=0
 P=$D/tp
 $CC -O2 -o "$P" "$KP_SRCDIR/t/data/trap-prog.c" "$KP_SRCDIR/t/data/trap-asm.S" $RT
 cp "$P" "$P.orig"

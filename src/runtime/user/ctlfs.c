@@ -162,11 +162,24 @@ static int do_mount(void)
     return mount_with_helper();
 }
 
+/* The mount happens in the server thread, a little after start-up (see
+ * ctlfs_start); mount_lock orders it with the unmount at exit. */
+static pthread_mutex_t mount_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool mounted, stopping;
+static char base_dir[3800];
+
 static void ctlfs_stop(void)
 {
     if (!started || getpid() != owner)
         return;
+    pthread_mutex_lock(&mount_lock);
+    stopping = true;
+    bool was = mounted;
+    mounted = false;
+    pthread_mutex_unlock(&mount_lock);
     started = false;
+    if (!was)
+        return;   /* exited before the directory was made */
     if (umount2(dir, MNT_DETACH) < 0) {
         pid_t pid;
         char *argv[] = { "fusermount3", "-u", "-z", "-q", dir, NULL };
@@ -398,10 +411,42 @@ static void serve(const struct fuse_in_header *in, const void *arg)
     }
 }
 
-static void *server(void *unused)
+/* Milliseconds before the directory is made: a process that lives less
+ * has no use for one, and mounting and unmounting a file system would
+ * cost it more than its whole run (KPREWRITE_CTL_DELAY_MS; 0: at once). */
+static unsigned ctl_delay_ms(void)
 {
-    (void)unused;
+    const char *e = getenv("KPREWRITE_CTL_DELAY_MS");
+    return e && *e ? (unsigned)strtoul(e, NULL, 10) : 20;
+}
+
+static bool mount_dir(void)
+{
+    unsigned ms = ctl_delay_ms();
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (ms && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&mount_lock);
+    bool ok = false;
+    if (!stopping) {
+        remove_stale(base_dir);
+        umount2(dir, MNT_DETACH);   /* left by an earlier process with this pid */
+        rmdir(dir);
+        if (mkdir(dir, 0700) == 0 && (fuse_fd = do_mount()) >= 0)
+            ok = mounted = true;
+        else
+            rmdir(dir);
+    }
+    pthread_mutex_unlock(&mount_lock);
+    return ok;
+}
+
+/* arg: non-NULL when ctlfs_start mounted already (no delay asked for) */
+static void *server(void *arg)
+{
     trap_server_tid = (pid_t)syscall(SYS_gettid);
+    if (!arg && !mount_dir())
+        return NULL;
     size_t size = 65536 + 4096 + FUSE_MIN_READ_BUFFER;
     char *buf = malloc(size);
     if (!buf)
@@ -440,16 +485,10 @@ void ctlfs_start(void)
                 "no control directory\n", base, (unsigned)bs.st_uid, (unsigned)(bs.st_mode & 07777));
         return;
     }
-    remove_stale(base);
+    snprintf(base_dir, sizeof base_dir, "%s", base);
     snprintf(dir, sizeof dir, "%s/%d", base, (int)owner);
-    umount2(dir, MNT_DETACH);   /* left by an earlier process with this pid */
-    rmdir(dir);
-    if (mkdir(dir, 0700) < 0 || (fuse_fd = do_mount()) < 0) {
-        rmdir(dir);
-        started = false;
-        return;
-    }
-    /* the server runs no probed code and takes no signals */
+    /* the server (which makes and mounts the directory first) runs no
+     * probed code and takes no signals */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -457,12 +496,20 @@ void ctlfs_start(void)
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &at, server, NULL);
+    /* KPREWRITE_CTL_DELAY_MS=0: the directory exists before main runs */
+    bool now = ctl_delay_ms() == 0;
+    if (now && !mount_dir()) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&at);
+        started = false;
+        return;
+    }
+    int rc = pthread_create(&th, &at, server, now ? (void *)1 : NULL);
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        umount2(dir, MNT_DETACH);
-        rmdir(dir);
+        if (now)
+            ctlfs_stop();
         started = false;
         return;
     }
