@@ -448,7 +448,8 @@ static void *server(void *arg)
     if (!arg && !mount_dir())
         return NULL;
     size_t size = 65536 + 4096 + FUSE_MIN_READ_BUFFER;
-    char *buf = malloc(size);
+    static char *buf;   /* static: reachable while the thread runs, for leak checkers */
+    buf = malloc(size);
     if (!buf)
         return NULL;
     for (;;) {

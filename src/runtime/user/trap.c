@@ -36,6 +36,7 @@ struct trap_index {
     size_t n;
     uintptr_t *addr;
     struct point **pt;
+    struct trap_index *older;   /* the one this replaced: kept, and reachable */
 };
 
 static struct trap_index *_Atomic tindex;
@@ -76,6 +77,7 @@ void trap_index_rebuild(void)
     ix->n = rt_npoints;
     ix->addr = a;
     ix->pt = v;
+    ix->older = atomic_load_explicit(&tindex, memory_order_relaxed);
     /* The old index is never freed: a handler may be reading it. Images
      * register once each, so this is bounded by the number of images. */
     atomic_store_explicit(&tindex, ix, memory_order_release);
