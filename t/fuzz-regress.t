@@ -59,4 +59,16 @@ like "unknown symbol 'nosuch'" "$("$KPREWRITE" --remove nosuch -o "$D/out" "$D/p
     "--remove of an unknown symbol is an error"
 sane "--remove of an unknown symbol" --remove nosuch -o "$D/out" "$D/pool-baked"
 
+# 3. A prebuilt program whose program header table (e_phoff) is not 8-byte
+#    aligned: adding a pool read the headers in place, a misaligned access
+#    (UBSan). Now refused as malformed, like a misaligned PT_DYNAMIC.
+printf 'int main(void) { return 0; }\n' > "$D/plain.c"
+$CC -O2 -fPIE -pie -o "$D/plain" "$D/plain.c"
+cp "$D/plain" "$D/phoff"
+printf '\101' | dd of="$D/phoff" bs=1 seek=32 conv=notrunc 2>/dev/null   # e_phoff 64 -> 65
+ok $([ "$(od -An -tu8 -j 32 -N 8 "$D/phoff" | tr -d ' ')" = 65 ]; echo $?) "e_phoff is now 65"
+like "malformed program headers" "$("$KPREWRITE" --probe main -o "$D/out" "$D/phoff" 2>&1)" \
+    "a misaligned program header table is refused"
+sane "misaligned program header table" --probe main -o "$D/out" "$D/phoff"
+
 done_testing

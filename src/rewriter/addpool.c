@@ -62,7 +62,7 @@ static int plan_read(const struct image *img, struct plan *p, char *err, size_t 
     memset(p, 0, sizeof *p);
     p->eh = (const Elf64_Ehdr *)img->map;
     if (p->eh->e_phentsize != sizeof(Elf64_Phdr) || p->eh->e_phnum == 0 || p->eh->e_phnum == PN_XNUM ||
-        p->eh->e_phoff > img->map_size || (uint64_t)p->eh->e_phnum * sizeof(Elf64_Phdr) > img->map_size - p->eh->e_phoff)
+        p->eh->e_phoff % 8 || p->eh->e_phoff > img->map_size || (uint64_t)p->eh->e_phnum * sizeof(Elf64_Phdr) > img->map_size - p->eh->e_phoff)
         return fail(err, errlen, path, "malformed program headers: cannot add a pool");
     if (p->eh->e_shnum + NEW_SECTIONS >= SHN_LORESERVE || p->eh->e_shstrndx == 0 || p->eh->e_shstrndx >= img->nsecs)
         return fail(err, errlen, path, "too many sections, or no section name table: cannot add a pool");
@@ -91,6 +91,8 @@ static int plan_read(const struct image *img, struct plan *p, char *err, size_t 
     const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
     if (dp->p_offset > img->map_size || dp->p_filesz > img->map_size - dp->p_offset)
         return fail(err, errlen, path, "PT_DYNAMIC lies past the end of the file");
+    if (dp->p_offset % 8)   /* the loader reads it as an array of Elf64_Dyn */
+        return fail(err, errlen, path, "PT_DYNAMIC is misaligned in the file");
     p->dyn = (const Elf64_Dyn *)(img->map + dp->p_offset);
     size_t max = dp->p_filesz / sizeof(Elf64_Dyn);
     for (p->ndyn = 0; p->ndyn < max && p->dyn[p->ndyn].d_tag != DT_NULL; p->ndyn++) {
