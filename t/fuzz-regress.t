@@ -71,4 +71,19 @@ like "malformed program headers" "$("$KPREWRITE" --probe main -o "$D/out" "$D/ph
     "a misaligned program header table is refused"
 sane "misaligned program header table" --probe main -o "$D/out" "$D/phoff"
 
+# 4. A pool whose .kprewrite.data starts at an odd file offset: the states
+#    were written through a misaligned pointer (UBSan). Now refused.
+shoff=$(od -An -tu8 -j 40 -N 8 "$D/pool" | tr -d ' ')
+idx=$(readelf -SW "$D/pool" | sed -n 's/^ *\[ *\([0-9]*\)\] *\.kprewrite\.data .*/\1/p')
+cp "$D/pool" "$D/misdata"
+if [ -n "$idx" ]; then
+    at=$((shoff + idx * 64 + 24))   # sh_offset
+    v=$(od -An -tu8 -j $at -N 8 "$D/pool" | tr -d ' ')
+    perl -e 'print pack("Q<", $ARGV[0])' $((v + 1)) | dd of="$D/misdata" bs=1 seek=$at conv=notrunc 2>/dev/null
+fi
+ok $([ -n "$idx" ] && ! cmp -s "$D/pool" "$D/misdata"; echo $?) "the pool's data section offset is now odd (section ${idx:-none})"
+like "pool sections are misaligned" "$("$KPREWRITE" --probe square -o "$D/out" "$D/misdata" 2>&1)" \
+    "a misaligned pool section is refused"
+sane "misaligned pool section" --probe square -o "$D/out" "$D/misdata"
+
 done_testing

@@ -13,7 +13,11 @@
  */
 #ifndef KPREWRITE_ABI_H
 #define KPREWRITE_ABI_H
+#ifdef __KERNEL__
+#include <linux/types.h>   /* the kernel runtime: src/runtime/kernel */
+#else
 #include <stdint.h>
+#endif
 
 #define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
 #define KPRW_VERSION 3             /* 2: int3 entries, out-of-line copies; 3: return probes */

@@ -22,11 +22,17 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
     ps->data = image_section_by_name(img, KPRW_SEC_DATA);
     ps->slot = image_section_by_name(img, KPRW_SEC_SLOT);
+    bool kernel = img->kind == IMG_VMLINUX;   /* no slot: detours call the runtime directly */
     if (!ps->text && !ps->table && !ps->data && !ps->slot) {
         snprintf(err, errlen, "%s: no kprewrite pool", img->path);
         return -2;
     }
-    if (!ps->text || !ps->table || !ps->data || !ps->slot) {
+    if (kernel && (!ps->text || !ps->table || !ps->data)) {
+        snprintf(err, errlen, "%s: no kprewrite pool (sections %s, %s, %s): build the kernel with "
+                 "CONFIG_KPREWRITE=y (doc/kernel.md)", img->path, KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA);
+        return -1;
+    }
+    if (!kernel && (!ps->text || !ps->table || !ps->data || !ps->slot)) {
         snprintf(err, errlen, "%s: no kprewrite pool (sections %s, %s, %s, %s): link the program with "
                  "`pkg-config --libs kprewrite-rt`", img->path, KPRW_SEC_TEXT, KPRW_SEC_TABLE,
                  KPRW_SEC_DATA, KPRW_SEC_SLOT);
@@ -34,9 +40,16 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     }
     /* state and slots may be zero-filled memory (a pool added to a library) */
     if (!ps->text->data || !ps->table->data || (!ps->data->data && ps->data->type != SHT_NOBITS) ||
-        (!ps->slot->data && ps->slot->type != SHT_NOBITS) ||
-        !(ps->text->flags & SHF_EXECINSTR) || ps->slot->size < 8 || ps->table->size < sizeof(struct kprw_table)) {
+        (!kernel && ((!ps->slot->data && ps->slot->type != SHT_NOBITS) || ps->slot->size < 8)) ||
+        !(ps->text->flags & SHF_EXECINSTR) || ps->table->size < sizeof(struct kprw_table)) {
         snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, or too small)", img->path);
+        return -1;
+    }
+    /* the table, entries and states are written and read in place */
+    if (ps->table->offset % 8 || ps->table->addr % 8 || ps->data->offset % 8 || ps->data->addr % 8 ||
+        (ps->slot && (ps->slot->offset % 8 || ps->slot->addr % 8))) {
+        snprintf(err, errlen, "%s: the kprewrite pool sections are misaligned (table, data and slots need 8 bytes)",
+                 img->path);
         return -1;
     }
     const struct kprw_table *t = (const void *)ps->table->data;
@@ -169,6 +182,16 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             returns |= p->is_return;
         }
     }
+    bool kernel = img->kind == IMG_VMLINUX;
+    if (kernel && !ps->kernel_dispatch) {
+        snprintf(err, errlen, "%s: the kernel has a kprewrite pool but no %s: build it with CONFIG_KPREWRITE=y",
+                 img->path, KPRW_KERNEL_DISPATCH);
+        goto fail;
+    }
+    if (returns && kernel) {
+        snprintf(err, errlen, "%s: return probes (%%return) are not baked into a kernel yet", img->path);
+        goto fail;
+    }
     if (returns && ps->slot->size < 16 && !measure) {
         snprintf(err, errlen, "%s: the pool predates return probes (%s has %llu bytes, needs 16): relink the "
                  "program with the current libkprewrite-pool", img->path, KPRW_SEC_SLOT,
@@ -204,7 +227,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
     uint64_t tramp = 0;
     /* Where detours call the runtime: the slots, or thunks reading them. */
-    uint64_t call_dispatch = ps->slot->addr, call_return = ps->slot->addr + 8;
+    uint64_t call_dispatch = kernel ? ps->kernel_dispatch : ps->slot->addr,
+             call_return = kernel ? 0 : ps->slot->addr + 8;
     if (ps->added) {
         for (int th = 0; th < 2; th++) {
             uint64_t at = ps->text->addr + text_used;
@@ -255,7 +279,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 .entry_aligned = p->entry_aligned,
                 /* return probes are at function entries: no live flags (ABI) */
                 .ret_slot = p->is_return ? call_return : 0,
-                .via_thunks = ps->added,
+                .via_thunks = ps->added || kernel,
+                .kernel = kernel,
             };
             len = x86_emit_detour(&dp, det, &dcr_off, &hook_off, derr, sizeof derr);
             hook = p->is_return ? at + hook_off : 0;
@@ -273,8 +298,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             ool = at;
             if (site_len) {
                 len = x86_emit_ool(at, p->addr, orig, site_len, det, derr, sizeof derr);
-                site_bytes[0] = 0xcc;
-                memcpy(site_bytes + 1, orig + 1, site_len - 1);
+                /* a kernel boots with its int3 probes disarmed: an int3 met
+                 * before the runtime hooks the trap would oops; it arms them */
+                memcpy(site_bytes, orig, site_len);
+                if (!kernel)
+                    site_bytes[0] = 0xcc;
             } else {
                 snprintf(derr, sizeof derr, "undecodable instruction at 0x%llx", (unsigned long long)p->addr);
                 len = 0;

@@ -8,7 +8,13 @@
 struct pool_sections {
     const struct section *text, *table, *data, *slot;
     bool added;   /* added by kprewrite to a prebuilt image (KPRW_T_ADDED_POOL) */
+    /* vmlinux: the kernel runtime's dispatcher (kprewrite_dispatch), called
+     * directly by the detours; the image has no slot section */
+    uint64_t kernel_dispatch;
 };
+
+/* The kernel runtime's entry point every kernel detour calls. */
+#define KPRW_KERNEL_DISPATCH "kprewrite_dispatch"
 
 /* The pool reserved at link time (or added by an earlier run); -2 when the
  * image has none, -1 with a message when it is malformed. */

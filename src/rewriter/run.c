@@ -64,7 +64,7 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
      * (only their reach matters, and it is checked again for real) */
     struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
                    d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000 };
-    struct pool_sections plan = { &t, &tb, &d, &sl, true };
+    struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true };
     struct bake_result need;
     if (bake(img, &plan, probes, NULL, &need, err, errlen) < 0)
         return -1;
@@ -108,7 +108,11 @@ int run_image(struct run_opts *o)
          * back in our private copy so the analysis sees the original code. */
         struct spec_list all = { 0 };
         int old = 0, found = pool_find(&img, &pool, err, sizeof err);
-        if (found == -2) {
+        if (found == -2 && img.kind == IMG_VMLINUX) {
+            snprintf(err, sizeof err, "%s: no kprewrite pool: build the kernel with CONFIG_KPREWRITE=y "
+                     "(doc/kernel.md)", img.path);
+            found = -1;
+        } else if (found == -2) {
             add_pool = true;
             if (!pool_add_text_addr(&img, err, sizeof err))
                 found = -1;   /* it cannot take one: say why now */
@@ -131,6 +135,8 @@ int run_image(struct run_opts *o)
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto close_image;
     }
+    if (!o->check && img.kind == IMG_VMLINUX)
+        symbols_addr_of(&sy, KPRW_KERNEL_DISPATCH, &pool.kernel_dispatch);   /* bake() says when missing */
     if (kfacts_load(&kf, &img, &sy, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto free_symbols;

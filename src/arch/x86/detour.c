@@ -24,6 +24,13 @@
  * the analysis proves them dead. pt_regs.cs/ss are not filled; a changed
  * pt_regs.sp or .ip is ignored, as in the kernel's optimized path.
  *
+ * Kernel (p->kernel): the stack has no red zone and the dispatcher is C, so
+ * the template pushes all fifteen general registers (bx, bp, r12-r15 after
+ * the caller-saved ones, in pt_regs order) and pops them all after the call;
+ * the flags register is recorded whole (pushfq; popq flags(%rsp): IF tells a
+ * handler whether interrupts were on) and, when live, restored with sahf as
+ * above, never popfq (a handler must not switch interrupts on).
+ *
  * Return probes (a function entry, flags dead by the ABI) add a branch on
  * the dispatcher's answer (%rax: did a kretprobe take this call?):
  *
@@ -126,6 +133,8 @@ enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, 
 
 /* The caller-saved registers, pushed in pt_regs order (di is highest). */
 static const int pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11 };
+/* All of them (the return trampoline; kernel detours): the callee-saved after. */
+static const int tramp_pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11, RBX, RBP, R12, R13, R14, R15 };
 
 /* push %reg / pop %reg */
 static void push_pop(struct buf *b, int reg, bool pop)
@@ -249,12 +258,25 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
                        char *err, size_t errlen)
 {
     struct buf b = { out, 0, p->at };
+    if (p->kernel && p->ret_slot) {
+        snprintf(err, errlen, "return probes are not baked into a kernel");
+        return 0;
+    }
+    const int red_zone = p->kernel ? 0 : 128;
 
-    lea_rsp(&b, RSP, -(128 + UPPER));
+    lea_rsp(&b, RSP, -(red_zone + UPPER));
     for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
         push_pop(&b, pushed[i], false);
-    lea_rsp(&b, RSP, -LOWER);
-    if (p->save_flags && !p->ret_slot) {
+    if (p->kernel) {
+        for (size_t i = sizeof pushed / sizeof pushed[0]; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
+            push_pop(&b, tramp_pushed[i], false);
+        static const uint8_t record[] = { 0x9c,                             /* pushfq */
+                                          0x8f, 0x84, 0x24, PTREGS_FLAGS, 0, 0, 0 }; /* popq flags(%rsp) */
+        bn(&b, record, sizeof record);
+    } else {
+        lea_rsp(&b, RSP, -LOWER);
+    }
+    if (p->save_flags && !p->ret_slot && !p->kernel) {
         /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
         static const uint8_t save[] = {
             0x9f,                               /* lahf */
@@ -298,7 +320,12 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         };
         bn(&b, restore, sizeof restore);
     }
-    lea_rsp(&b, RSP, LOWER);
+    if (p->kernel) {
+        for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > sizeof pushed / sizeof pushed[0];)
+            push_pop(&b, tramp_pushed[i], true);
+    } else {
+        lea_rsp(&b, RSP, LOWER);
+    }
     for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
         push_pop(&b, pushed[i], true);
     size_t jne_at = 0;
@@ -306,7 +333,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         static const uint8_t test[] = { 0x48, 0x83, 0x3c, 0x24, 0x00 }; /* cmpq $0,(%rsp): orig_ax */
         bn(&b, test, sizeof test);
     }
-    lea_rsp(&b, RSP, 128 + UPPER);
+    lea_rsp(&b, RSP, red_zone + UPPER);
     if (p->ret_slot) {
         b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
     }
@@ -405,7 +432,6 @@ bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t e
  * caller's `call` already overwrote it, and signal frames skip the red zone.
  * Flags are dead at a return (ABI).
  */
-static const int tramp_pushed[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11, RBX, RBP, R12, R13, R14, R15 };
 
 /* A return lands here with %rsp = S + 8, S the return address's slot:
  * build pt_regs below S, call the return handler through *slot (it returns

@@ -16,9 +16,13 @@ struct detour_params {
     bool entry_aligned;       /* %rsp = 8 mod 16 at the site (function entry) */
     uint64_t ret_slot;        /* return probes (a function entry): the pointer to the
                                  runtime's return handler; 0 for a plain kprobe */
-    bool via_thunks;          /* slot and ret_slot are thunks (x86_emit_slot_thunk) to
-                                 call, not pointers: an image the runtime was not linked
-                                 into, whose slots the runtime fills when it loads */
+    bool via_thunks;          /* slot and ret_slot are code to call (nop; call rel32), not
+                                 pointers: thunks (x86_emit_slot_thunk) in an image the
+                                 runtime was not linked into, whose slots the runtime fills
+                                 when it loads; or, in a vmlinux, the dispatcher itself */
+    bool kernel;              /* the kernel contract: no red zone, every general register
+                                 saved in pt_regs (the dispatcher is plain C), the whole
+                                 flags register recorded (IF matters), no return probes */
 };
 
 /* Largest detour: template + relocated DCR (jcc8 grows to 6, jmp8 to 5). */
