@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kprewrite kernel runtime: runs the probes kprewrite baked into this
+ * vmlinux after it was linked (see doc/kernel.md).
+ *
+ *   - reads the probe table the rewriter wrote into the pool (pool.S), checks
+ *     every offset, and points each probe's state at its record;
+ *   - kprewrite_dispatch(): called by every detour (a direct call, with a
+ *     full struct pt_regs built by the detour) counts the hit per CPU and
+ *     runs the registered pre_handlers;
+ *   - the int3 path: a die notifier on DIE_INT3 (no CONFIG_KPROBES needed)
+ *     runs the same, then resumes at the out-of-line copy;
+ *   - live control through text_poke(): enable, disable, unoptimize,
+ *     optimize, under debugfs /sys/kernel/debug/kprewrite/;
+ *   - register_kprw_kprobe() & co. for handlers (include/linux/kprewrite.h).
+ *
+ * The functions the probed code reaches are noinstr: the rewriter refuses to
+ * probe .noinstr.text, and so does the kernel's kprobes.
+ */
+#define pr_fmt(fmt) "kprewrite: " fmt
+
+#include <linux/bsearch.h>
+#include <linux/debugfs.h>
+#include <linux/glob.h>
+#include <linux/init.h>
+#include <linux/kdebug.h>
+#include <linux/kernel.h>
+#include <linux/kallsyms.h>
+#include <linux/memory.h>
+#include <linux/mutex.h>
+#include <linux/notifier.h>
+#include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/kprewrite.h>
+#include <asm/text-patching.h>
+#include <asm/ptrace.h>
+
+#include "abi.h"
+
+/* pool.S: the areas the rewriter fills */
+extern u8 kprewrite_pool_text[], kprewrite_pool_text_end[];
+extern const u8 kprewrite_pool_table[], kprewrite_pool_table_end[];
+extern u8 kprewrite_pool_state[], kprewrite_pool_state_end[];
+
+enum code_state { CODE_OPTIMIZED, CODE_INT3, CODE_DISABLED };
+
+struct kprw_point {
+	unsigned long addr, detour, ool;
+	const char *name;
+	u32 offset, id;
+	u8 kind, verdict, len;
+	const u8 *orig;
+	struct kprw_kprobe __rcu *handlers;
+	int code;                 /* enum code_state; read by the probe paths */
+	bool disabled, unoptimized;
+	bool verified;            /* the site held what code says, once */
+};
+
+static struct kprw_point *points;   /* in address order (the table's) */
+static u32 npoints;
+static u64 __percpu *hits, *missed; /* [npoints] each */
+static DEFINE_PER_CPU(struct kprw_point *, running);   /* the recursion guard */
+static DEFINE_MUTEX(kprw_lock);     /* live control, registration */
+static bool knob_enabled = true, knob_optimization = true;
+
+/* ---------------------------------------------------------------- hits */
+
+static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
+{
+	struct kprw_kprobe *kp;
+
+	if (READ_ONCE(pt->code) == CODE_DISABLED)
+		return;                 /* was in the detour when it was disabled */
+	preempt_disable_notrace();
+	if (unlikely(__this_cpu_read(running))) {
+		this_cpu_inc(missed[pt->id]);
+		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(kp->next))
+			kp->nmissed++;
+		goto out;
+	}
+	this_cpu_inc(hits[pt->id]);
+	kp = rcu_dereference_raw(pt->handlers);
+	if (!kp)
+		goto out;
+	__this_cpu_write(running, pt);
+	for (; kp; kp = rcu_dereference_raw(kp->next))
+		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler)
+			kp->pre_handler(kp, regs);
+	__this_cpu_write(running, NULL);
+out:
+	preempt_enable_notrace();
+}
+
+/*
+ * Every detour calls this directly, with regs a struct pt_regs holding all
+ * general registers and the flags; ip, sp, cs, ss and orig_ax are filled
+ * here. The detour pops every register back afterwards, so a handler's
+ * writes take effect.
+ */
+noinstr void kprewrite_dispatch(struct kprw_state *st, struct pt_regs *regs)
+{
+	struct kprw_point *pt = READ_ONCE(st->rt);
+
+	if (!pt)
+		return;                 /* before the runtime started: not counted */
+	instrumentation_begin();
+	regs->ip = pt->addr;
+	regs->sp = (unsigned long)(regs + 1);
+	regs->cs = __KERNEL_CS;
+	regs->ss = __KERNEL_DS;
+	regs->orig_ax = ~0UL;
+	run_handlers(pt, regs);
+	instrumentation_end();
+}
+
+static int cmp_addr(const void *key, const void *elt)
+{
+	unsigned long a = *(const unsigned long *)key, b = ((const struct kprw_point *)elt)->addr;
+
+	return a < b ? -1 : a > b;
+}
+
+static struct kprw_point *point_at(unsigned long addr)
+{
+	return points ? bsearch(&addr, points, npoints, sizeof(*points), cmp_addr) : NULL;
+}
+
+/* The int3 path: int3 probes, and optimized ones while unoptimized or
+ * being patched. Resumes at the out-of-line copy. */
+static noinstr int kprw_int3(struct notifier_block *nb, unsigned long val, void *data)
+{
+	struct die_args *args = data;
+	struct pt_regs *regs = args->regs;
+	struct kprw_point *pt;
+	int ret = NOTIFY_DONE;
+
+	if (val != DIE_INT3 || user_mode(regs))
+		return NOTIFY_DONE;
+	instrumentation_begin();
+	pt = point_at(regs->ip - 1);
+	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
+	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
+		regs->ip = pt->addr;
+		run_handlers(pt, regs);
+		if (regs->ip == pt->addr)       /* a handler may have sent it elsewhere */
+			regs->ip = pt->ool;
+		ret = NOTIFY_STOP;
+	}
+	instrumentation_end();
+	return ret;
+}
+
+static struct notifier_block kprw_int3_nb = {
+	.notifier_call = kprw_int3,
+	.priority = 0x7fffffff,         /* before debuggers' notifiers */
+};
+
+/* ------------------------------------------------------------ patching */
+
+static enum code_state wanted(const struct kprw_point *pt)
+{
+	if (!knob_enabled || pt->disabled)
+		return CODE_DISABLED;
+	if (pt->verdict == KPRW_OPTIMIZED && pt->detour && knob_optimization && !pt->unoptimized)
+		return CODE_OPTIMIZED;
+	return CODE_INT3;
+}
+
+/* The bytes of the site in state s. */
+static void site_bytes(const struct kprw_point *pt, enum code_state s, u8 *b)
+{
+	memcpy(b, pt->orig, pt->len);
+	if (s == CODE_INT3) {
+		b[0] = INT3_INSN_OPCODE;
+	} else if (s == CODE_OPTIMIZED) {
+		s32 rel = (s32)(pt->detour - (pt->addr + JMP32_INSN_SIZE));
+
+		b[0] = JMP32_INSN_OPCODE;
+		memcpy(b + 1, &rel, 4);
+		memset(b + JMP32_INSN_SIZE, INT3_INSN_OPCODE, pt->len - JMP32_INSN_SIZE);
+	}
+}
+
+static void poke(struct kprw_point *pt, unsigned int from, const u8 *b, unsigned int n)
+{
+	text_poke((void *)(pt->addr + from), b + from, n);
+	text_poke_sync();
+}
+
+/*
+ * Bring a point's code to what it should be, under kprw_lock. Byte 0 is
+ * an int3 while the rest changes; a CPU meeting it goes to the out-of-line
+ * copy. Before the jmp goes in, every task must have left the DCR: a grace
+ * period of RCU-tasks (RCU on a kernel without preemption) after the int3,
+ * as the kernel's optprobes do.
+ */
+static int apply(struct kprw_point *pt)
+{
+	enum code_state want = wanted(pt), have = pt->code;
+	u8 now[KPRW_ORIG_MAX], cur[KPRW_ORIG_MAX], b[KPRW_ORIG_MAX];
+
+	if (want == have)
+		return 0;
+	if (!pt->verified) {
+		site_bytes(pt, have, now);
+		copy_from_kernel_nofault(cur, (void *)pt->addr, pt->len);
+		if (memcmp(cur, now, pt->len)) {
+			pr_err("%s+0x%x (0x%lx): the code is not what the probe table says: not patched\n",
+			       pt->name, pt->offset, pt->addr);
+			return -EILSEQ;
+		}
+		pt->verified = true;
+	}
+	mutex_lock(&text_mutex);
+	if (have != CODE_INT3) {
+		site_bytes(pt, CODE_INT3, b);
+		if (want == CODE_DISABLED)
+			WRITE_ONCE(pt->code, CODE_DISABLED);    /* from now on nothing counts */
+		else
+			WRITE_ONCE(pt->code, CODE_INT3);
+		poke(pt, 0, b, 1);
+		if (have == CODE_OPTIMIZED && pt->len > 1)
+			poke(pt, 1, b, pt->len - 1);    /* the original tail */
+	}
+	if (want == CODE_OPTIMIZED) {
+		mutex_unlock(&text_mutex);
+		synchronize_rcu_tasks();
+		mutex_lock(&text_mutex);
+		site_bytes(pt, CODE_OPTIMIZED, b);
+		poke(pt, 1, b, pt->len - 1);
+		poke(pt, 0, b, 1);
+	} else if (want == CODE_DISABLED) {
+		poke(pt, 0, pt->orig, 1);
+	}
+	WRITE_ONCE(pt->code, want);
+	mutex_unlock(&text_mutex);
+	return 0;
+}
+
+static int apply_all(void)
+{
+	int rc = 0;
+	u32 i;
+
+	for (i = 0; i < npoints; i++) {
+		int r = apply(&points[i]);
+
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
+
+/* -------------------------------------------------------- registration */
+
+static struct kprw_point *find_point(const char *sym, unsigned int offset, unsigned long addr)
+{
+	u32 i;
+
+	if (!sym)
+		return point_at(addr);
+	for (i = 0; i < npoints; i++)
+		if (points[i].offset == offset && strcmp(points[i].name, sym) == 0)
+			return &points[i];
+	return NULL;
+}
+
+int register_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	struct kprw_point *pt;
+
+	if (!kp || !kp->symbol_name == !kp->addr)
+		return -EINVAL;
+	mutex_lock(&kprw_lock);
+	if (kp->point) {
+		mutex_unlock(&kprw_lock);
+		return -EBUSY;
+	}
+	pt = find_point(kp->symbol_name, kp->offset, (unsigned long)kp->addr);
+	if (!pt) {
+		mutex_unlock(&kprw_lock);
+		return -ENOENT;
+	}
+	kp->point = pt;
+	kp->addr = (void *)pt->addr;
+	RCU_INIT_POINTER(kp->next, rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
+	rcu_assign_pointer(pt->handlers, kp);
+	mutex_unlock(&kprw_lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(register_kprw_kprobe);
+
+void unregister_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	struct kprw_kprobe __rcu **pp;
+	struct kprw_point *pt;
+
+	mutex_lock(&kprw_lock);
+	pt = kp ? kp->point : NULL;
+	if (!pt) {
+		mutex_unlock(&kprw_lock);
+		return;
+	}
+	for (pp = &pt->handlers; rcu_access_pointer(*pp); ) {
+		struct kprw_kprobe *k = rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock));
+
+		if (k == kp) {
+			rcu_assign_pointer(*pp, rcu_dereference_protected(k->next, 1));
+			break;
+		}
+		pp = &k->next;
+	}
+	kp->point = NULL;
+	mutex_unlock(&kprw_lock);
+	/* handlers run with preemption off (or in the int3 trap): a grace
+	 * period ends every run that could still see kp */
+	synchronize_rcu();
+}
+EXPORT_SYMBOL_GPL(unregister_kprw_kprobe);
+
+int register_kprw_kprobes(struct kprw_kprobe **kps, int num)
+{
+	int i, rc;
+
+	if (num <= 0)
+		return -EINVAL;
+	for (i = 0; i < num; i++) {
+		rc = register_kprw_kprobe(kps[i]);
+		if (rc < 0) {
+			if (i > 0)
+				unregister_kprw_kprobes(kps, i);
+			return rc;
+		}
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(register_kprw_kprobes);
+
+void unregister_kprw_kprobes(struct kprw_kprobe **kps, int num)
+{
+	int i;
+
+	for (i = 0; i < num; i++)
+		unregister_kprw_kprobe(kps[i]);
+}
+EXPORT_SYMBOL_GPL(unregister_kprw_kprobes);
+
+int enable_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	if (!kp->point)
+		return -EINVAL;
+	WRITE_ONCE(kp->flags, kp->flags & ~KPRW_FLAG_DISABLED);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(enable_kprw_kprobe);
+
+int disable_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	if (!kp->point)
+		return -EINVAL;
+	WRITE_ONCE(kp->flags, kp->flags | KPRW_FLAG_DISABLED);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(disable_kprw_kprobe);
+
+/* -------------------------------------------------------------- debugfs */
+
+static void stats(const struct kprw_point *pt, u64 *h, u64 *m)
+{
+	int cpu;
+
+	*h = *m = 0;
+	for_each_possible_cpu(cpu) {
+		*h += per_cpu_ptr(hits, cpu)[pt->id];
+		*m += per_cpu_ptr(missed, cpu)[pt->id];
+	}
+}
+
+/* Like /sys/kernel/debug/kprobes/list, with the counts after it (the
+ * user runtime's format). */
+static int list_show(struct seq_file *m, void *v)
+{
+	u32 i;
+	u64 h, n;
+
+	mutex_lock(&kprw_lock);
+	for (i = 0; i < npoints; i++) {
+		const struct kprw_point *pt = &points[i];
+
+		stats(pt, &h, &n);
+		seq_printf(m, "%016lx  %c  %s+0x%x  %s%s  hits %llu  nmissed %llu\n", pt->addr, pt->kind,
+			   pt->name, pt->offset, pt->disabled ? "[DISABLED]" : "",
+			   pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "", h, n);
+	}
+	mutex_unlock(&kprw_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(list);
+
+/* Like kprobe_profile: name, hits, misses. */
+static int profile_show(struct seq_file *m, void *v)
+{
+	char name[KSYM_NAME_LEN + 16];
+	u32 i;
+	u64 h, n;
+
+	mutex_lock(&kprw_lock);
+	for (i = 0; i < npoints; i++) {
+		stats(&points[i], &h, &n);
+		snprintf(name, sizeof(name), "%s+0x%x", points[i].name, points[i].offset);
+		seq_printf(m, "  %-44s %15llu %15llu\n", name, h, n);
+	}
+	mutex_unlock(&kprw_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(profile);
+
+/* SPEC: 0xADDR, SYM+OFF (SYM a glob), or a glob on SYM (every offset). */
+static bool spec_matches(const char *spec, const struct kprw_point *pt)
+{
+	char name[KSYM_NAME_LEN];
+	const char *plus;
+	unsigned long v;
+
+	if (spec[0] == '0' && spec[1] == 'x')
+		return kstrtoul(spec, 16, &v) == 0 && v == pt->addr;
+	plus = strrchr(spec, '+');
+	if (!plus)
+		return glob_match(spec, pt->name);
+	if (plus - spec >= sizeof(name) || kstrtoul(plus + 1, 0, &v))
+		return false;
+	memcpy(name, spec, plus - spec);
+	name[plus - spec] = 0;
+	return v == pt->offset && glob_match(name, pt->name);
+}
+
+/* "enable|disable|optimize|unoptimize SPEC" */
+static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	char buf[KSYM_NAME_LEN + 32], *spec, *verb;
+	size_t n = 0, can_jump = 0;
+	int op, rc = 0;
+	u32 i;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	spec = strim(buf);
+	verb = strsep(&spec, " \t");
+	spec = spec ? strim(spec) : NULL;
+	if (!spec || !*spec)
+		return -EINVAL;
+	if (!strcmp(verb, "enable"))
+		op = 0;
+	else if (!strcmp(verb, "disable"))
+		op = 1;
+	else if (!strcmp(verb, "optimize"))
+		op = 2;
+	else if (!strcmp(verb, "unoptimize"))
+		op = 3;
+	else
+		return -EINVAL;
+	mutex_lock(&kprw_lock);
+	for (i = 0; i < npoints; i++) {
+		struct kprw_point *pt = &points[i];
+
+		if (!spec_matches(spec, pt))
+			continue;
+		n++;
+		can_jump += pt->verdict == KPRW_OPTIMIZED;
+		if (op < 2)
+			pt->disabled = op == 1;
+		else
+			pt->unoptimized = op == 3;
+	}
+	if (!n)
+		rc = -ENOENT;
+	else if (op == 2 && !can_jump)
+		rc = -EOPNOTSUPP;
+	else
+		rc = apply_all();
+	mutex_unlock(&kprw_lock);
+	return rc < 0 ? rc : len;
+}
+
+static int control_show(struct seq_file *m, void *v)
+{
+	seq_puts(m, "enable|disable|optimize|unoptimize 0xADDR|SYM+OFF|SYM-GLOB\n");
+	return 0;
+}
+
+static int control_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, control_show, NULL);
+}
+
+static const struct file_operations control_fops = {
+	.open = control_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = control_write,
+};
+
+/* `enabled` arms or disarms every point (each keeps its own state);
+ * `optimization` 0 unoptimizes every point. */
+static int knob_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "%d\n", *(bool *)m->private);
+	return 0;
+}
+
+static int knob_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, knob_show, inode->i_private);
+}
+
+static ssize_t knob_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	bool *knob = ((struct seq_file *)f->private_data)->private, v;
+	int rc = kstrtobool_from_user(ubuf, len, &v);
+
+	if (rc)
+		return rc;
+	mutex_lock(&kprw_lock);
+	*knob = v;
+	rc = apply_all();
+	mutex_unlock(&kprw_lock);
+	return rc < 0 ? rc : len;
+}
+
+static const struct file_operations knob_fops = {
+	.open = knob_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = knob_write,
+};
+
+/* ------------------------------------------------------------ start-up */
+
+/* NULL when every offset of the table can be followed; else why. */
+static const char *table_check(const struct kprw_table *t)
+{
+	const u8 *base = (const u8 *)t;
+	size_t table_size = kprewrite_pool_table_end - kprewrite_pool_table;
+	const struct kprw_entry *e = (const void *)(t + 1);
+	u32 i;
+
+	if (t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
+		return "unknown version or entry size";
+	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||
+	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||
+	    (t->strings_size && base[t->strings_off + t->strings_size - 1]))
+		return "entries or strings outside the table";
+	if (t->flags || t->tramp_rel || base + t->state_rel != kprewrite_pool_state ||
+	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(kprewrite_pool_state_end - kprewrite_pool_state))
+		return "state outside the pool, or features this runtime lacks";
+	for (i = 0; i < t->nentries; i++) {
+		unsigned long site = (unsigned long)base + e[i].site_rel;
+		const u8 *ool = base + e[i].ool_rel, *det = base + e[i].detour_rel;
+		struct kprw_state *st = (void *)kprewrite_pool_state + i * sizeof(*st);
+
+		if (e[i].kind != KPRW_KIND_K || e[i].dcr_len == 0 || e[i].dcr_len > KPRW_ORIG_MAX ||
+		    (e[i].verdict == KPRW_OPTIMIZED && e[i].dcr_len < JMP32_INSN_SIZE) ||
+		    e[i].name_off >= t->strings_size)
+			return "an entry has a bad kind, length or name";
+		if (!core_kernel_text(site) || !core_kernel_text(site + e[i].dcr_len - 1) ||
+		    is_kernel_inittext(site) ||
+		    (i && site < (unsigned long)base + e[i - 1].site_rel + e[i - 1].dcr_len))
+			return "an entry's site is not kernel text (or is init text), or out of order";
+		if (ool < kprewrite_pool_text || ool >= kprewrite_pool_text_end ||
+		    (e[i].verdict == KPRW_OPTIMIZED &&
+		     (det < kprewrite_pool_text || det >= kprewrite_pool_text_end)))
+			return "an entry's detour is outside the pool";
+		if (st->index != i || (u8 *)st + st->table_rel != base)
+			return "a state does not point back to its entry";
+	}
+	return NULL;
+}
+
+static int __init kprewrite_init(void)
+{
+	const struct kprw_table *t = (const void *)kprewrite_pool_table;
+	const struct kprw_entry *e = (const void *)(t + 1);
+	const char *strings = (const char *)t + t->strings_off, *why;
+	struct dentry *dir;
+	u32 i, nopt;
+
+	if (t->magic == 0) {
+		pr_info("no probes baked into this kernel\n");
+		return 0;
+	}
+	why = t->magic != KPRW_MAGIC ? "bad magic" : table_check(t);
+	if (why) {
+		pr_err("probe table refused: %s; its %u probes are not armed\n", why, t->nentries);
+		return 0;
+	}
+	points = kcalloc(t->nentries, sizeof(*points), GFP_KERNEL);
+	hits = __alloc_percpu(sizeof(u64) * max(t->nentries, 1u), sizeof(u64));
+	missed = __alloc_percpu(sizeof(u64) * max(t->nentries, 1u), sizeof(u64));
+	if (!points || !hits || !missed) {
+		pr_err("out of memory: %u probes not armed\n", t->nentries);
+		kfree(points);
+		free_percpu(hits);
+		free_percpu(missed);
+		points = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->nentries; i++) {
+		struct kprw_point *pt = &points[i];
+
+		pt->addr = (unsigned long)t + e[i].site_rel;
+		pt->detour = e[i].detour_rel ? (unsigned long)t + e[i].detour_rel : 0;
+		pt->ool = (unsigned long)t + e[i].ool_rel;
+		pt->name = strings + e[i].name_off;
+		pt->offset = e[i].offset;
+		pt->id = i;
+		pt->kind = e[i].kind;
+		pt->verdict = e[i].verdict;
+		pt->len = e[i].dcr_len;
+		pt->orig = e[i].orig;
+		/* the rewriter leaves int3 probes' sites as they were: an int3
+		 * met before this notifier existed would oops; armed below */
+		pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
+	}
+	npoints = t->nentries;
+	if (register_die_notifier(&kprw_int3_nb)) {
+		pr_err("cannot hook int3: int3 probes stay disarmed\n");
+		knob_enabled = false;
+	}
+	/* from here on hits count */
+	for (i = 0; i < npoints; i++) {
+		struct kprw_state *st = (void *)kprewrite_pool_state + i * sizeof(*st);
+
+		WRITE_ONCE(st->rt, &points[i]);
+	}
+	mutex_lock(&kprw_lock);
+	if (apply_all())
+		pr_err("some probes could not be armed\n");
+	for (i = 0, nopt = 0; i < npoints; i++)
+		nopt += points[i].code == CODE_OPTIMIZED;
+	mutex_unlock(&kprw_lock);
+	dir = debugfs_create_dir("kprewrite", NULL);
+	debugfs_create_file("list", 0400, dir, NULL, &list_fops);
+	debugfs_create_file("profile", 0400, dir, NULL, &profile_fops);
+	debugfs_create_file("control", 0600, dir, NULL, &control_fops);
+	debugfs_create_file("enabled", 0600, dir, &knob_enabled, &knob_fops);
+	debugfs_create_file("optimization", 0600, dir, &knob_optimization, &knob_fops);
+	pr_info("%u probes armed (%u optimized)\n", npoints, nopt);
+	return 0;
+}
+/* early, so that boot-time code is counted too; debugfs is up by then */
+core_initcall(kprewrite_init);

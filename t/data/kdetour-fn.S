@@ -1,0 +1,49 @@
+/*
+ * Probed code for t/kernel-detour.t, built like kernel code (no red zone):
+ * kfn(a) = a + 1 + (ZF after cmp ? 1000 : 0) + (%rbx >> 60), with %rbx set
+ * to a known value and %rsp recorded before the mid-function point, so the
+ * kernel-contract detour's pt_regs can be checked and a handler's writes to
+ * %rdi, the flags and %rbx seen in the result.
+ */
+        .text
+        .globl  kfn, kfn_sp, kfn_mid_off
+        .type   kfn, @function
+kfn:
+        push    %rbx
+        movabs  $0x1122334455667788, %rbx
+        mov     %rsp, kfn_sp(%rip)
+        cmp     %rdi, %rdi
+.Lmid:                                  /* flags live: the jne reads ZF */
+        mov     %rdi, %rax
+        lea     1(%rax), %rax
+        jne     1f
+        add     $1000, %rax
+1:      mov     %rbx, %rcx
+        shr     $60, %rcx
+        add     %rcx, %rax
+        pop     %rbx
+        ret
+        .size   kfn, .-kfn
+
+/* kloop+0: the DCR would cover the loop's target: an int3 probe, whose
+ * site a kernel image keeps as it was (the runtime arms it) */
+        .globl  kloop
+        .type   kloop, @function
+kloop:
+        xor     %eax, %eax
+2:      inc     %eax
+        cmp     $3, %eax
+        jne     2b
+        ret
+        .size   kloop, .-kloop
+
+        .section .rodata
+        .balign 8
+kfn_mid_off:
+        .quad   .Lmid - kfn
+
+        .data
+        .balign 8
+kfn_sp: .quad   0
+
+        .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Kernel-contract detours (what kprewrite bakes into a vmlinux), run in user
+# space: a static program standing in for a vmlinux links the kernel pool
+# (src/runtime/kernel/pool.S) and a kprewrite_dispatch() that records the
+# pt_regs the detour built. Built without a red zone, as kernel code is.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" od cmp nm
+D=$(tmpdir kernel-detour)
+pool="-DCONFIG_KPREWRITE_TEXT_KB=16 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4"
+if ! $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/k" "$KP_SRCDIR/t/data/kdetour-main.c" \
+        "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool \
+        2>"$D/cc.log"; then
+    skip_all "no static C library to link the stand-in ($(head -n 1 "$D/cc.log"))"
+fi
+mid=$("$D/k" mid)
+"$D/k" run > "$D/orig.out"
+
+out=$("$KPREWRITE" --kernel --probe kfn --probe "kfn+$mid" --probe kloop -o "$D/k2" "$D/k" 2>&1)
+like "3 probes baked" "$out" "the stand-in vmlinux is rewritten"
+check=$("$KPREWRITE" --kernel --check --probe kfn --probe "kfn+$mid" --probe kloop "$D/k")
+like "kfn\\+0x0  \\[OPTIMIZED\\]" "$check" "kfn+0 is jump-optimized"
+like "kfn\\+$(printf '0x%x' "$mid")  \[OPTIMIZED\].*flags live" "$check" "the mid point is optimized with live flags"
+like "kloop\\+0x0  \\[INT3\\] jump-into-dcr" "$check" "kloop+0 needs int3"
+
+# the int3 site keeps its bytes: the kernel runtime arms it after hooking the trap
+kloop=$(nm "$D/k" | awk '$3 == "kloop" { print $1 }')
+text=$(readelf -SW "$D/k" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text" { print $3, $4 }')
+set -- $text
+at=$(( 0x$kloop - 0x$1 + 0x$2 ))
+ok $([ "$(od -An -tx1 -j $at -N 7 "$D/k")" = "$(od -An -tx1 -j $at -N 7 "$D/k2")" ]; echo $?) \
+    "the int3 probe's site is left as it was"
+ok $(! cmp -s "$D/k" "$D/k2"; echo $?) "the optimized sites changed"
+
+"$D/k2" run > "$D/plain.out"
+like "^kfn\(5\) = 1007 kloop\(\) = 3" "$(cat "$D/plain.out")" "the rewritten program computes what the original does"
+ok $([ "$(head -n 1 "$D/plain.out")" = "$(head -n 1 "$D/orig.out")" ]; echo $?) "same first line as the original"
+like "hits 1 1" "$(cat "$D/plain.out")" "each detour called kprewrite_dispatch once"
+like "entry: di 5 sp-ok 1" "$(cat "$D/plain.out")" "entry: pt_regs has the argument and the probed code's sp"
+like "mid: di 5 bx 0x1122334455667788 zf 1 if 1 sp-ok 1" "$(cat "$D/plain.out")" \
+    "mid: callee-saved bx, the whole flags word (ZF, IF) and sp are in pt_regs"
+
+"$D/k2" run modify > "$D/mod.out"
+# di 100 at entry; ZF cleared (no +1000) and bx 0 (no +1) at the mid point
+like "^kfn\(5\) = 101 " "$(cat "$D/mod.out")" "a handler's writes to di, the flags and bx take effect"
+like "mid: di 100 " "$(cat "$D/mod.out")" "the mid point sees the di the entry handler wrote"
+
+# a kernel image without the runtime's dispatcher is refused, with the reason
+$CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -DNO_DISPATCH -o "$D/nodisp" "$KP_SRCDIR/t/data/kdetour-fn.S" \
+    -x c - -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool <<'C'
+int main(void) { return 0; }
+C
+like "no kprewrite_dispatch: build it with CONFIG_KPREWRITE=y" \
+    "$("$KPREWRITE" --kernel --probe kfn -o "$D/out" "$D/nodisp" 2>&1)" "no dispatcher: refused"
+$CC -O2 -static -o "$D/nopool" "$KP_SRCDIR/t/data/kdetour-fn.S" -x c - <<'C'
+int main(void) { return 0; }
+C
+like "no kprewrite pool: build the kernel with CONFIG_KPREWRITE=y" \
+    "$("$KPREWRITE" --kernel --probe kfn -o "$D/out" "$D/nopool" 2>&1)" "no pool: refused"
+ok $([ ! -e "$D/out" ]; echo $?) "and nothing written"
+done_testing
