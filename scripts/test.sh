@@ -2,7 +2,8 @@
 # README's second command: install, build, run the whole test suite twice --
 # the normal build (./build) and the ASan+UBSan build (./build-san) -- and end
 # with "N passed, N failed[, N skipped]", the harness's own counts summed.
-# KP_SANITIZERS=0 skips the sanitizer run.
+# KP_SANITIZERS=0 skips the sanitizer run. Then `make check-kernel` (a small
+# kernel built, baked and booted under qemu; KP_KERNEL=0 skips it).
 top=$(cd "$(dirname "$0")/.." && pwd)
 sh "$top/scripts/install-deps.sh" || exit 1
 sh "$top/scripts/build.sh" || exit 1
@@ -34,6 +35,16 @@ if [ "${KP_SANITIZERS:-1}" != 0 ]; then
         echo "asan+ubsan: the sanitizer build failed"; tail -n 30 "$top/build-san/build.out" 2>/dev/null
         failed=$((failed + 1)); status=1
     fi
+fi
+
+if [ "${KP_KERNEL:-1}" != 0 ]; then
+    make -s -C "$top/build" check-kernel >/dev/null 2>&1
+    rc=$?
+    log=$top/build/check-kernel.log
+    kpass=$(grep -c '^ok' "$log" 2>/dev/null); kfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
+    [ $rc -eq 0 ] || { status=1; [ "${kfail:-0}" -gt 0 ] || kfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
+    passed=$((passed + ${kpass:-0})); failed=$((failed + ${kfail:-0}))
+    echo "kernel: ${kpass:-0} passed, ${kfail:-0} failed"
 fi
 
 if [ "$skipped" -gt 0 ]; then

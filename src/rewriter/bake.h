@@ -11,6 +11,10 @@ struct pool_sections {
     /* vmlinux: the kernel runtime's dispatcher (kprewrite_dispatch), called
      * directly by the detours; the image has no slot section */
     uint64_t kernel_dispatch;
+    /* vmlinux: the pool's areas, found by their symbols (kprewrite_pool_text
+     * ... _end) inside the kernel's own sections; text, table and data
+     * point here */
+    struct section kernel_area[3];
 };
 
 /* The kernel runtime's entry point every kernel detour calls. */

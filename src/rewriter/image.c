@@ -312,3 +312,25 @@ bool image_is_exec_addr(const struct image *img, uint64_t vaddr)
     const struct section *s = image_section_at(img, vaddr);
     return s && (s->flags & SHF_EXECINSTR) && s->data;
 }
+
+bool image_symbol(const struct image *img, const char *name, uint64_t *value)
+{
+    for (size_t i = 0; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (s->type != SHT_SYMTAB || !s->data || s->link >= img->nsecs || !img->secs[s->link].data)
+            continue;
+        const struct section *str = &img->secs[s->link];
+        size_t n = strlen(name);
+        for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= s->size; off += sizeof(Elf64_Sym)) {
+            Elf64_Sym sym;
+            memcpy(&sym, s->data + off, sizeof sym);
+            if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str->size || str->size - sym.st_name <= n)
+                continue;
+            if (memcmp(str->data + sym.st_name, name, n + 1) == 0) {
+                *value = sym.st_value;
+                return true;
+            }
+        }
+    }
+    return false;
+}

@@ -109,9 +109,7 @@ int run_image(struct run_opts *o)
         struct spec_list all = { 0 };
         int old = 0, found = pool_find(&img, &pool, err, sizeof err);
         if (found == -2 && img.kind == IMG_VMLINUX) {
-            snprintf(err, sizeof err, "%s: no kprewrite pool: build the kernel with CONFIG_KPREWRITE=y "
-                     "(doc/kernel.md)", img.path);
-            found = -1;
+            found = -1;   /* pool_find said what to do */
         } else if (found == -2) {
             add_pool = true;
             if (!pool_add_text_addr(&img, err, sizeof err))

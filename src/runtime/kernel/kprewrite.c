@@ -589,7 +589,6 @@ static int __init kprewrite_init(void)
 	const struct kprw_table *t = (const void *)kprewrite_pool_table;
 	const struct kprw_entry *e = (const void *)(t + 1);
 	const char *strings = (const char *)t + t->strings_off, *why;
-	struct dentry *dir;
 	u32 i, nopt;
 
 	if (t->magic == 0) {
@@ -646,14 +645,22 @@ static int __init kprewrite_init(void)
 	for (i = 0, nopt = 0; i < npoints; i++)
 		nopt += points[i].code == CODE_OPTIMIZED;
 	mutex_unlock(&kprw_lock);
-	dir = debugfs_create_dir("kprewrite", NULL);
+	pr_info("%u probes armed (%u optimized)\n", npoints, nopt);
+	return 0;
+}
+/* early, so that boot-time code is counted too */
+core_initcall(kprewrite_init);
+
+/* debugfs registers itself at core_initcall too: the files come later */
+static int __init kprewrite_debugfs_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("kprewrite", NULL);
+
 	debugfs_create_file("list", 0400, dir, NULL, &list_fops);
 	debugfs_create_file("profile", 0400, dir, NULL, &profile_fops);
 	debugfs_create_file("control", 0600, dir, NULL, &control_fops);
 	debugfs_create_file("enabled", 0600, dir, &knob_enabled, &knob_fops);
 	debugfs_create_file("optimization", 0600, dir, &knob_optimization, &knob_fops);
-	pr_info("%u probes armed (%u optimized)\n", npoints, nopt);
 	return 0;
 }
-/* early, so that boot-time code is counted too; debugfs is up by then */
-core_initcall(kprewrite_init);
+fs_initcall(kprewrite_debugfs_init);

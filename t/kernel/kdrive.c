@@ -1,0 +1,67 @@
+/*
+ * kdrive: runs inside the check-kernel guest (static, no libc beyond the
+ * system calls). Reads a probe's hit count from /sys/kernel/debug/kprewrite/list
+ * with one read(), drives it N times, reads it again:
+ *
+ *   kdrive SPEC ACTION N     prints "delta SPEC ACTION N D"
+ *
+ * ACTION: read (read(2) of one byte from /dev/zero), getpid, open (open(2)
+ * of a path that does not exist). Each list read is one read(2) call.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static char buf[1 << 16];
+
+static long hits(const char *spec)
+{
+    int fd = open("/sys/kernel/debug/kprewrite/list", O_RDONLY);
+    if (fd < 0) {
+        perror("kdrive: list");
+        exit(2);
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);   /* one read(2): the list fits */
+    close(fd);
+    if (n <= 0)
+        exit(2);
+    buf[n] = 0;
+    char key[256];
+    snprintf(key, sizeof key, "  %s  ", spec);
+    char *line = strstr(buf, key), *h = line ? strstr(line, "hits ") : NULL;
+    if (!h) {
+        fprintf(stderr, "kdrive: %s not listed\n", spec);
+        exit(2);
+    }
+    return strtol(h + 5, NULL, 10);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: kdrive SPEC read|getpid|open N\n");
+        return 2;
+    }
+    long n = strtol(argv[3], NULL, 10);
+    int zero = open("/dev/zero", O_RDONLY);
+    if (zero < 0) {
+        perror("kdrive: /dev/zero");
+        return 2;
+    }
+    char c;
+    long before = hits(argv[1]);
+    for (long i = 0; i < n; i++) {
+        if (strcmp(argv[2], "read") == 0)
+            (void)!read(zero, &c, 1);
+        else if (strcmp(argv[2], "getpid") == 0)
+            syscall(SYS_getpid);
+        else
+            close(open("/kprewrite-does-not-exist", O_RDONLY));
+    }
+    long after = hits(argv[1]);
+    printf("delta %s %s %ld %ld\n", argv[1], argv[2], n, after - before);
+    return 0;
+}
