@@ -45,7 +45,8 @@ cmp -s "$W/vmlinux" "$W/vmlinux.plain"; [ $? = 1 ]; ok $? "the baked vmlinux dif
 readelf -h "$W/vmlinux" >/dev/null 2>&1; ok $? "readelf reads the baked vmlinux"
 
 gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kdrive statically"
-sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g; s/@INT3@/strncpy_from_user+0x0/g" \
+sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g; s/@INT3@/strncpy_from_user+0x0/g;
+     s/@BENCH@/${KP_KERNEL_BENCH:-0}/g" \
     "$src/t/kernel/guest-init.sh" > "$W/init"
 sh "$src/t/kernel/mkinitramfs.sh" "$W/initrd.cpio" "$W/init" "$W/kdrive" || bail "initramfs"
 start=$(date +%s)
@@ -62,6 +63,24 @@ while IFS= read -r line; do
     esac
 done < "$W/guest.txt"
 [ "$(wc -l < "$W/guest.txt")" -ge 30 ]; ok $? "the guest reported its checks ($(wc -l < "$W/guest.txt"))"
+bench=$(grep '^KPRW-BENCH' "$W/serial.log" | tr -d '\r')
+if [ -n "$bench" ]; then
+    # ns per getpid(2) under TCG (an emulator's nanoseconds): overheads over
+    # the original code, and the ratios that carry over to hardware
+    echo "$bench" | awk '{
+        for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
+        b = v["base"]
+        printf "# kernel bench, getpid(2), ns per call under qemu TCG, best of 5 x 20000\n"
+        printf "#   original code            %8.1f\n", b
+        printf "#   baked optimized probe    %8.1f  (+%.1f)\n", v["baked-opt"], v["baked-opt"] - b
+        printf "#   kernel optprobe          %8.1f  (+%.1f)  optimized=%s\n", v["kprobe-opt"], v["kprobe-opt"] - b, v["kprobe-optimized"]
+        printf "#   baked int3 probe         %8.1f  (+%.1f)\n", v["baked-int3"], v["baked-int3"] - b
+        printf "#   kernel int3 kprobe       %8.1f  (+%.1f)\n", v["kprobe-int3"], v["kprobe-int3"] - b
+        ko = v["kprobe-opt"] - b; ki = v["kprobe-int3"] - b
+        if (ko > 0) printf "#   baked optimized / kernel optprobe overhead: %.2f\n", (v["baked-opt"] - b) / ko
+        if (ki > 0) printf "#   baked int3 / kernel int3 overhead:          %.2f\n", (v["baked-int3"] - b) / ki
+    }'
+fi
 [ $failed = 0 ] || { echo "# serial log: $W/serial.log"; tail -n 40 "$W/serial.log" | sed 's/^/# /'; }
 echo "1..$n"
 [ $failed = 0 ]

@@ -17,7 +17,7 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
     { echo "integrate.sh: $src is not a Linux source tree with scripts/Makefile.vmlinux (6.1 or later)" >&2; exit 1; }
 
 mkdir -p "$src/kernel/kprewrite"
-cp "$here/kprewrite.c" "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
+cp "$here/kprewrite.c" "$here/selftest.c" "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
 cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 cp "$here/kprewrite.h" "$src/include/linux/kprewrite.h"
 

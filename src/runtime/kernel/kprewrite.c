@@ -272,12 +272,16 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 {
 	struct kprw_point *pt;
 
-	if (!kp || !kp->symbol_name == !kp->addr)
+	if (!kp)
 		return -EINVAL;
 	mutex_lock(&kprw_lock);
 	if (kp->point) {
 		mutex_unlock(&kprw_lock);
 		return -EBUSY;
+	}
+	if (!kp->symbol_name == !kp->addr) {
+		mutex_unlock(&kprw_lock);
+		return -EINVAL;
 	}
 	pt = find_point(kp->symbol_name, kp->offset, (unsigned long)kp->addr);
 	if (!pt) {

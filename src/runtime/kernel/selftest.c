@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kprewrite self-test and benchmark hooks (CONFIG_KPREWRITE_SELFTEST), used
+ * by kprewrite's make check-kernel and make bench-kernel from inside the
+ * guest, through /sys/kernel/debug/kprewrite/selftest:
+ *
+ *   kprw SYM+OFF     register a kprw_kprobe on a baked point (counts hits,
+ *                    keeps the registers of calls whose 3rd argument is 777)
+ *   kprw-empty SYM+OFF  the same with a handler that only counts (benchmarks)
+ *   kprobe SYM       register the kernel's own kprobe (empty pre_handler:
+ *                    optimized when the kernel can)
+ *   kprobe-int3 SYM  the kernel's kprobe with a post_handler (never optimized)
+ *   api              the registration API's error cases, into the report
+ *   off              unregister everything
+ *
+ * Reading it reports what was seen. Not for production kernels.
+ */
+#define pr_fmt(fmt) "kprewrite selftest: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/init.h>
+#include <linux/kernel.h>
+#include <linux/kprobes.h>
+#include <linux/kprewrite.h>
+#include <linux/mutex.h>
+#include <linux/ptrace.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+static DEFINE_MUTEX(st_lock);
+static struct kprw_kprobe st_kp;
+static char st_sym[KSYM_NAME_LEN];
+static unsigned long st_hits, st_hits777, st_ip_ok, st_di, st_si, st_dx, st_sp_ok;
+static char st_api[256];
+
+static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
+{
+	st_hits++;
+	st_ip_ok += regs->ip == (unsigned long)kp->addr;
+	/* sp is the probed code's: at a function entry, the return address */
+	st_sp_ok += regs->sp > (unsigned long)regs && regs->sp - (unsigned long)regs <= 512;
+	if (regs->dx == 777) {
+		st_hits777++;
+		st_di = regs->di;
+		st_si = regs->si;
+		st_dx = regs->dx;
+	}
+	return 0;
+}
+
+static int st_pre_empty(struct kprw_kprobe *kp, struct pt_regs *regs)
+{
+	st_hits++;
+	return 0;
+}
+
+#ifdef CONFIG_KPROBES
+static struct kprobe st_kprobe;
+static bool st_kprobe_on;
+static unsigned long st_kprobe_hits;
+
+/* the probe kprobes built around ours: optimization flags the aggregate */
+static int st_kprobe_optimized(void)
+{
+	struct kprobe *ap;
+	int opt;
+
+	preempt_disable();
+	ap = get_kprobe(st_kprobe.addr);
+	opt = ap && (ap->flags & KPROBE_FLAG_OPTIMIZED);
+	preempt_enable();
+	return opt;
+}
+
+static int st_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
+{
+	st_kprobe_hits++;
+	return 0;
+}
+
+static void st_kprobe_post(struct kprobe *p, struct pt_regs *regs, unsigned long flags)
+{
+}
+
+static int st_kprobe_register(const char *sym, bool int3)
+{
+	memset(&st_kprobe, 0, sizeof(st_kprobe));
+	strscpy(st_sym, sym, sizeof(st_sym));
+	st_kprobe.symbol_name = st_sym;
+	st_kprobe.pre_handler = st_kprobe_pre;
+	if (int3)
+		st_kprobe.post_handler = st_kprobe_post;   /* keeps it unoptimized */
+	st_kprobe_hits = 0;
+	if (register_kprobe(&st_kprobe))
+		return -EINVAL;
+	st_kprobe_on = true;
+	return 0;
+}
+#endif
+
+static void st_off(void)
+{
+	if (st_kp.point)
+		unregister_kprw_kprobe(&st_kp);
+#ifdef CONFIG_KPROBES
+	if (st_kprobe_on)
+		unregister_kprobe(&st_kprobe);
+	st_kprobe_on = false;
+#endif
+}
+
+/* The error cases of include/linux/kprewrite.h, on the point SYM+OFF. */
+static void st_api_check(const char *sym, unsigned int off)
+{
+	static struct kprw_kprobe a, bad;
+	struct kprw_kprobe *batch[2] = { &a, &bad };
+	int both, none, busy, rollback;
+
+	memset(&a, 0, sizeof(a));
+	a.symbol_name = sym;
+	a.offset = off;
+	a.addr = (void *)1;
+	both = register_kprw_kprobe(&a);           /* symbol and addr: -EINVAL */
+	memset(&bad, 0, sizeof(bad));
+	bad.symbol_name = "kprewrite_no_such_point";
+	none = register_kprw_kprobe(&bad);         /* not baked: -ENOENT */
+	memset(&a, 0, sizeof(a));
+	a.symbol_name = sym;
+	a.offset = off;
+	busy = register_kprw_kprobe(&a);
+	busy = busy ? busy : register_kprw_kprobe(&a);   /* twice: -EBUSY */
+	unregister_kprw_kprobe(&a);
+	memset(&a, 0, sizeof(a));
+	a.symbol_name = sym;
+	a.offset = off;
+	rollback = register_kprw_kprobes(batch, 2);   /* the 2nd fails: the 1st is rolled back */
+	snprintf(st_api, sizeof(st_api), "einval %d enoent %d ebusy %d batch %d rolled-back %d",
+		 both == -EINVAL, none == -ENOENT, busy == -EBUSY, rollback == -ENOENT, a.point == NULL);
+}
+
+static int st_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&st_lock);
+	seq_printf(m, "kprw %s hits %lu ip-ok %lu sp-ok %lu hits777 %lu di %lx si %lx dx %lu\n",
+		   st_kp.point ? "on" : "off", st_hits, st_ip_ok, st_sp_ok, st_hits777, st_di, st_si, st_dx);
+#ifdef CONFIG_KPROBES
+	seq_printf(m, "kprobe %s hits %lu optimized %d\n", st_kprobe_on ? "on" : "off", st_kprobe_hits,
+		   st_kprobe_on ? st_kprobe_optimized() : 0);
+#endif
+	if (st_api[0])
+		seq_printf(m, "api %s\n", st_api);
+	mutex_unlock(&st_lock);
+	return 0;
+}
+
+static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	char buf[KSYM_NAME_LEN + 32], *arg, *verb, *plus;
+	unsigned long off = 0;
+	int rc = 0;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	arg = strim(buf);
+	verb = strsep(&arg, " ");
+	mutex_lock(&st_lock);
+	if (!strcmp(verb, "off")) {
+		st_off();
+	} else if (!arg || !*arg) {
+		rc = -EINVAL;
+	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api")) {
+		plus = strchr(arg, '+');
+		if (plus) {
+			*plus = 0;
+			rc = kstrtoul(plus + 1, 0, &off);
+		}
+		strscpy(st_sym, arg, sizeof(st_sym));
+		if (!rc && !strcmp(verb, "api")) {
+			st_api_check(st_sym, off);
+		} else if (!rc) {
+			st_off();
+			memset(&st_kp, 0, sizeof(st_kp));
+			st_kp.symbol_name = st_sym;
+			st_kp.offset = off;
+			st_kp.pre_handler = strcmp(verb, "kprw") ? st_pre_empty : st_pre;
+			st_hits = st_hits777 = st_ip_ok = st_sp_ok = 0;
+			rc = register_kprw_kprobe(&st_kp);
+		}
+#ifdef CONFIG_KPROBES
+	} else if (!strcmp(verb, "kprobe") || !strcmp(verb, "kprobe-int3")) {
+		st_off();
+		rc = st_kprobe_register(arg, !strcmp(verb, "kprobe-int3"));
+#endif
+	} else {
+		rc = -EINVAL;
+	}
+	mutex_unlock(&st_lock);
+	return rc < 0 ? rc : len;
+}
+
+static int st_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, st_show, NULL);
+}
+
+static const struct file_operations st_fops = {
+	.open = st_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = st_write,
+};
+
+static int __init kprewrite_selftest_init(void)
+{
+	struct dentry *dir = debugfs_lookup("kprewrite", NULL);
+
+	debugfs_create_file("selftest", 0600, dir, NULL, &st_fops);
+	dput(dir);
+	return 0;
+}
+late_initcall(kprewrite_selftest_init);
