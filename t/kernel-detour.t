@@ -22,6 +22,9 @@ like "kfn\\+0x0  \\[OPTIMIZED\\]" "$check" "kfn+0 is jump-optimized"
 like "kfn\\+$(printf '0x%x' "$mid")  \[OPTIMIZED\].*flags live" "$check" "the mid point is optimized with live flags"
 like "kloop\\+0x0  \\[INT3\\] jump-into-dcr" "$check" "kloop+0 needs int3"
 
+like "kinit\\+0x0  refused: blacklisted \\(\\.init\\.text\\)" \
+    "$("$KPREWRITE" --kernel --check --probe kinit "$D/k")" "a probe in .init.text is refused"
+
 # the int3 site keeps its bytes: the kernel runtime arms it after hooking the trap
 kloop=$(nm "$D/k" | awk '$3 == "kloop" { print $1 }')
 text=$(readelf -SW "$D/k" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text" { print $3, $4 }')

@@ -79,7 +79,7 @@ static const char *const names[KT__COUNT] = {
     [KT_PARAINSTR] = ".parainstructions", [KT_BUG_TABLE] = "__bug_table", [KT_MCOUNT] = "__mcount_loc",
     [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
-    [KT_ENTRY_TEXT] = ".entry.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+    [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
 };
 
 const char *ktable_name(enum ktable_id id)
@@ -329,6 +329,9 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         { KT_KPROBES_TEXT, ".kprobes.text", "__kprobes_text_start", "__kprobes_text_end" },
         { KT_NOINSTR_TEXT, ".noinstr.text", "__noinstr_text_start", "__noinstr_text_end" },
         { KT_ENTRY_TEXT, ".entry.text", "__entry_text_start", "__entry_text_end" },
+        /* freed after boot: the runtime could not patch it live (kprobes
+         * refuses it too) */
+        { KT_INIT_TEXT, ".init.text", "_sinittext", "_einittext" },
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         const struct section *s = image_section_by_name(c->img, ranges[i].sec);
@@ -459,7 +462,7 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
     }
     for (size_t i = 0; i < kf->nblacklist; i++) {
         const struct krange *r = &kf->blacklist[i];
-        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_ENTRY_TEXT && addr >= r->start &&
+        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_INIT_TEXT && addr >= r->start &&
             addr - r->start < r->len)
             return r;
     }
