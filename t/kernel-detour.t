@@ -47,6 +47,13 @@ like "mid: di 5 bx 0x1122334455667788 zf 1 if 1 sp-ok 1" "$(cat "$D/plain.out")"
 like "^kfn\(5\) = 101 " "$(cat "$D/mod.out")" "a handler's writes to di, the flags and bx take effect"
 like "mid: di 100 " "$(cat "$D/mod.out")" "the mid point sees the di the entry handler wrote"
 
+# a pool too small for the probes names the Kconfig options to raise
+$CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t/data/kdetour-main.c" \
+    "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" \
+    -DCONFIG_KPREWRITE_TEXT_KB=64+0 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4   # 64+0 * 1024: 64 bytes
+like "pool is too small for 2 probes: detours need [0-9]+ bytes \\(has 64\\).*raise CONFIG_KPREWRITE_TEXT_KB" \
+    "$("$KPREWRITE" --kernel --probe kfn --probe "kfn+$mid" -o "$D/out" "$D/small" 2>&1)" "a full kernel pool says what to raise"
+
 # a kernel image without the runtime's dispatcher is refused, with the reason
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -DNO_DISPATCH -o "$D/nodisp" "$KP_SRCDIR/t/data/kdetour-fn.S" \
     -x c - -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool <<'C'

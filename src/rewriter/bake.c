@@ -410,6 +410,13 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                  img->path, KPRW_SEC_TEXT, (unsigned long long)ps->text->size, text_used);
         goto fail;
     }
+    if (kernel && (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size)) {
+        snprintf(err, errlen, "%s: the kernel's pool is too small for %zu probes: detours need %zu bytes (has "
+                 "%llu), the table %zu (has %llu), the state %zu (has %llu); raise CONFIG_KPREWRITE_TEXT_KB, "
+                 "_TABLE_KB or _DATA_KB", img->path, n, text_used, (unsigned long long)ps->text->size, table_need,
+                 (unsigned long long)ps->table->size, data_need, (unsigned long long)ps->data->size);
+        goto fail;
+    }
     if (text_used > ps->text->size || table_need > ps->table->size || data_need > ps->data->size) {
         snprintf(err, errlen, "%s: the pool is too small for %zu probes: %s needs %zu bytes (has %llu), "
                  "%s needs %zu (has %llu), %s needs %zu (has %llu); enlarge it with KPREWRITE_POOL() "
