@@ -1,38 +1,42 @@
 #!/bin/sh
-# Builds the small test kernel with the kprewrite integration, cached:
-#   build-kernel.sh OUTDIR [EXTRA_CONFIG_FILE]
+# Builds a small test kernel with the kprewrite integration, cached:
+#   build-kernel.sh OUTDIR VARIANT
 # unpacks /usr/src/linux-source-6.1.tar.xz into OUTDIR/linux-source-6.1 once,
 # applies src/runtime/kernel/integrate.sh (refreshes the runtime's files),
-# configures tinyconfig + t/kernel/config.fragment (+ EXTRA), builds vmlinux.
-# A built tree is reused: only what changed is rebuilt.
+# configures tinyconfig + t/kernel/config.fragment + t/kernel/VARIANT.config
+# in OUTDIR/VARIANT (make O=) and builds vmlinux there. A built tree is
+# reused: only what changed is rebuilt.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-out=${1:?usage: build-kernel.sh OUTDIR [EXTRA_CONFIG]}
-extra=$2
+out=${1:?usage: build-kernel.sh OUTDIR VARIANT}; variant=${2:?usage: build-kernel.sh OUTDIR VARIANT}
+[ -f "$here/$variant.config" ] || { echo "build-kernel.sh: no $here/$variant.config" >&2; exit 1; }
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -f "$tarball" ] || { echo "build-kernel.sh: $tarball missing (apt-get install linux-source-6.1)" >&2; exit 1; }
 mkdir -p "$out"
 src=$out/linux-source-6.1
+obj=$out/$variant
 start=$(date +%s)
 [ -f "$src/Makefile" ] || tar -C "$out" -xf "$tarball"
 sh "$top/src/runtime/kernel/integrate.sh" "$src" >/dev/null
-frag=$out/config.wanted
-cat "$here/config.fragment" ${extra:+"$extra"} > "$frag"
-if [ ! -f "$src/.config" ] || [ "$frag" -nt "$src/.config" ] || ! cmp -s "$frag" "$out/config.applied"; then
-    make -C "$src" -s ARCH=x86_64 tinyconfig >/dev/null
-    "$src/scripts/kconfig/merge_config.sh" -m -O "$src" "$src/.config" "$frag" >/dev/null
-    make -C "$src" -s ARCH=x86_64 olddefconfig >/dev/null
-    # every option asked for must have stuck
-    grep -v '^#' "$frag" | grep . | while IFS= read -r line; do
+mkdir -p "$obj"
+frag=$obj/config.wanted
+cat "$here/config.fragment" "$here/$variant.config" > "$frag"
+if [ ! -f "$obj/.config" ] || ! cmp -s "$frag" "$obj/config.applied"; then
+    make -C "$src" -s O="$obj" ARCH=x86_64 tinyconfig >/dev/null
+    "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >/dev/null
+    make -C "$src" -s O="$obj" ARCH=x86_64 olddefconfig >/dev/null
+    # every option asked for (its last line) must have stuck
+    grep '^CONFIG_' "$frag" | awk -F= '{ v[$1] = $0 } END { for (k in v) print v[k] }' |
+    while IFS= read -r line; do
         opt=${line%%=*}; val=${line#*=}
         if [ "$val" = n ]; then
-            ! grep -q "^$opt=" "$src/.config" || { echo "build-kernel.sh: $opt is still set" >&2; exit 1; }
+            ! grep -q "^$opt=" "$obj/.config" || { echo "build-kernel.sh: $opt is still set" >&2; exit 1; }
         else
-            grep -qx "$line" "$src/.config" || { echo "build-kernel.sh: $line did not stick" >&2; exit 1; }
+            grep -qx "$line" "$obj/.config" || { echo "build-kernel.sh: $line did not stick" >&2; exit 1; }
         fi
     done
-    cp "$frag" "$out/config.applied"
+    cp "$frag" "$obj/config.applied"
 fi
-make -C "$src" -s ARCH=x86_64 -j"$(nproc)" vmlinux
-echo "build-kernel.sh: $src/vmlinux built in $(( $(date +%s) - start )) s"
+make -C "$src" -s O="$obj" ARCH=x86_64 -j"$(nproc)" vmlinux
+echo "build-kernel.sh: $variant vmlinux built in $(( $(date +%s) - start )) s"
