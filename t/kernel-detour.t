@@ -47,6 +47,37 @@ like "mid: di 5 bx 0x1122334455667788 zf 1 if 1 sp-ok 1" "$(cat "$D/plain.out")"
 like "^kfn\(5\) = 101 " "$(cat "$D/mod.out")" "a handler's writes to di, the flags and bx take effect"
 like "mid: di 100 " "$(cat "$D/mod.out")" "the mid point sees the di the entry handler wrote"
 
+# a fentry site (a kernel built with ftrace): the probe takes it over, its
+# __mcount_loc slot is zeroed and the slot's relocation neutralized, so
+# neither ftrace nor KASLR's relocation pass touches it; the detour and a
+# disabled probe run the nop ftrace would have made of the call
+$CC -O2 -mno-red-zone -static -Wl,-q -I"$KP_SRCDIR/include" -o "$D/kf" "$KP_SRCDIR/t/data/kdetour-main.c" \
+    "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool
+like "kfentry\\+0x0  \\[OPTIMIZED\\].*fentry site taken over" \
+    "$("$KPREWRITE" --kernel --check --probe kfentry "$D/kf")" "kfentry+0 takes the fentry site over"
+"$KPREWRITE" --kernel --probe kfentry -o "$D/kf2" "$D/kf" >/dev/null 2>&1
+mstart=$(nm "$D/kf" | awk '$3 == "__start_mcount_loc" { print $1 }')
+# (the stand-in's linker keeps __mcount_loc as a section of its own)
+so=$(readelf -SW "$D/kf" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == "__mcount_loc" { print $4 }')
+[ -z "$so" ] || so=$((0x$so))
+ok $([ -n "$so" ] && [ "$(od -An -tx8 -j "$so" -N 8 "$D/kf" | tr -d ' ')" != 0000000000000000 ]; echo $?) \
+    "the stand-in lists kfentry in __mcount_loc"
+ok $([ -n "$so" ] && [ "$(od -An -tx8 -j "$so" -N 8 "$D/kf2" | tr -d ' ')" = 0000000000000000 ]; echo $?) \
+    "the baked image's __mcount_loc slot for kfentry is zero"
+rel=$(readelf -rW "$D/kf2" | awk -v a="$mstart" '$1 ~ a "$" { print $3; exit }')
+relo=$(readelf -rW "$D/kf" | awk -v a="$mstart" '$1 ~ a "$" { print $3; exit }')
+ok $([ "$relo" = R_X86_64_64 ] && [ "$rel" = R_X86_64_NONE ]; echo $?) \
+    "its relocation went from $relo to ${rel:-nothing}"
+out=$("$D/kf2" run)
+like "hits 1 0" "$out" "the taken-over site's detour runs"
+like "kfentry\(5\) = 12" "$out" "and kfentry computes what it did"
+"$KPREWRITE" --kernel --remove kfentry -o "$D/kf3" "$D/kf2" >/dev/null 2>&1
+kfe=$(nm "$D/kf" | awk '$3 == "kfentry" { print $1 }')
+tset=$(readelf -SW "$D/kf" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text" { print $3, $4 }')
+set -- $tset
+fo=$(( 0x$kfe - 0x$1 + 0x$2 ))
+like "0f 1f 44 00 00" "$(od -An -tx1 -j $fo -N 5 "$D/kf3")" "--remove leaves the nop ftrace would have left"
+
 # a pool too small for the probes names the Kconfig options to raise
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t/data/kdetour-main.c" \
     "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" \

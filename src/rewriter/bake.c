@@ -1,6 +1,7 @@
 /* Filling the pool: detours, site jumps, probe table, live state. */
 #include "bake.h"
 #include "atomic-write.h"
+#include "fentry.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
@@ -313,6 +314,18 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             continue;
         size_t avail;
         const uint8_t *orig = image_read(img, p->addr, &avail);
+        /* a taken-over fentry site: its call is the nop ftrace would have
+         * made of it, in the detour and in the bytes a disabled probe gets */
+        uint8_t nopped[KPRW_ORIG_MAX];
+        if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= sizeof fentry_nop5) {
+            size_t n = avail < sizeof nopped ? avail : sizeof nopped;
+            memcpy(nopped, orig, n);
+            memcpy(nopped, fentry_nop5, sizeof fentry_nop5);
+            orig = nopped;
+            avail = n;
+            if (!measure && fentry_take_over(img, out, p->addr, err, errlen) < 0)
+                goto fail;
+        }
         uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
         uint64_t at = ps->text->addr + text_used, ool;
         char derr[200];

@@ -37,6 +37,30 @@ kloop:
         ret
         .size   kloop, .-kloop
 
+/* kfentry(a) = a + 7, with the `call __fentry__` a kernel built with
+ * ftrace has at each entry, listed in __mcount_loc: a probe at +0 takes the
+ * site over from ftrace */
+        .globl  kfentry, __fentry__
+        .type   kfentry, @function
+kfentry:
+        call    __fentry__
+        mov     %rdi, %rax
+        add     $7, %rax
+        ret
+        .size   kfentry, .-kfentry
+        .type   __fentry__, @function
+__fentry__:
+        ret
+        .size   __fentry__, .-__fentry__
+
+        .section __mcount_loc, "a"
+        .balign 8
+        .globl  __start_mcount_loc, __stop_mcount_loc
+__start_mcount_loc:
+        .quad   kfentry
+__stop_mcount_loc:
+
+        .text
 /* code freed after boot: the rewriter refuses it in a kernel */
         .section .init.text, "ax"
         .globl  kinit

@@ -14,6 +14,7 @@
 #include "kprewrite/ptrace.h"
 
 long kfn(long a);
+long kfentry(long a);
 int kloop(void);
 extern unsigned long kfn_sp;
 extern const long kfn_mid_off;
@@ -51,7 +52,9 @@ int main(int argc, char **argv)
     long r = kfn(5);
     int loops = kloop();
     printf("kfn(5) = %ld kloop() = %d\n", r, loops);
+    long f = kfentry(5);
     printf("hits %d %d\n", hits[0], hits[1]);
+    printf("kfentry(5) = %ld\n", f);
     if (hits[0])
         printf("entry: di %lu sp-ok %d\n", seen[0].di, seen_sp[0] == kfn_sp + 8);
     if (hits[1])

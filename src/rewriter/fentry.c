@@ -1,0 +1,76 @@
+/*
+ * A probe on a function entry of a kernel built with ftrace takes over the
+ * 5-byte `call __fentry__` (NOTE_FENTRY_TAKEOVER): the site becomes our jmp,
+ * so ftrace, which patches every address listed in __mcount_loc at boot and
+ * whenever tracing is switched, must no longer know it. Its slot is zeroed
+ * (ftrace skips zero entries) and the slot's relocation, which the bzImage's
+ * KASLR pass would apply to the zero, becomes R_X86_64_NONE (the relocs tool
+ * ignores those). The function then simply is not traceable by ftrace.
+ */
+#include "fentry.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <string.h>
+
+const uint8_t fentry_nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+/* File offset of vaddr's bytes, when they are in the file. */
+static bool offset_of(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    if (!s || !s->data || vaddr + len > s->addr + s->size)
+        return false;
+    *off = (size_t)(s->offset + (vaddr - s->addr));
+    return true;
+}
+
+int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char *err, size_t errlen)
+{
+    uint64_t a, b, slot = 0;
+    size_t off = 0;
+    if (!image_symbol(img, "__start_mcount_loc", &a) || !image_symbol(img, "__stop_mcount_loc", &b) || b < a) {
+        const struct section *s = image_section_by_name(img, "__mcount_loc");
+        if (!s) {
+            snprintf(err, errlen, "%s: 0x%llx: no __mcount_loc to take the fentry site out of", img->path,
+                     (unsigned long long)site);
+            return -1;
+        }
+        a = s->addr;
+        b = s->addr + s->size;
+    }
+    for (uint64_t at = a; at + 8 <= b; at += 8) {
+        uint64_t v;
+        size_t o;
+        if (!offset_of(img, at, 8, &o))
+            break;
+        memcpy(&v, img->map + o, 8);
+        if (v == site) {
+            slot = at;
+            off = o;
+            break;
+        }
+    }
+    if (!slot) {
+        snprintf(err, errlen, "%s: 0x%llx: not listed in __mcount_loc", img->path, (unsigned long long)site);
+        return -1;
+    }
+    memset(out + off, 0, 8);
+    /* its relocation: in the RELA section of the section holding the slot */
+    const struct section *holder = image_section_at(img, slot);
+    for (size_t i = 0; holder && i < img->nsecs; i++) {
+        const struct section *r = &img->secs[i];
+        if (r->type != SHT_RELA || r->info != holder->index || !r->data || r->entsize != sizeof(Elf64_Rela))
+            continue;
+        for (uint64_t k = 0; k + sizeof(Elf64_Rela) <= r->size; k += sizeof(Elf64_Rela)) {
+            Elf64_Rela rel;
+            memcpy(&rel, r->data + k, sizeof rel);
+            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == R_X86_64_NONE)
+                continue;
+            rel.r_info = ELF64_R_INFO(0, R_X86_64_NONE);
+            rel.r_addend = 0;
+            memcpy(out + r->offset + k, &rel, sizeof rel);
+        }
+    }
+    return 0;
+}
