@@ -14,6 +14,7 @@ out=${1:?usage: build-kernel.sh OUTDIR VARIANT}; variant=${2:?usage: build-kerne
 tarball=/usr/src/linux-source-6.1.tar.xz
 [ -f "$tarball" ] || { echo "build-kernel.sh: $tarball missing (apt-get install linux-source-6.1)" >&2; exit 1; }
 mkdir -p "$out"
+out=$(cd "$out" && pwd)   # make -C would take a relative O= from the source tree
 src=$out/linux-source-6.1
 obj=$out/$variant
 start=$(date +%s)

@@ -1,11 +1,13 @@
 #!/bin/sh
-# make check-kernel (TAP). For two small 6.1 kernels built with the kprewrite
+# make check-kernel (TAP). For small 6.1 kernels built with the kprewrite
 # integration (cached under BUILDDIR/kbuild) -- one with the kernel's own
 # kprobes (kprobes.config), one without (nokprobes.config) -- it bakes probes
 # with the build system's post-link step (make KPREWRITE_PROBES=...), boots the
 # rewritten vmlinux under qemu TCG with a busybox initramfs and reads the
 # guest's checks from the serial log; the kprobes kernel is also booted as a
-# bzImage, where KASLR moves it (the relocations must still be right).
+# bzImage, where KASLR moves it (the relocations must still be right). A
+# third kernel has ftrace (ftrace.config): its probes at +0 take the fentry
+# sites over, and the guest traces every other function meanwhile.
 # KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel).
 # usage: check-kernel.sh SRCDIR BUILDDIR
 src=${1:?usage: check-kernel.sh SRCDIR BUILDDIR}; build=${2:?}
@@ -50,19 +52,24 @@ variant() {
         { tail -n 20 "$d/build.log"; bail "$v: kernel build failed ($d/build.log)"; }
     ok 0 "$v: $(tail -n 1 "$d/build.log")"
     cp "$obj/vmlinux" "$d/vmlinux.plain"
-    # the mid-function point: right after ksys_read's first call (straight
-    # line, reached once per read(2) that got a file); addresses are beyond
+    # the mid-function point: right after ksys_read's first call but
+    # __fentry__'s (straight line, reached once per read(2) that got a
+    # file); addresses are beyond
     # sh arithmetic, so objdump names the offset itself
     a=$(nm "$d/vmlinux.plain" | awk '$3 == "ksys_read" { print $1 }')
     [ -n "$a" ] || bail "$v: no ksys_read in vmlinux"
     mid=$(objdump -d --prefix-addresses --no-show-raw-insn --start-address=0x$a \
         --stop-address=0xffffffff$(printf '%08x' $((0x${a#ffffffff} + 256))) "$d/vmlinux.plain" |
-        awk '$3 == "call" { take = 1; next } take { gsub(/[<>]/, "", $2); print $2; exit }')
+        awk '$3 == "call" && $0 !~ /__fentry__/ { take = 1; next } take { gsub(/[<>]/, "", $2); print $2; exit }')
     case $mid in ksys_read+0x*) ;; *) bail "$v: no instruction after a call in ksys_read ($mid)" ;; esac
     printf 'vfs_read\n__x64_sys_getpid\n%s\nstrncpy_from_user\n' "$mid" > "$d/probes.list"
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
     grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read+0 can be jump-optimized"
+    if [ "$v" = ftrace ]; then
+        grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
+        ok $? "$v: vfs_read+0 takes its fentry site over"
+    fi
     grep -q '__x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: __x64_sys_getpid+0 can be jump-optimized"
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$v: $mid (mid-function) can be jump-optimized"
     grep -q 'strncpy_from_user+0x0  \[INT3\] exception-table' "$d/check.txt"
@@ -94,6 +101,8 @@ ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk '/  vfs_read\+0x0  / { print $1
 
 variant nokprobes
 ! grep -q '^CONFIG_KPROBES=y' "$kb/nokprobes/.config"; ok $? "nokprobes: the kernel has no CONFIG_KPROBES"
+variant ftrace
+grep -q 'ftrace: the function tracer is on' "$W/ftrace/guest.txt"; ok $? "ftrace: the guest ran the ftrace checks"
 
 bench=$(grep -h '^KPRW-BENCH' "$W/kprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r')
 if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then

@@ -105,6 +105,22 @@ if grep -q '^kprobe' $S; then
 fi
 all "after the self-test" 1
 
+# a kernel with ftrace: the probes at +0 took their fentry sites over, so
+# ftrace does not list those functions, and tracing every other function
+# (which patches every site ftrace knows) leaves the probes alone
+T=/sys/kernel/debug/tracing
+if [ -f $T/available_filter_functions ]; then
+    entry_fn=$(echo @ENTRY@ | sed 's/+.*//')
+    check "ftrace: $entry_fn is not traceable (its fentry site is the probe's)" \
+        sh -c "! grep -qx '$entry_fn' $T/available_filter_functions"
+    check "ftrace: other functions are (vfs_write)" grep -qx vfs_write $T/available_filter_functions
+    echo function > $T/current_tracer
+    check "ftrace: the function tracer is on" [ "$(cat $T/current_tracer)" = function ]
+    all "function tracer on" 1
+    echo nop > $T/current_tracer
+    all "function tracer off again" 1
+fi
+
 if [ @BENCH@ = 1 ]; then
     # per-hit cost on getpid(2), the same kernel and boot: baked probes
     # (optimized, int3) beside the kernel's kprobes (optprobe, int3), each with
