@@ -48,5 +48,44 @@ f:
 ASM
 printf 'int f(int);\nint main(void){return f(0)!=1;}\n' >"$D/m.c"
 $CC -o "$D/nobound" "$D/nobound.s" "$D/m.c"
-like '\[INT3\] indirect-jump' "$(check1 "$D/nobound" f)" "no bound check: indirect-jump"
+# No bound check (a spilled or masked index): the table is read while its
+# entries land in code. Every real entry is among them, so f stays
+# jump-optimized...
+like 'f\+0x0  \[OPTIMIZED\]' "$(check1 "$D/nobound" f)" "no bound check: the table is read by its entries"
+# ...and a target the entries name inside a DCR still makes that probe int3
+cat >"$D/nobound2.s" <<'ASM'
+	.text
+	.globl f
+	.type f,@function
+f:
+	lea 8f(%rip), %rdx
+	movslq (%rdx,%rdi,4), %rax
+0:	add %rdx, %rax
+	jmp *%rax
+1:	mov $1, %eax
+	ret
+	.size f, .-f
+	.section .rodata
+	.balign 4
+8:	.long 1b-8b, 0b-8b
+	.section .note.GNU-stack,"",@progbits
+ASM
+$CC -o "$D/nobound2" "$D/nobound2.s" "$D/m.c"
+like 'f\+0x7  \[INT3\] jump-into-dcr' "$("$KPREWRITE" --check --probe f+7 "$D/nobound2")" \
+    "no bound check: an entry pointing into the DCR still refuses the jump"
+# a table-less indirect jump (a pointer from an argument) proves nothing
+cat >"$D/ptr.s" <<'ASM'
+	.text
+	.globl f
+	.type f,@function
+f:
+	mov %rdi, %rax
+	add $1, %rsi
+	jmp *%rax
+	.size f, .-f
+	.section .note.GNU-stack,"",@progbits
+ASM
+printf 'int f(void *, long);\nstatic int g(void){return 1;}\nint main(void){return f((void *)g, 0)!=1;}\n' >"$D/m2.c"
+$CC -o "$D/ptr" "$D/ptr.s" "$D/m2.c"
+like '\[INT3\] indirect-jump' "$(check1 "$D/ptr" f)" "a jump through a pointer argument: indirect-jump"
 done_testing

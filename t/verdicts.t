@@ -52,8 +52,8 @@ like '^k  f_switch\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_switch)" \
    "a function with a bounded jump table is optimized"
 is "k  f_switch+0x1b  [INT3] jump-into-dcr (jump table of the jmp at $(a f_switch 19) to $(a f_switch 29))  dcr 7: nop; nop; mov \$0xb, %eax" \
    "$(check1 "$V" f_switch+27)" "jump-table targets are branch targets"
-like '^k  f_unbounded\+0x0  \[INT3\] indirect-jump' "$(check1 "$V" f_unbounded)" \
-   "a table dispatch without a bound check is not trusted"
+like '^k  f_unbounded\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_unbounded)" \
+   "a table dispatch without a bound check is read while its entries land in code"
 is "k  f_loop+0x0  [INT3] not-relocatable (loop/jrcxz (rel8 only) at $(a f_loop 3))  dcr 5: or \$0x4, %ecx; loop $(a f_loop 3)" \
    "$(check1 "$V" f_loop)" "loop in the DCR"
 like '^k  f_tailcall_got\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_tailcall_got)" \

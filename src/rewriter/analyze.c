@@ -93,7 +93,7 @@ static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *ins
         if (insns[k].kind != XK_JMP_IND)
             continue;
         struct x86_ijmp_result r;
-        x86_indirect_jump(insns, n, k, local, nlocal, image_read_cb, (void *)s->img, &r);
+        x86_indirect_jump(insns, n, k, local, nlocal, image_read_cb, image_is_code_cb, (void *)s->img, &r);
         bool proven = false;
         if (r.kind == X86_IJMP_TABLE) {
             proven = true;

@@ -334,3 +334,8 @@ bool image_symbol(const struct image *img, const char *name, uint64_t *value)
     }
     return false;
 }
+
+bool image_is_code_cb(void *img, uint64_t vaddr)
+{
+    return image_is_exec_addr(img, vaddr);
+}

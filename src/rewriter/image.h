@@ -52,6 +52,8 @@ const struct section *image_section_by_name(const struct image *img, const char 
 /* The allocated section containing vaddr (including NOBITS), or NULL. */
 const struct section *image_section_at(const struct image *img, uint64_t vaddr);
 bool image_is_exec_addr(const struct image *img, uint64_t vaddr);
+/* Callback form for x86_is_code_fn. */
+bool image_is_code_cb(void *img, uint64_t vaddr);
 /* The value of a defined symbol of .symtab named name (the first one). */
 bool image_symbol(const struct image *img, const char *name, uint64_t *value);
 const char *image_kind_name(enum image_kind k);

@@ -284,18 +284,42 @@ static size_t sole_def(const struct x86_insn *insns, size_t n, ZydisRegister reg
 
 static void read_table(const struct x86_insn *insns, size_t n, size_t load, ZydisRegister idx,
                        uint64_t table, unsigned width, bool relative,
-                       const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
-                       struct x86_ijmp_result *res)
+                       const uint64_t *targets, size_t ntargets, x86_read_fn read, x86_is_code_fn is_code,
+                       void *ctx, struct x86_ijmp_result *res)
 {
     unsigned entries = find_bound(insns, n, load, idx, targets, ntargets, read, ctx);
     size_t avail = 0;
-    const uint8_t *p;
+    const uint8_t *p = read(ctx, table, &avail);
 
+    if (entries == 0 && p) {
+        /* No bound check found (the index was spilled, or masked): the
+         * table is taken to run while its entries land in code. A real
+         * table's entries all do (its function's labels, or its .cold
+         * part's) and the index counts from the table's base, so the
+         * entries read are all of them and perhaps more: a superset of the
+         * targets, which only makes the analysis more careful. A run that
+         * never ends (MAX_ENTRIES) proves nothing. */
+        while (entries < MAX_ENTRIES && (size_t)(entries + 1) * width <= avail) {
+            uint64_t t;
+            if (relative) {
+                int32_t v;
+                memcpy(&v, p + (size_t)entries * 4, 4);
+                t = table + (int64_t)v;
+            } else {
+                memcpy(&t, p + (size_t)entries * 8, 8);
+            }
+            if (!is_code(ctx, t))
+                break;
+            entries++;
+        }
+        if (entries == MAX_ENTRIES)
+            entries = 0;
+        res->bounded_by_entries = entries > 0;
+    }
     if (entries == 0) {
         res->why = "no bound check on the table index";
         return;
     }
-    p = read(ctx, table, &avail);
     if (!p || avail / width < entries) {
         res->why = "jump table outside the image";
         return;
@@ -321,7 +345,7 @@ static void read_table(const struct x86_insn *insns, size_t n, size_t load, Zydi
 
 void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
                        const uint64_t *targets, size_t ntargets,
-                       x86_read_fn read, void *ctx, struct x86_ijmp_result *res)
+                       x86_read_fn read, x86_is_code_fn is_code, void *ctx, struct x86_ijmp_result *res)
 {
     struct full j, a, l, b;
 
@@ -341,7 +365,7 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
         if (op->mem.base == ZYDIS_REGISTER_NONE && op->mem.index != ZYDIS_REGISTER_NONE &&
             op->mem.scale == 8)
             read_table(insns, n, idx, big(op->mem.index), (uint64_t)op->mem.disp.value, 8, false,
-                       targets, ntargets, read, ctx, res);
+                       targets, ntargets, read, is_code, ctx, res);
         return;
     }
     if (op->type != ZYDIS_OPERAND_TYPE_REGISTER)
@@ -361,7 +385,7 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
     if (a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && a.ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
         a.ops[1].mem.base == ZYDIS_REGISTER_NONE && a.ops[1].mem.scale == 8) {
         read_table(insns, n, ia, big(a.ops[1].mem.index), (uint64_t)a.ops[1].mem.disp.value, 8,
-                   false, targets, ntargets, read, ctx, res);
+                   false, targets, ntargets, read, is_code, ctx, res);
         return;
     }
     /* add %rB,%rA  <-  movslq (%rB,%rI,4),%rA  <-  lea T(%rip),%rB */
@@ -381,5 +405,5 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
         return;
     uint64_t table = insns[ib].addr + insns[ib].len + (uint64_t)b.ops[1].mem.disp.value;
     read_table(insns, n, il, big(l.ops[1].mem.index), table, 4, true,
-               targets, ntargets, read, ctx, res);
+               targets, ntargets, read, is_code, ctx, res);
 }

@@ -4,6 +4,8 @@
 #include "decode.h"
 
 typedef const uint8_t *(*x86_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
+/* Is vaddr in the image's executable code? */
+typedef bool (*x86_is_code_fn)(void *ctx, uint64_t vaddr);
 
 enum x86_ijmp {
     X86_IJMP_UNKNOWN,   /* targets cannot be proven */
@@ -18,6 +20,8 @@ struct x86_ijmp_result {
     uint64_t slot;       /* pointer slot address (SLOT) */
     uint64_t *targets;   /* malloc'ed (TABLE); caller frees */
     const char *why;     /* for UNKNOWN: what was not matched */
+    bool bounded_by_entries;   /* TABLE with no bound check found: read while its
+                                  entries land in code (a superset) */
 };
 
 /* Analyse the indirect jump insns[idx] of a function whose instructions are
@@ -26,8 +30,9 @@ struct x86_ijmp_result {
  * and the jump defeats the proof). Patterns: gcc/clang PIC
  * (lea T(%rip),%rB; movslq (%rB,%rI,4),%rA; add %rB,%rA; jmp *%rA) and
  * absolute (jmp *T(,%rI,8) or mov T(,%rI,8),%rA; jmp *%rA), bounded by
- * cmp $N,%rI with ja/jae (or jbe/jb to the dispatch block). */
+ * cmp $N,%rI with ja/jae (or jbe/jb to the dispatch block), or, when no such
+ * check is found, by the first entry that lands outside code (is_code). */
 void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
                        const uint64_t *targets, size_t ntargets,
-                       x86_read_fn read, void *ctx, struct x86_ijmp_result *res);
+                       x86_read_fn read, x86_is_code_fn is_code, void *ctx, struct x86_ijmp_result *res);
 #endif
