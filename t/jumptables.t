@@ -87,5 +87,59 @@ f:
 ASM
 printf 'int f(void *, long);\nstatic int g(void){return 1;}\nint main(void){return f((void *)g, 0)!=1;}\n' >"$D/m2.c"
 $CC -o "$D/ptr" "$D/ptr.s" "$D/m2.c"
-like '\[INT3\] indirect-jump' "$(check1 "$D/ptr" f)" "a jump through a pointer argument: indirect-jump"
+like 'f\+0x0  \[OPTIMIZED\]' "$(check1 "$D/ptr" f)" \
+    "a jump through a pointer argument: no address inside f is taken, so it leaves f"
+
+# Tail calls through a function pointer leave their function, unless some
+# address inside it is taken (labels as values): then any byte could be the
+# target. Both kinds, as PIE and not.
+cat >"$D/ind.s" <<'ASM'
+	.text
+	.globl tail, cgoto, selfgo
+	.type tail,@function
+tail:                                   # tail(obj): return obj->vtbl->fn(obj)
+	mov (%rdi), %rax
+	add $0, %rsi
+	jmp *8(%rax)
+	.size tail, .-tail
+	.type cgoto,@function
+cgoto:                                  # cgoto(i): goto *tab[i]
+	lea tab(%rip), %rdx
+	mov (%rdx,%rdi,8), %rax
+	jmp *%rax
+1:	mov $1, %eax
+	ret
+2:	mov $2, %eax
+	ret
+	.size cgoto, .-cgoto
+	.type selfgo,@function
+selfgo:                                 # goto *(&&selfgo + i): its own start, plus arithmetic
+	lea selfgo(%rip), %rax
+	add %rdi, %rax
+	jmp *%rax
+	.size selfgo, .-selfgo
+	.type one,@function
+one:	mov $1, %eax
+	ret
+	.size one, .-one
+	.section .data.rel.ro,"aw"
+	.balign 8
+tab:	.quad 1b, 2b
+	.globl vtbl
+vtbl:	.quad 0, one
+	.section .note.GNU-stack,"",@progbits
+ASM
+printf 'int tail(void *, long);\nint cgoto(long);\nextern void *vtbl[];\nint main(void){void *o = vtbl; return tail(&o, 0) + cgoto(1) != 3;}\n' >"$D/m3.c"
+for pie in -fPIE/-pie -fno-pie/-no-pie; do
+    cf=${pie%/*}; lf=${pie#*/}
+    $CC $cf $lf -o "$D/ind$cf" "$D/ind.s" "$D/m3.c"
+    ok $("$D/ind$cf"; echo $?) "$cf: the fixture runs"
+    out=$("$KPREWRITE" --check --summary --probe tail --probe cgoto --probe selfgo "$D/ind$cf")
+    like 'tail\+0x0  \[OPTIMIZED\]' "$out" "$cf: a tail call through a vtable leaves its function: optimized"
+    like 'cgoto\+0x0  \[INT3\] indirect-jump' "$out" "$cf: a computed goto (its labels' addresses in data) is not trusted"
+    like 'selfgo\+0x0  \[INT3\] indirect-jump' "$out" "$cf: a function taking its own start is not trusted either"
+    like 'indirect jumps proven to leave their function, 2 unproven' "$out" "$cf: the summary counts them"
+    like 'tail\+0x0  \[INT3\] indirect-jump' "$("$KPREWRITE" --check --strict-indirect --probe tail "$D/ind$cf")" \
+        "$cf: --strict-indirect keeps the tail call int3"
+done
 done_testing

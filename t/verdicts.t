@@ -35,7 +35,9 @@ is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_ju
 is "k  f_jumpin+0x2  [OPTIMIZED]  dcr 5: add \$0x1, %eax; cmp %edi, %eax" \
    "$(check1 "$V" f_jumpin+2)" "a branch to the DCR's first byte is fine"
 is "k  f_indirect+0x0  [INT3] indirect-jump (at $(a f_indirect 7))  dcr 7: mov %rdi, %rax; add \$0x8, %rax" \
-   "$(check1 "$V" f_indirect)" "an unbounded indirect jump falls back to int3"
+   "$(check1 "$V" f_indirect --strict-indirect)" "--strict-indirect: an unbounded indirect jump falls back to int3"
+like '^k  f_indirect\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_indirect)" \
+   "without it, the jump leaves f_indirect: no address inside it is taken"
 is "k  f_sys+0x0  [INT3] not-relocatable (syscall-like at $(a f_sys 2))  dcr 5: mov %edi, %eax; syscall; nop" \
    "$(check1 "$V" f_sys)" "syscall in the DCR"
 is "k  f_trap+0x1  refused: not-relocatable (int3 at the probe address)" \

@@ -1,5 +1,6 @@
 /* Whole-function safety analysis, after the Linux optprobe rules. */
 #include "analyze.h"
+#include "taken.h"
 #include "ehframe.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/jumptable.h"
@@ -44,6 +45,9 @@ struct state {
     struct fstate *fs;       /* per function (filled for probed ones) */
     struct refs refs;
     struct analysis_stats *st;
+    struct taken taken;      /* code addresses the image materializes, built at
+                                the first unproven indirect jump (user images) */
+    int taken_state;         /* 0 not built, 1 built, -1 failed */
 };
 
 static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
@@ -83,6 +87,28 @@ static bool got_slot(const struct image *img, uint64_t slot)
     return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
 }
 
+/* Can no indirect jump land strictly inside a member of the family of
+ * head? True when no code address inside one is taken anywhere (taken.c).
+ * User images only: a kernel computes addresses in ways this does not see
+ * (its tables, alternatives), so there every unproven jump stays one. */
+static bool family_untaken(struct state *s, size_t head)
+{
+    if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
+        return false;
+    if (s->taken_state == 0) {
+        char e[200];
+        s->taken_state = taken_build(&s->taken, s->img, s->sy, e, sizeof e) < 0 ? -1 : 1;
+        if (s->taken_state < 0)
+            return false;
+    }
+    for (size_t j = 0; j < s->sy->nfuncs; j++) {
+        const struct func *m = &s->sy->funcs[j];
+        if (m->parent == head && taken_inside(&s->taken, m->start, m->end))
+            return false;
+    }
+    return true;
+}
+
 /* The indirect jumps of one function: recover tables, or taint the family. */
 static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n,
                           uint64_t *local, size_t nlocal)
@@ -115,6 +141,10 @@ static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *ins
         if (!proven && s->img->ibt && !(insns[k].flags & XF_NOTRACK))
             proven = true;
         free(r.targets);
+        if (!proven && family_untaken(s, fn->parent)) {
+            proven = true;
+            s->st->ijmp_outside++;
+        }
         if (!proven) {
             s->st->ijmp_unknown++;
             if (!s->taint[fn->parent])
@@ -529,10 +559,10 @@ static int resolve_overlaps(struct probe_list *probes)
     return 0;
 }
 
-int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf,
+int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf, bool strict_indirect,
                    struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen)
 {
-    struct state s = { .img = img, .sy = sy, .kf = kf, .st = st };
+    struct state s = { .img = img, .sy = sy, .kf = kf, .st = st, .taken_state = strict_indirect ? -1 : 0 };
     struct x86_insn *buf = NULL;
     uint64_t *local = NULL;
     size_t cap = 0, lcap = 0, nf = sy->nfuncs ? sy->nfuncs : 1;
@@ -581,6 +611,7 @@ out:
         for (size_t i = 0; i < sy->nfuncs; i++)
             free(s.fs[i].insns);
     free(s.fs); free(s.probed); free(s.fam_probed); free(s.taint); free(s.refs.v);
+    taken_free(&s.taken);
     free(buf); free(local);
     return rc;
 }

@@ -11,12 +11,16 @@ struct analysis_stats {
     size_t insns_decoded;
     size_t jump_tables;       /* recovered */
     size_t ijmp_unknown;      /* indirect jumps left unproven */
+    size_t ijmp_outside;      /* proven to leave their function: no address inside
+                                 it is taken anywhere (taken.c) */
     size_t landing_pads;
 };
 
 /* Decodes each function of the image once (probed functions keep their
  * instruction boundaries; the others only contribute control-flow targets)
  * and sets verdict, reason, detail and DCR of every probe not refused yet. */
-int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf,
+/* strict_indirect: keep every unproven indirect jump a taint, without the
+ * proof that it leaves its function (taken.c). */
+int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf, bool strict_indirect,
                    struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen);
 #endif

@@ -15,7 +15,7 @@
 static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
 "                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
-"                 [--system-map FILE] [--kernel] [--runtime LIB] IMAGE\n"
+"                 [--system-map FILE] [--kernel] [--runtime LIB] [--strict-indirect] IMAGE\n"
 "       kprewrite ctl PID COMMAND    (see kprewrite ctl --help)\n"
 "       kprewrite --help | --version\n"
 "\n"
@@ -42,6 +42,9 @@ static const char usage_text[] =
 "  -R, --runtime LIB      the runtime an image built without it loads (DT_NEEDED);\n"
 "                         default " KPRW_RUNTIME_DEFAULT "\n"
 "  -d, --disasm           print the decoded instructions of each probed function\n"
+"  -S, --strict-indirect  an indirect jump that is not a recognised jump table\n"
+"                         keeps its function int3, even when no address inside\n"
+"                         it is taken anywhere (for hand-written jump arithmetic)\n"
 "  -h, --help             this text\n"
 "  -V, --version          the version\n"
 "\n"
@@ -70,6 +73,7 @@ int main(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "remove", required_argument, NULL, 'r' },
         { "runtime", required_argument, NULL, 'R' },
+        { "strict-indirect", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -77,18 +81,19 @@ int main(int argc, char **argv)
     struct spec_list specs = { 0 }, removes = { 0 };
     const char *output = NULL;
     const char *system_map = NULL, *runtime = NULL;
-    bool check = false, json = false, summary = false, kernel = false, disasm = false;
+    bool check = false, json = false, summary = false, kernel = false, disasm = false, strict = false;
     char err[1024];
     int c, status = EXIT_ERROR;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:ShV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
         case 's': summary = true; break;
         case 'k': kernel = true; break;
         case 'd': disasm = true; break;
+        case 'S': strict = true; break;
         case 'o': output = optarg; break;
         case 'r':
             if (spec_add(&removes, optarg, "--remove", err, sizeof err) < 0) {
@@ -137,6 +142,7 @@ int main(int argc, char **argv)
         .image = argv[optind], .output = output, .system_map = system_map, .runtime = runtime,
         .specs = &specs, .removes = &removes,
         .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
+        .strict_indirect = strict,
         .out = stdout, .msg = stderr,
     };
     status = run_image(&ro);

@@ -147,7 +147,7 @@ int run_image(struct run_opts *o)
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto free_all;
     }
-    if (analyze_probes(&img, &sy, &kf, &probes, &st, err, sizeof err) < 0) {
+    if (analyze_probes(&img, &sy, &kf, o->strict_indirect, &probes, &st, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto free_all;
     }

@@ -14,6 +14,7 @@ struct run_opts {
     struct spec_list *specs;   /* --probe and --probe-file; a rewrite prepends the baked ones */
     struct spec_list *removes; /* --remove */
     bool check, json, summary, kernel, disasm;
+    bool strict_indirect;      /* --strict-indirect */
     FILE *out;                 /* the report (stdout) */
     FILE *msg;                 /* errors and the "wrote" line (stderr) */
 };

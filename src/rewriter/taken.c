@@ -1,0 +1,158 @@
+/*
+ * An unproven indirect jump (a tail call through a function pointer, most
+ * often) taints its function: it could land anywhere. It can only land
+ * where some address points, though, and in a user image every address a
+ * program can jump to is materialized somewhere kprewrite can see: in data
+ * (function pointer tables, labels-as-values), in dynamic relocations, or in
+ * code (a RIP-relative lea; an immediate in non-PIE code) -- apart from
+ * return addresses and landing pads, which the analysis treats on their own
+ * (a call inside a DCR, LSDA pads). If no such address lies strictly inside
+ * a function, no indirect jump lands there, and its own indirect jumps do
+ * not stop it from being jump-optimized.
+ *
+ * This assumes what compilers do: a code address is materialized, never
+ * made by arithmetic on another one, except by a function on its own
+ * labels (GCC's `goto *(&&base + offset[i])`), so a function taking its own
+ * start counts as taking an address inside itself. Hand-written code that
+ * computes jump targets otherwise wants --strict-indirect.
+ */
+#include "taken.h"
+#include "sort.h"
+#include "../arch/x86/decode.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct grow { uint64_t *v; size_t n, cap; bool oom; };
+
+static void put(struct grow *g, const struct image *img, uint64_t a)
+{
+    if (g->oom || !image_is_exec_addr(img, a))
+        return;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 4096;
+        uint64_t *v = realloc(g->v, cap * sizeof *v);
+        if (!v) {
+            g->oom = true;
+            return;
+        }
+        g->v = v;
+        g->cap = cap;
+    }
+    g->v[g->n++] = a;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Dynamic and static relocations: RELATIVE addends, S + A of the others. */
+static void relocations(struct grow *g, const struct image *img)
+{
+    for (size_t i = 0; i < img->nsecs; i++) {
+        const struct section *r = &img->secs[i];
+        if (r->type != SHT_RELA || !r->data || r->entsize != sizeof(Elf64_Rela))
+            continue;
+        if (r->info && r->info < img->nsecs && !(img->secs[r->info].flags & SHF_ALLOC))
+            continue;   /* debug info */
+        const struct section *sym = r->link < img->nsecs ? &img->secs[r->link] : NULL;
+        for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= r->size; off += sizeof(Elf64_Rela)) {
+            Elf64_Rela rel;
+            memcpy(&rel, r->data + off, sizeof rel);
+            uint32_t type = ELF64_R_TYPE(rel.r_info), si = ELF64_R_SYM(rel.r_info);
+            uint64_t s = 0;
+            if (si && sym && sym->data && ((uint64_t)si + 1) * sizeof(Elf64_Sym) <= sym->size) {
+                Elf64_Sym es;
+                memcpy(&es, sym->data + (uint64_t)si * sizeof es, sizeof es);
+                if (es.st_shndx == SHN_UNDEF)
+                    continue;   /* another object's address */
+                s = es.st_value;
+            }
+            put(g, img, s + (uint64_t)rel.r_addend);
+            (void)type;
+        }
+    }
+}
+
+int taken_build(struct taken *t, const struct image *img, const struct symbols *sy, char *err, size_t errlen)
+{
+    struct grow g = { 0 };
+    bool exec32 = img->kind == IMG_EXEC;   /* non-PIE: 32-bit absolute addresses exist */
+    memset(t, 0, sizeof *t);
+    for (size_t i = 0; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (!(s->flags & SHF_ALLOC) || !s->data || s->type == SHT_NOBITS)
+            continue;
+        bool code = (s->flags & SHF_EXECINSTR) != 0;
+        if (!code) {
+            for (uint64_t o = (8 - s->addr % 8) % 8; o + 8 <= s->size; o += 8) {
+                uint64_t w;
+                memcpy(&w, s->data + o, 8);
+                put(&g, img, w);
+            }
+        }
+        if (exec32) {
+            /* data: aligned 32-bit words; code: any 4 bytes (an immediate) */
+            for (uint64_t o = code ? 0 : (4 - s->addr % 4) % 4; o + 4 <= s->size; o += code ? 1 : 4) {
+                uint32_t w;
+                memcpy(&w, s->data + o, 4);
+                put(&g, img, w);
+                put(&g, img, (uint64_t)(int64_t)(int32_t)w);
+            }
+        }
+    }
+    relocations(&g, img);
+    /* RIP-relative operands of the code (lea label(%rip), a pointer in .text) */
+    for (size_t f = 0; f < sy->nfuncs; f++) {   /* sorted, not overlapping */
+        for (uint64_t a = sy->funcs[f].start; a < sy->funcs[f].end;) {
+            size_t avail;
+            const uint8_t *p = image_read(img, a, &avail);
+            if (!p)
+                break;   /* the rest of a guessed size lies outside the file */
+            struct x86_insn in;
+            unsigned len = x86_decode(p, avail, a, &in);
+            if (!len) {
+                a++;   /* data in code: resynchronize, a superset either way */
+                continue;
+            }
+            if (in.flags & XF_RIPREL) {
+                int32_t d;
+                memcpy(&d, p + in.disp_off, 4);
+                uint64_t to = a + len + (int64_t)d;
+                /* a function taking its own start may add offsets to it
+                 * (goto *(&&first_label + offset[i])): count it as inside */
+                put(&g, img, to == sy->funcs[f].start && to + 1 < sy->funcs[f].end ? to + 1 : to);
+            }
+            a += len;
+        }
+    }
+    if (g.oom) {
+        free(g.v);
+        snprintf(err, errlen, "%s: out of memory indexing code addresses", img->path);
+        return -1;
+    }
+    sort_array(g.v, g.n, sizeof *g.v, cmp_u64);
+    t->v = g.v;
+    t->n = g.n;
+    return 0;
+}
+
+bool taken_inside(const struct taken *t, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = t->n;
+    while (a < b) {   /* first v > lo */
+        size_t m = (a + b) / 2;
+        if (t->v[m] <= lo) a = m + 1; else b = m;
+    }
+    return a < t->n && t->v[a] < hi;
+}
+
+void taken_free(struct taken *t)
+{
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
