@@ -47,6 +47,7 @@ int ctl_command(const char *line)
     else
         return -EINVAL;
     pthread_mutex_lock(&rt_lock);
+    rt_points_ready();
     struct point **v = malloc((rt_npoints ? rt_npoints : 1) * sizeof *v);
     size_t n = 0, can_jump = 0;
     if (!v) {
@@ -108,6 +109,7 @@ static char *listing(size_t *len, void (*line)(struct text *, const struct point
     struct text t = { 0 };
     put(&t, "%s", "");
     pthread_mutex_lock(&rt_lock);
+    rt_points_ready();
     for (uint32_t i = 0; i < rt_npoints; i++) {
         uint64_t hits, missed;
         rt_stats(rt_points[i], &hits, &missed);

@@ -243,5 +243,6 @@ int patch_apply(struct point *pt)
 
 int patch_all(void)
 {
+    rt_points_ready();
     return patch_list(rt_points, rt_npoints);
 }

@@ -30,9 +30,18 @@
 /* private kprobe flag: addr was filled in from symbol_name at registration */
 #define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u
 
+/* A pool's points are filled lazily (a prebuilt binary may carry thousands
+ * and run for a millisecond): at the first hit of each (rt_dispatch_slow),
+ * or all at once when something needs them all (listing, control, lookup
+ * by name; rt_points_ready). The int3 ones are filled at once: the SIGTRAP
+ * handler must know every site that holds an int3. */
 struct pool {
     const struct kprw_table *t;
     struct point *points;
+    struct kprw_state *state;
+    uint8_t *ready;           /* bitmap: points[i] is filled */
+    uint32_t first_id;        /* points[i] has id first_id + i */
+    uint32_t unready;
     struct pool *next;
 };
 
@@ -44,6 +53,7 @@ TLS struct rt_thread rt_self;
 
 static struct pool *pools;
 static uint32_t cap_points;
+static bool index_stale;   /* points filled since the trap index was built */
 static struct rt_thread *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -145,14 +155,14 @@ static bool table_refused(const struct kprw_table *t)
 }
 
 /* The points of a pool, zeroed. Large arrays (thousands of probes in a
- * prebuilt binary) come pre-faulted in one call: a page fault each would
- * be most of such a program's start-up. Points live as long as the image. */
+ * prebuilt binary) are mapped and left to fault in as points are filled:
+ * most are never hit in a short run. Points live as long as the image. */
 static struct point *alloc_points(uint32_t n)
 {
     size_t size = (n ? n : 1) * sizeof(struct point);
     if (size < 65536)
         return calloc(1, size);
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return m == MAP_FAILED ? NULL : m;
 }
 
@@ -163,6 +173,75 @@ static void free_points(struct point *pts, uint32_t n)
         free(pts);
     else if (pts)
         munmap(pts, size);
+}
+
+/* Fill points[i] from its entry, under rt_lock; its state then leads the
+ * detour's dispatcher to it. */
+static void point_fill(struct pool *p, uint32_t i)
+{
+    if (p->ready[i / 8] & (1u << (i % 8)))
+        return;
+    const struct kprw_table *t = p->t;
+    const struct kprw_entry *e = (const void *)(t + 1);
+    const char *strings = (const char *)t + t->strings_off;
+    struct point *pt = &p->points[i];
+    pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
+    pt->name = strings + e[i].name_off;
+    pt->offset = e[i].offset;
+    pt->flags = e[i].flags;
+    pt->kind = e[i].kind;
+    pt->verdict = e[i].verdict;
+    pt->site_len = e[i].dcr_len;
+    pt->orig = e[i].orig;
+    pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
+    pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
+    pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
+    pt->hook = e[i].hook_rel ? (uintptr_t)t + (uintptr_t)e[i].hook_rel : 0;
+    pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
+    pt->id = p->first_id + i;   /* hits counted while unfilled (fold) stay */
+    struct kprw_state *st = &p->state[i];
+    if (!st->table_rel) {   /* zero-filled state of a pool added to a library */
+        st->index = i;
+        st->table_rel = (int64_t)((const char *)t - (const char *)st);
+    }
+    __atomic_store_n(&st->rt, pt, __ATOMIC_RELEASE);
+    p->ready[i / 8] |= (uint8_t)(1u << (i % 8));
+    p->unready--;
+    index_stale = true;
+}
+
+/* Fill every point of every pool, and bring the trap index up to date:
+ * before anything may put an int3 on a site (under rt_lock). */
+void rt_points_ready(void)
+{
+    for (struct pool *p = pools; p; p = p->next)
+        if (p->unready)
+            for (uint32_t i = 0; i < p->t->nentries; i++)
+                point_fill(p, i);
+    if (index_stale) {
+        trap_index_rebuild();
+        index_stale = false;
+    }
+}
+
+/* The filled points, for the trap index (under rt_lock): calls fn on each. */
+void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg)
+{
+    for (struct pool *p = pools; p; p = p->next)
+        for (uint32_t i = 0; i < p->t->nentries; i++)
+            if (p->ready[i / 8] & (1u << (i % 8)))
+                fn(&p->points[i], arg);
+}
+
+/* The pool whose states hold st, filling st's point; false if none does. */
+static bool ready_state(struct kprw_state *st)
+{
+    for (struct pool *p = pools; p; p = p->next)
+        if (st >= p->state && st < p->state + p->t->nentries) {
+            point_fill(p, (uint32_t)(st - p->state));
+            return true;
+        }
+    return false;
 }
 
 static struct point *add_pool(const struct kprw_table *t)
@@ -176,11 +255,13 @@ static struct point *add_pool(const struct kprw_table *t)
         return NULL;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = alloc_points(t->nentries);
-    if (!p || !pts || rt_npoints + t->nentries > cap_points) {
+    uint8_t *ready = calloc(t->nentries / 8 + 1, 1);
+    if (!p || !pts || !ready || rt_npoints + t->nentries > cap_points) {
         uint32_t cap = (rt_npoints + t->nentries) * 2 + 16;
-        struct point **v = p && pts ? realloc(rt_points, cap * sizeof *v) : NULL;
+        struct point **v = p && pts && ready ? realloc(rt_points, cap * sizeof *v) : NULL;
         if (!v) {
             free(p);
+            free(ready);
             free_points(pts, t->nentries);
             fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
             return NULL;
@@ -189,43 +270,32 @@ static struct point *add_pool(const struct kprw_table *t)
         cap_points = cap;
     }
     const struct kprw_entry *e = (const void *)(t + 1);
-    const char *strings = (const char *)t + t->strings_off;
-    struct kprw_state *st = (void *)((char *)t + t->state_rel);
-    for (uint32_t i = 0; i < t->nentries; i++) {
-        struct point *pt = &pts[i];
-        pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
-        pt->name = strings + e[i].name_off;
-        pt->offset = e[i].offset;
-        pt->flags = e[i].flags;
-        pt->kind = e[i].kind;
-        pt->verdict = e[i].verdict;
-        pt->site_len = e[i].dcr_len;
-        pt->orig = e[i].orig;
-        pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
-        pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
-        pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
-        pt->hook = e[i].hook_rel ? (uintptr_t)t + (uintptr_t)e[i].hook_rel : 0;
-        pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
-        pt->id = rt_npoints;
-        rt_points[rt_npoints++] = pt;
-        if (!st[i].table_rel) {   /* zero-filled state of a pool added to a library */
-            st[i].index = i;
-            st[i].table_rel = (int64_t)((const char *)t - (const char *)&st[i]);
-        }
-        st[i].rt = pt;
-    }
     p->t = t;
     p->points = pts;
+    p->state = (void *)((char *)t + t->state_rel);
+    p->ready = ready;
+    p->first_id = rt_npoints;
+    p->unready = t->nentries;
+    for (uint32_t i = 0; i < t->nentries; i++)
+        rt_points[rt_npoints++] = &pts[i];   /* ids are fixed now; the points filled later */
     p->next = pools;
     pools = p;
+    /* the int3 sites trap from the start: the handler must know them */
+    for (uint32_t i = 0; i < t->nentries; i++)
+        if (e[i].verdict != KPRW_OPTIMIZED)
+            point_fill(p, i);
     trap_index_rebuild();
+    index_stale = false;
     if (t->nentries)
         ctlfs_start();
     /* A point the knobs want in another state than the baked one
      * (a library loaded while `enabled` is 0, say). */
-    for (uint32_t i = 0; i < t->nentries; i++)
-        if (patch_wanted(&pts[i]) != (enum code_state)pts[i].code)
-            patch_apply(&pts[i]);
+    if (!rt_enabled || !rt_optimization) {
+        rt_points_ready();
+        for (uint32_t i = 0; i < t->nentries; i++)
+            if (patch_wanted(&pts[i]) != (enum code_state)pts[i].code)
+                patch_apply(&pts[i]);
+    }
     return pts;
 }
 
@@ -292,11 +362,12 @@ void rt_count_missed(struct point *pt)
 struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
 {
     (void)regs;
-    struct point *pt = st->rt;
+    struct point *pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE);
     if (!pt) {
-        /* a hit before the image's constructor ran */
+        /* the point's first hit (filled lazily), or a hit before the
+         * image's constructor ran */
         rt_with_xstate_saved(add_pool_cb, st);
-        if (!(pt = st->rt))
+        if (!(pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE)))
             return NULL;
     }
     if (rt_in_handler) {
@@ -357,7 +428,10 @@ static void add_pool_cb(void *arg)
 {
     struct kprw_state *st = arg;
     pthread_mutex_lock(&rt_lock);
-    add_pool((const void *)((char *)st + st->table_rel));
+    if (!ready_state(st) && st->table_rel) {   /* a linked pool not registered yet */
+        add_pool((const void *)((char *)st + st->table_rel));
+        ready_state(st);
+    }
     pthread_mutex_unlock(&rt_lock);
 }
 
@@ -367,6 +441,7 @@ static void add_pool_cb(void *arg)
  * kretprobe needs one of kind 'r'). Under rt_lock. */
 struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr)
 {
+    rt_points_ready();
     for (struct pool *p = pools; p; p = p->next)
         for (uint32_t i = 0; i < p->t->nentries; i++) {
             struct point *pt = &p->points[i];
@@ -593,6 +668,7 @@ static void report(void)
 {
     struct kprewrite_point_stats st = { 0, 0 };
     pthread_mutex_lock(&rt_lock);
+    rt_points_ready();
     for (uint32_t i = 0; i < rt_npoints; i++) {
         struct point *pt = rt_points[i];
         stats_of(pt, &st);

@@ -47,7 +47,10 @@ struct kprw_table;
 /* NULL when every offset of the table can be followed safely; else why
  * (in why, or a constant), and *object names the image (table-check.c). */
 const char *rt_table_check(const struct kprw_table *t, const char **object, char *why, size_t len);
-extern struct point **rt_points;       /* by id */
+extern struct point **rt_points;       /* by id; filled lazily: call rt_points_ready
+                                          before reading them all */
+void rt_points_ready(void);            /* under rt_lock: fill every point */
+void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg);   /* under rt_lock */
 extern uint32_t rt_npoints;
 extern bool rt_enabled, rt_optimization;   /* the global knobs, under rt_lock */
 
