@@ -103,18 +103,28 @@ static void put(struct text *t, const char *fmt, ...)
     }
 }
 
-/* One line a point, written by line(), under rt_lock. */
+struct listing_arg {
+    struct text *t;
+    void (*line)(struct text *, const struct point *, uint64_t, uint64_t);
+};
+
+static void list_point(struct point *pt, void *arg)
+{
+    struct listing_arg *a = arg;
+    uint64_t hits, missed;
+    rt_stats(pt, &hits, &missed);
+    a->line(a->t, pt, hits, missed);
+}
+
+/* One line a point, in address order, written by line(), under rt_lock. */
 static char *listing(size_t *len, void (*line)(struct text *, const struct point *, uint64_t, uint64_t))
 {
     struct text t = { 0 };
     put(&t, "%s", "");
     pthread_mutex_lock(&rt_lock);
     rt_points_ready();
-    for (uint32_t i = 0; i < rt_npoints; i++) {
-        uint64_t hits, missed;
-        rt_stats(rt_points[i], &hits, &missed);
-        line(&t, rt_points[i], hits, missed);
-    }
+    struct listing_arg a = { &t, line };
+    rt_each_ready_point(list_point, &a);
     pthread_mutex_unlock(&rt_lock);
     *len = t.n;
     return t.s;

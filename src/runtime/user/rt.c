@@ -34,13 +34,15 @@
  * and run for a millisecond): at the first hit of each (rt_dispatch_slow),
  * or all at once when something needs them all (listing, control, lookup
  * by name; rt_points_ready). The int3 ones are filled at once: the SIGTRAP
- * handler must know every site that holds an int3. */
+ * handler must know every site that holds an int3. A filled point is
+ * state[i].rt; ids are given in the order points are filled, and points are
+ * carved from small blocks in that order, so a short run touches a page or
+ * two of them and of each thread's counters, not one page per hit point. */
 struct pool {
     const struct kprw_table *t;
-    struct point *points;
     struct kprw_state *state;
-    uint8_t *ready;           /* bitmap: points[i] is filled */
-    uint32_t first_id;        /* points[i] has id first_id + i */
+    struct point *points;     /* mapped for every entry, handed out in fill order */
+    uint32_t used;            /* points handed out */
     uint32_t unready;
     struct pool *next;
 };
@@ -52,7 +54,7 @@ bool rt_enabled = true, rt_optimization = true;
 TLS struct rt_thread rt_self;
 
 static struct pool *pools;
-static uint32_t cap_points;
+static uint32_t cap_points, reserved;   /* rt_points: room, and entries of all pools */
 static bool index_stale;   /* points filled since the trap index was built */
 static struct rt_thread *threads;
 static pthread_key_t exit_key;
@@ -154,37 +156,29 @@ static bool table_refused(const struct kprw_table *t)
     return true;
 }
 
-/* The points of a pool, zeroed. Large arrays (thousands of probes in a
- * prebuilt binary) are mapped and left to fault in as points are filled:
- * most are never hit in a short run. Points live as long as the image. */
-static struct point *alloc_points(uint32_t n)
+/* The points of a pool: room for one per entry, mapped and left to fault
+ * in as points are filled (in fill order: a short run touches a page or
+ * two). Points live as long as the image. */
+static struct point *map_points(uint32_t n)
 {
     size_t size = (n ? n : 1) * sizeof(struct point);
-    if (size < 65536)
-        return calloc(1, size);
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return m == MAP_FAILED ? NULL : m;
 }
 
-static void free_points(struct point *pts, uint32_t n)
-{
-    size_t size = (n ? n : 1) * sizeof(struct point);
-    if (size < 65536)
-        free(pts);
-    else if (pts)
-        munmap(pts, size);
-}
-
-/* Fill points[i] from its entry, under rt_lock; its state then leads the
- * detour's dispatcher to it. */
+/* Fill point i of p from its entry, under rt_lock; its state then leads
+ * the detour's dispatcher to it. Calls nothing in libc (the first hit of a
+ * point fills it from the detour, where the probed code's vector registers
+ * are live): add_pool made room in rt_points and p->points. */
 static void point_fill(struct pool *p, uint32_t i)
 {
-    if (p->ready[i / 8] & (1u << (i % 8)))
+    struct kprw_state *st = &p->state[i];
+    if (__atomic_load_n(&st->rt, __ATOMIC_RELAXED) || p->used == p->t->nentries || rt_npoints == cap_points)
         return;
+    struct point *pt = &p->points[p->used++];
     const struct kprw_table *t = p->t;
     const struct kprw_entry *e = (const void *)(t + 1);
     const char *strings = (const char *)t + t->strings_off;
-    struct point *pt = &p->points[i];
     pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
     pt->name = strings + e[i].name_off;
     pt->offset = e[i].offset;
@@ -198,14 +192,13 @@ static void point_fill(struct pool *p, uint32_t i)
     pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
     pt->hook = e[i].hook_rel ? (uintptr_t)t + (uintptr_t)e[i].hook_rel : 0;
     pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
-    pt->id = p->first_id + i;   /* hits counted while unfilled (fold) stay */
-    struct kprw_state *st = &p->state[i];
+    pt->id = rt_npoints;
+    rt_points[rt_npoints++] = pt;
     if (!st->table_rel) {   /* zero-filled state of a pool added to a library */
         st->index = i;
         st->table_rel = (int64_t)((const char *)t - (const char *)st);
     }
     __atomic_store_n(&st->rt, pt, __ATOMIC_RELEASE);
-    p->ready[i / 8] |= (uint8_t)(1u << (i % 8));
     p->unready--;
     index_stale = true;
 }
@@ -215,22 +208,24 @@ static void point_fill(struct pool *p, uint32_t i)
 void rt_points_ready(void)
 {
     for (struct pool *p = pools; p; p = p->next)
-        if (p->unready)
-            for (uint32_t i = 0; i < p->t->nentries; i++)
-                point_fill(p, i);
+        for (uint32_t i = 0; p->unready && i < p->t->nentries; i++)
+            point_fill(p, i);
     if (index_stale) {
         trap_index_rebuild();
         index_stale = false;
     }
 }
 
-/* The filled points, for the trap index (under rt_lock): calls fn on each. */
+/* The filled points, pool by pool in table (address) order, under rt_lock:
+ * calls fn on each. */
 void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg)
 {
     for (struct pool *p = pools; p; p = p->next)
-        for (uint32_t i = 0; i < p->t->nentries; i++)
-            if (p->ready[i / 8] & (1u << (i % 8)))
-                fn(&p->points[i], arg);
+        for (uint32_t i = 0; i < p->t->nentries; i++) {
+            struct point *pt = __atomic_load_n(&p->state[i].rt, __ATOMIC_RELAXED);
+            if (pt)
+                fn(pt, arg);
+        }
 }
 
 /* The pool whose states hold st, filling st's point; false if none does. */
@@ -244,40 +239,38 @@ static bool ready_state(struct kprw_state *st)
     return false;
 }
 
-static struct point *add_pool(const struct kprw_table *t)
+/* Register the pool whose table is t (under rt_lock); false if it cannot be
+ * used (never filled, refused, out of memory). */
+static bool add_pool(const struct kprw_table *t)
 {
     if (t->magic == 0)
-        return NULL;   /* a pool kprewrite never filled */
+        return false;   /* a pool kprewrite never filled */
     for (struct pool *p = pools; p; p = p->next)
         if (p->t == t)
-            return p->points;
+            return true;
     if (table_refused(t))
-        return NULL;
+        return false;
     struct pool *p = calloc(1, sizeof *p);
-    struct point *pts = alloc_points(t->nentries);
-    uint8_t *ready = calloc(t->nentries / 8 + 1, 1);
-    if (!p || !pts || !ready || rt_npoints + t->nentries > cap_points) {
-        uint32_t cap = (rt_npoints + t->nentries) * 2 + 16;
-        struct point **v = p && pts && ready ? realloc(rt_points, cap * sizeof *v) : NULL;
-        if (!v) {
-            free(p);
-            free(ready);
-            free_points(pts, t->nentries);
-            fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
-            return NULL;
-        }
+    struct point *pts = map_points(t->nentries);
+    struct point **v = NULL;
+    if (p && pts && reserved + t->nentries > cap_points &&
+        (v = realloc(rt_points, (reserved + t->nentries) * sizeof *v)) != NULL) {
         rt_points = v;
-        cap_points = cap;
+        cap_points = reserved + t->nentries;
+    }
+    if (!p || !pts || reserved + t->nentries > cap_points) {
+        free(p);
+        if (pts)
+            munmap(pts, (t->nentries ? t->nentries : 1) * sizeof *pts);
+        fprintf(stderr, "kprewrite-rt: out of memory registering probes\n");
+        return false;
     }
     const struct kprw_entry *e = (const void *)(t + 1);
+    reserved += t->nentries;
     p->t = t;
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
-    p->ready = ready;
-    p->first_id = rt_npoints;
     p->unready = t->nentries;
-    for (uint32_t i = 0; i < t->nentries; i++)
-        rt_points[rt_npoints++] = &pts[i];   /* ids are fixed now; the points filled later */
     p->next = pools;
     pools = p;
     /* the int3 sites trap from the start: the handler must know them */
@@ -292,11 +285,13 @@ static struct point *add_pool(const struct kprw_table *t)
      * (a library loaded while `enabled` is 0, say). */
     if (!rt_enabled || !rt_optimization) {
         rt_points_ready();
-        for (uint32_t i = 0; i < t->nentries; i++)
-            if (patch_wanted(&pts[i]) != (enum code_state)pts[i].code)
-                patch_apply(&pts[i]);
+        for (uint32_t i = 0; i < t->nentries; i++) {
+            struct point *pt = p->state[i].rt;
+            if (pt && patch_wanted(pt) != (enum code_state)pt->code)
+                patch_apply(pt);
+        }
     }
-    return pts;
+    return true;
 }
 
 EXPORT void __kprewrite_register_pool(const void *table)
@@ -364,9 +359,14 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
     (void)regs;
     struct point *pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE);
     if (!pt) {
-        /* the point's first hit (filled lazily), or a hit before the
-         * image's constructor ran */
-        rt_with_xstate_saved(add_pool_cb, st);
+        /* the point's first hit (filled lazily: no libc call but the
+         * lock's), or a hit before the image's constructor ran (which
+         * registers the image: libc, so the vector state is saved) */
+        pthread_mutex_lock(&rt_lock);
+        bool known = ready_state(st);
+        pthread_mutex_unlock(&rt_lock);
+        if (!known)
+            rt_with_xstate_saved(add_pool_cb, st);
         if (!(pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE)))
             return NULL;
     }
@@ -444,7 +444,9 @@ struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr)
     rt_points_ready();
     for (struct pool *p = pools; p; p = p->next)
         for (uint32_t i = 0; i < p->t->nentries; i++) {
-            struct point *pt = &p->points[i];
+            struct point *pt = p->state[i].rt;
+            if (!pt)
+                continue;   /* out of memory when filling it */
             bool endbr = pt->flags & KPRW_F_AFTER_ENDBR;
             if (sym) {
                 if (strcmp(pt->name, sym) == 0 &&
@@ -664,17 +666,20 @@ EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_s
 /* KPREWRITE_REPORT=1: print every point's counts at exit (stderr). */
 static int report_fd = 2;   /* a copy of stderr: programs may close theirs before exit */
 
+static void report_point(struct point *pt, void *arg)
+{
+    (void)arg;
+    struct kprewrite_point_stats st = { 0, 0 };
+    stats_of(pt, &st);
+    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
+            pt->kind, pt->name, pt->offset, st.hits, st.nmissed);
+}
+
 static void report(void)
 {
-    struct kprewrite_point_stats st = { 0, 0 };
     pthread_mutex_lock(&rt_lock);
     rt_points_ready();
-    for (uint32_t i = 0; i < rt_npoints; i++) {
-        struct point *pt = rt_points[i];
-        stats_of(pt, &st);
-        dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
-                pt->kind, pt->name, pt->offset, st.hits, st.nmissed);
-    }
+    rt_each_ready_point(report_point, NULL);
     pthread_mutex_unlock(&rt_lock);
 }
 

@@ -51,13 +51,26 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* [a, a + len) lies in one segment with all of the flags `need` (and, when
- * `deny` is set, none of those). */
+ * `deny` is set, none of those). *hint remembers the segment that matched
+ * last: the entries of one kind of offset mostly land in the same one, and
+ * a start-up checks thousands of them. */
+static bool in_segment_at(const struct object *o, int *hint, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
+{
+    int h = *hint;
+    if (!(h >= 0 && h < o->n && a >= o->lo[h] && a < o->hi[h]))
+        for (h = 0; h < o->n; h++)
+            if (a >= o->lo[h] && a < o->hi[h])
+                break;
+    if (h == o->n)
+        return false;
+    *hint = h;
+    return len <= o->hi[h] - a && (o->flags[h] & need) == need && !(o->flags[h] & deny);
+}
+
 static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
 {
-    for (int i = 0; i < o->n; i++)
-        if (a >= o->lo[i] && a < o->hi[i] && len <= o->hi[i] - a)
-            return (o->flags[i] & need) == need && !(o->flags[i] & deny);
-    return false;
+    int hint = -1;
+    return in_segment_at(o, &hint, a, len, need, deny);
 }
 
 static uintptr_t at(const struct kprw_table *t, int64_t rel) { return (uintptr_t)t + (uintptr_t)rel; }
@@ -94,6 +107,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
     if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
         return "the return trampoline lies outside executable code";
     const struct kprw_entry *e = (const void *)(t + 1);
+    int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
     for (uint32_t i = 0; i < t->nentries; i++) {
         const struct kprw_entry *x = &e[i];
         uintptr_t site = at(t, x->site_rel), detour = x->detour_rel ? at(t, x->detour_rel) : 0;
@@ -106,13 +120,13 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "site length out of range";
         else if (x->name_off >= t->strings_size)
             bad = "name outside the string table";
-        else if (!in_segment(&o, site, x->dcr_len, PF_R | PF_X, PF_W))
+        else if (!in_segment_at(&o, &hsite, site, x->dcr_len, PF_R | PF_X, PF_W))
             bad = "site outside executable code";
-        else if (!in_segment(&o, at(t, x->ool_rel), 1, PF_R | PF_X, PF_W))
+        else if (!in_segment_at(&o, &hool, at(t, x->ool_rel), 1, PF_R | PF_X, PF_W))
             bad = "out-of-line copy outside executable code";
-        else if (x->hook_rel && !in_segment(&o, at(t, x->hook_rel), 1, PF_R | PF_X, PF_W))
+        else if (x->hook_rel && !in_segment_at(&o, &hhook, at(t, x->hook_rel), 1, PF_R | PF_X, PF_W))
             bad = "return hook outside executable code";
-        else if (x->verdict == KPRW_OPTIMIZED && (!detour || !in_segment(&o, detour, 1, PF_R | PF_X, PF_W)))
+        else if (x->verdict == KPRW_OPTIMIZED && (!detour || !in_segment_at(&o, &hdetour, detour, 1, PF_R | PF_X, PF_W)))
             bad = "detour outside executable code";
         else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
                  /* a pool added to a library keeps its state in zero-filled memory */
