@@ -189,9 +189,12 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     uint64_t off_ds = tb, dsz = p.strsz + rtlen;
     uint64_t off_dyn = up(off_ds + dsz, 8), after = two ? off_ds + dsz : off_dyn + dynsz;
     uint64_t off_tx = up(after, 64), tx = up(sz->text ? sz->text : 16, 16), xsz = off_tx + tx;
-    /* rw- (two notes): .dynamic, state, slots */
+    /* rw- (two notes): .dynamic, slots, then the state as zero-filled
+     * memory (no bytes in the file: the runtime fills a state in when its
+     * point is first hit) */
     uint64_t vw = up(vx + xsz, PAGE), fw = fx + (vw - vx);
-    uint64_t off_da = up(dynsz, 64), off_sl = off_da + da, wsz = two ? off_sl + 16 : 0;
+    uint64_t off_sl = up(dynsz, 8), off_da = up(off_sl + 16, 64);
+    uint64_t wfile = two ? off_sl + 16 : 0, wsz = two ? off_da + da : 0;
     uint64_t dyn_v = two ? vw : vx + off_dyn, dyn_f = two ? fw : fx + off_dyn;
     /* non-allocated: .shstrtab, section headers */
     const struct section *shs = &img->secs[p.eh->e_shstrndx];
@@ -203,7 +206,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)oe->e_shnum * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
         return fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
-    uint64_t fsh = (two ? fw + wsz : fx + xsz), shstrsz = shs->size + namesz;
+    uint64_t fsh = (two ? fw + wfile : fx + xsz), shstrsz = shs->size + namesz;
     uint64_t fsht = up(fsh + shstrsz, 8), nsh = img->nsecs + NEW_SECTIONS;
     uint64_t total = fsht + nsh * sizeof(Elf64_Shdr);
     if (vw + wsz < vx || total < img->map_size)
@@ -238,8 +241,10 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
             nph[k++] = ph;
             if (pass == 1 && i == p.last_load) {
                 nph[k++] = load(fx, vx, xsz, PF_R | PF_X);
-                if (two)
-                    nph[k++] = load(fw, vw, wsz, PF_R | PF_W);
+                if (two) {
+                    nph[k] = load(fw, vw, wsz, PF_R | PF_W);
+                    nph[k++].p_filesz = wfile;
+                }
             }
         }
     if (k != p.phnum) {
@@ -296,7 +301,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     sh[n++] = section(name_at[0], SHF_ALLOC | SHF_EXECINSTR, vx + off_tx, fx + off_tx, tx, 16);
     sh[n++] = section(name_at[1], SHF_ALLOC, vx, fx, tb, 64);
     if (two) {
-        sh[n++] = section(name_at[2], SHF_ALLOC | SHF_WRITE, vw + off_da, fw + off_da, da, 64);
+        sh[n++] = nobits(name_at[2], vw + off_da, fw + off_da, da, 64);
         sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, 16, 8);
     } else {
         uint64_t foff = last->p_offset + (vb_da - last->p_vaddr);   /* where it would be (NOBITS) */
