@@ -7,7 +7,9 @@
 # guest's checks from the serial log; the kprobes kernel is also booted as a
 # bzImage, where KASLR moves it (the relocations must still be right). A
 # third kernel has ftrace (ftrace.config): its probes at +0 take the fentry
-# sites over, and the guest traces every other function meanwhile.
+# sites over, and the guest traces every other function meanwhile. The
+# kernels unwind with ORC but nokprobes, which uses frame pointers; the
+# guest checks what each unwinder sees from inside a handler.
 # KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel).
 # usage: check-kernel.sh SRCDIR BUILDDIR
 src=${1:?usage: check-kernel.sh SRCDIR BUILDDIR}; build=${2:?}
@@ -86,6 +88,10 @@ variant() {
     b=0
     [ "$v" != kprobes ] || b=${KP_KERNEL_BENCH:-0}   # the comparison needs the kernel's kprobes
     boot "$v vmlinux" "$d/vmlinux" "$d" "$b"
+    # the unwinding checks ran under the unwinder the kernel was built with
+    want=orc
+    [ "$v" != nokprobes ] || want=frame-pointer
+    grep -q "unwind ($want), " "$d/guest.txt"; ok $? "$v: the guest ran the unwinding checks ($want unwinder)"
 }
 
 variant kprobes

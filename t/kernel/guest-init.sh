@@ -93,6 +93,93 @@ echo off > $S
 echo "api @ENTRY@" > $S
 grep '^api' $S
 check "API: -EINVAL, -ENOENT, -EBUSY, batch rollback" grep -q 'api einval 1 enoent 1 ebusy 1 batch 1 rolled-back 1' $S
+# unwinding from inside a handler (doc/kernel.md, Unwinding): at its first
+# run in kdrive the "stack" handler walks the stack three ways --
+# stack_trace_save() (save), stack_trace_save_tsk_reliable(current)
+# (reliable, rc its result), stack_trace_save_regs(regs) (regs) -- and
+# calls dump_stack() between two marker lines; the checks say what the
+# kernel's unwinder (ORC, or frame pointers in the nokprobes kernel) gives
+unwind() { # PATH SPEC: one capture on SPEC, printed on the serial console
+    echo "stack $2" > $S
+    kdrive $2 read 1 > /dev/null
+    snap
+    echo "$report" | grep -E '^(unwind|save|reliable|regs) ' | sed "s/^/unwind $1: /"
+    dmesg | awk '/dump_stack from a handler \{/ { n = 0 } { l[n++] = $0 }
+        /\} dump_stack from a handler/ { m = n; for (i = 0; i < n; i++) o[i] = l[i] }
+        END { for (i = 0; i < m; i++) print o[i] }' > /tmp/dump
+    sed "s/^/dump $1: /" /tmp/dump
+    U=$(field unwinder)
+    u="unwind ($U), $1 $2"
+    check "$u: the handler unwound" [ "$(field captured) $(field stacktrace)" = "1 1" ]
+}
+# names WALK: " sym1 sym2 ... " (offsets dropped); first WALK: sym+off/size
+names() { echo "$report" | awk -v w="$1" '$1 == w { s = $3; sub(/\+.*/, "", s); printf " %s", s } END { print " " }'; }
+first() { echo "$report" | awk -v w="$1" '$1 == w { print $3; exit }'; }
+has() { case $(names "$1") in *" $2 "*) return 0 ;; esac; return 1; }
+lacks() { ! has "$@"; }
+ends() { case $(names "$1") in *" $2 ") return 0 ;; esac; return 1; }
+after() { case $(names "$1") in *" $2 $3 "*) return 0 ;; esac; return 1; }   # WALK A B: B right after A
+entry() { echo "$report" | grep -q "^$1 #[0-9]* $2/"; }                  # WALK SYM+OFF: in it
+starts() { case $(first "$1") in "$2"/*) return 0 ;; esac; return 1; }
+same() { [ "$(names reliable)" = " stack_trace_save_tsk_reliable$(names save)" ]; }   # reliable = save
+rc() { [ "$(field reliable-rc)" "$@" ]; }
+# dump_stack: the line of SYM (PREFIX "? " for a guess found by scanning)
+dumped() { grep -q "^ $1$2+" /tmp/dump; }
+# dump_stack: nothing but guesses after the walk reached SYM
+guesses_after() { awk -v s=" $1+" 'index($0, s) == 1 { on = 1; next } on && /^ [^?<]/ { bad = 1 } END { exit !on || bad }' /tmp/dump; }
+E=$(echo @ENTRY@ | sed 's/+0x0$//')      # vfs_read
+EA=@ENTRY@                                # vfs_read+0x0, as %pS prints it
+END_=entry_SYSCALL_64_after_hwframe      # where a system call's kernel stack starts
+unwind optimized @ENTRY@
+if [ "$U" = orc ]; then
+    check "$u: stack_trace_save() ends at the detour (kprewrite_pool_text+OFF)" ends save kprewrite_pool_text
+    check "$u: stack_trace_save() has neither $E nor its callers" eval 'lacks save $E && lacks save ksys_read && lacks save $END_'
+    check "$u: stack_trace_save_tsk_reliable() fails (-EINVAL) at the detour" eval 'rc = -22 && ends reliable kprewrite_pool_text'
+    check "$u: dump_stack() ends its walk at the detour, ksys_read only a '?' guess" eval 'guesses_after kprewrite_pool_text && dumped "? " ksys_read'
+elif [ "$U" = frame-pointer ]; then
+    check "$u: stack_trace_save() goes through the detour to the system call entry" eval 'has save kprewrite_pool_text && ends save $END_'
+    check "$u: stack_trace_save() has neither $E nor its caller ksys_read (not in the %rbp chain at +0)" eval 'lacks save $E && lacks save ksys_read'
+    check "$u: stack_trace_save_tsk_reliable() succeeds with the same (incomplete) frames" eval 'rc -gt 0 && same'
+    check "$u: dump_stack() goes through the detour, ksys_read only a '?' guess" eval 'dumped "" kprewrite_pool_text && dumped "? " ksys_read && dumped "" $END_'
+else
+    check "$u: a known unwinder (orc or frame-pointer)" false
+fi
+check "$u: stack_trace_save() names the handler's caller before the detour" eval 'after save run_handlers kprewrite_pool_text || after save kprewrite_dispatch kprewrite_pool_text'
+check "$u: stack_trace_save_regs(regs) starts at $EA" starts regs $EA
+if [ "$U" = orc ]; then
+    check "$u: stack_trace_save_regs(regs) goes on to ksys_read and the system call entry" eval 'after regs $E ksys_read && ends regs $END_'
+else
+    check "$u: stack_trace_save_regs(regs) goes on without ksys_read to the system call entry" eval 'lacks regs ksys_read && ends regs $END_'
+fi
+
+echo "unoptimize @ENTRY@" > $K/control
+unwind int3 @ENTRY@
+check "$u: stack_trace_save() goes through the trap (asm_exc_int3) to $EA" eval 'has save kprw_int3 && after save asm_exc_int3 $E && entry save $EA'
+check "$u: stack_trace_save() goes on to the system call entry" ends save $END_
+if [ "$U" = orc ]; then
+    check "$u: dump_stack() shows the trap's registers (RIP $EA)" grep -q "RIP: 0010:$EA/" /tmp/dump
+    check "$u: stack_trace_save() has ksys_read after $E" after save $E ksys_read
+    check "$u: stack_trace_save_tsk_reliable() succeeds with the same frames" eval 'rc -gt 0 && same'
+    check "$u: dump_stack() shows ksys_read as a frame, not a guess" dumped "" ksys_read
+    check "$u: stack_trace_save_regs(regs) is the same from $E on" eval 'after regs $E ksys_read && ends regs $END_'
+else
+    check "$u: stack_trace_save() has no ksys_read (not in the %rbp chain at +0)" lacks save ksys_read
+    check "$u: dump_stack() goes through the trap, $E and ksys_read only '?' guesses" eval 'dumped "" asm_exc_int3 && dumped "? " $E && dumped "? " ksys_read && dumped "" $END_'
+    check "$u: stack_trace_save_tsk_reliable() fails (-EINVAL: kernel registers on the stack)" rc = -22
+    check "$u: stack_trace_save_regs(regs) is the same from $E on" eval 'lacks regs ksys_read && ends regs $END_'
+fi
+echo "optimize @ENTRY@" > $K/control
+
+# mid-function: the probed function's frame is set up
+M=$(echo @MID@ | sed 's/+.*//')         # ksys_read
+unwind optimized @MID@
+check "$u: stack_trace_save_regs(regs) starts at @MID@ and goes on to the system call entry" eval 'starts regs @MID@ && ends regs $END_'
+if [ "$U" = orc ]; then
+    check "$u: stack_trace_save() ends at the detour" ends save kprewrite_pool_text
+else
+    check "$u: stack_trace_save() goes through the detour, without $M, to its caller" eval 'lacks save $M && after save kprewrite_pool_text __x64_sys_read && ends save $END_'
+fi
+echo off > $S
 # the kernel's own kprobes on the same kernel
 if grep -q '^kprobe' $S; then
     echo "kprobe do_sys_openat2" > $S
@@ -142,7 +229,11 @@ fi
 
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: 4 probes armed (3 optimized)" /tmp/dmesg
-check "dmesg: no WARNING, BUG, Oops" sh -c "! grep -E 'WARNING|BUG|Oops|Call Trace' /tmp/dmesg"
+# (the self-test's dump_stack() sections aside, unless they hold one)
+awk '/dump_stack from a handler \{/ { n = 0; on = 1 } on { l[n++] = $0 } !on { print }
+    /\} dump_stack from a handler/ { on = 0; bad = 0; for (i = 0; i < n; i++) bad += l[i] ~ /WARNING|BUG|Oops/
+        if (bad) for (i = 0; i < n; i++) print l[i] }' /tmp/dmesg > /tmp/dmesg.rest
+check "dmesg: no WARNING, BUG, Oops" sh -c "! grep -E 'WARNING|BUG|Oops|Call Trace' /tmp/dmesg.rest"
 grep -E 'kprewrite|WARNING|BUG|Oops' /tmp/dmesg
 echo KPRW-END
 reboot -f

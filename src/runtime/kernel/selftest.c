@@ -10,6 +10,11 @@
  *   kprobe SYM       register the kernel's own kprobe (empty pre_handler:
  *                    optimized when the kernel can)
  *   kprobe-int3 SYM  the kernel's kprobe with a post_handler (never optimized)
+ *   stack SYM+OFF    register a kprw_kprobe whose handler, at its first run
+ *                    in a task named kdrive, unwinds from inside itself:
+ *                    stack_trace_save(), stack_trace_save_tsk_reliable(current)
+ *                    (when the kernel has it), stack_trace_save_regs(regs),
+ *                    and dump_stack() between two marker lines in the log
  *   api              the registration API's error cases, into the report
  *   off              unregister everything
  *
@@ -24,7 +29,9 @@
 #include <linux/kprewrite.h>
 #include <linux/mutex.h>
 #include <linux/ptrace.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
+#include <linux/stacktrace.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
@@ -46,6 +53,51 @@ static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 		st_si = regs->si;
 		st_dx = regs->dx;
 	}
+	return 0;
+}
+
+/*
+ * What an unwinder sees from inside a handler (doc/kernel.md, Unwinding):
+ * three walks taken at the first hit in kdrive (the guest's driver), reported
+ * symbolized by st_show.
+ */
+#define ST_DEPTH 32
+enum { ST_SAVE, ST_RELIABLE, ST_REGS, ST_NWALKS };
+static const char *const st_walk_name[ST_NWALKS] = { "save", "reliable", "regs" };
+static unsigned long st_walk[ST_NWALKS][ST_DEPTH];
+static unsigned int st_walk_n[ST_NWALKS];
+static int st_reliable_rc;
+static bool st_stack_on, st_captured;
+
+static const char *st_unwinder(void)
+{
+	if (IS_ENABLED(CONFIG_UNWINDER_ORC))
+		return "orc";
+	if (IS_ENABLED(CONFIG_UNWINDER_FRAME_POINTER))
+		return "frame-pointer";
+	return "guess";
+}
+
+static int st_pre_stack(struct kprw_kprobe *kp, struct pt_regs *regs)
+{
+	st_hits++;
+	if (st_captured || strcmp(current->comm, "kdrive"))
+		return 0;
+#ifdef CONFIG_STACKTRACE
+	memset(st_walk, 0, sizeof(st_walk));
+	st_walk_n[ST_SAVE] = stack_trace_save(st_walk[ST_SAVE], ST_DEPTH, 0);
+	/* -ENOSYS without CONFIG_HAVE_RELIABLE_STACKTRACE; on a failure the
+	 * entries stored before it stay (the store was zeroed) */
+	st_reliable_rc = stack_trace_save_tsk_reliable(current, st_walk[ST_RELIABLE], ST_DEPTH);
+	st_walk_n[ST_RELIABLE] = 0;
+	while (st_walk_n[ST_RELIABLE] < ST_DEPTH && st_walk[ST_RELIABLE][st_walk_n[ST_RELIABLE]])
+		st_walk_n[ST_RELIABLE]++;
+	st_walk_n[ST_REGS] = stack_trace_save_regs(regs, st_walk[ST_REGS], ST_DEPTH, 0);
+#endif
+	pr_info("dump_stack from a handler {\n");
+	dump_stack();
+	pr_info("} dump_stack from a handler\n");
+	st_captured = true;
 	return 0;
 }
 
@@ -103,6 +155,7 @@ static void st_off(void)
 {
 	if (st_kp.point)
 		unregister_kprw_kprobe(&st_kp);
+	st_stack_on = false;
 #ifdef CONFIG_KPROBES
 	if (st_kprobe_on)
 		unregister_kprobe(&st_kprobe);
@@ -150,6 +203,17 @@ static int st_show(struct seq_file *m, void *v)
 #endif
 	if (st_api[0])
 		seq_printf(m, "api %s\n", st_api);
+	if (st_stack_on || st_captured) {
+		int w;
+		unsigned int i;
+
+		seq_printf(m, "unwind unwinder %s stacktrace %d captured %d save-n %u reliable-rc %d reliable-n %u regs-n %u\n",
+			   st_unwinder(), IS_ENABLED(CONFIG_STACKTRACE), st_captured, st_walk_n[ST_SAVE],
+			   st_reliable_rc, st_walk_n[ST_RELIABLE], st_walk_n[ST_REGS]);
+		for (w = 0; w < ST_NWALKS && st_captured; w++)
+			for (i = 0; i < st_walk_n[w]; i++)
+				seq_printf(m, "%s #%u %pS\n", st_walk_name[w], i, (void *)st_walk[w][i]);
+	}
 	mutex_unlock(&st_lock);
 	return 0;
 }
@@ -172,7 +236,8 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 		st_off();
 	} else if (!arg || !*arg) {
 		rc = -EINVAL;
-	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api")) {
+	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api") ||
+		   !strcmp(verb, "stack")) {
 		plus = strchr(arg, '+');
 		if (plus) {
 			*plus = 0;
@@ -186,9 +251,14 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 			memset(&st_kp, 0, sizeof(st_kp));
 			st_kp.symbol_name = st_sym;
 			st_kp.offset = off;
-			st_kp.pre_handler = strcmp(verb, "kprw") ? st_pre_empty : st_pre;
+			st_kp.pre_handler = !strcmp(verb, "kprw") ? st_pre :
+					    !strcmp(verb, "stack") ? st_pre_stack : st_pre_empty;
 			st_hits = st_hits777 = st_ip_ok = st_sp_ok = 0;
+			st_captured = false;
+			memset(st_walk_n, 0, sizeof(st_walk_n));
+			st_reliable_rc = 0;
 			rc = register_kprw_kprobe(&st_kp);
+			st_stack_on = !rc && !strcmp(verb, "stack");
 		}
 #ifdef CONFIG_KPROBES
 	} else if (!strcmp(verb, "kprobe") || !strcmp(verb, "kprobe-int3")) {
