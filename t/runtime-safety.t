@@ -132,6 +132,13 @@ hostile detour $((E + 8)) '\100\000\000\000\000\000\000\000' "entry $e \(p1\+0x0
 hostile name $((E + 32)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
 hostile state $((TOFF + 24)) '\000\000\000\000\000\000\000\000' \
     'the state array lies outside a writable, non-executable segment' "the state array on the table"
+# p1's state (struct kprw_state: rt at +24) naming a record: the detour
+# would follow that pointer at p1's first hit
+state_rel=$(od -An -td8 -j $((TOFF + 24)) -N 8 "$H" | tr -d ' ')
+set -- $(sec .kprewrite.data); daddr=$((0x$1)); doff=$((0x$2))
+hostile staterec $(( taddr + state_rel - daddr + doff + ${e:-0} * 32 + 24 )) '\001\020\000\000\000\000\000\000' \
+    "entry $e \(p1\+0x0\): its state names a record already \(the file must hold zero there\)" \
+    "a state naming a record"
 # The site bytes of p1 no longer jump to its detour: the table itself is
 # fine (start-up reads no code), but the runtime will not write to that site.
 cp "$H" "$D/sitebytes"

@@ -132,6 +132,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
                  /* a pool added to a library keeps its state in zero-filled memory */
                  !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
             bad = "its state does not point back to it";
+        else if (st[i].rt)   /* the detours would follow it: only the runtime sets it */
+            bad = "its state names a record already (the file must hold zero there)";
 
         if (bad) {
             snprintf(why, len, "entry %u (%.60s+0x%x): %s", i,
