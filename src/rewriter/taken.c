@@ -63,7 +63,7 @@ static void relocations(struct grow *g, const struct image *img)
         for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= r->size; off += sizeof(Elf64_Rela)) {
             Elf64_Rela rel;
             memcpy(&rel, r->data + off, sizeof rel);
-            uint32_t type = ELF64_R_TYPE(rel.r_info), si = ELF64_R_SYM(rel.r_info);
+            uint32_t si = ELF64_R_SYM(rel.r_info);
             uint64_t s = 0;
             if (si && sym && sym->data && ((uint64_t)si + 1) * sizeof(Elf64_Sym) <= sym->size) {
                 Elf64_Sym es;
@@ -73,7 +73,6 @@ static void relocations(struct grow *g, const struct image *img)
                 s = es.st_value;
             }
             put(g, img, s + (uint64_t)rel.r_addend);
-            (void)type;
         }
     }
 }

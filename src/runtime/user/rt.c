@@ -36,14 +36,14 @@
  * by name; rt_points_ready). The int3 ones are filled at once: the SIGTRAP
  * handler must know every site that holds an int3. A filled point is
  * state[i].rt; ids are given in the order points are filled, and points are
- * carved from small blocks in that order, so a short run touches a page or
- * two of them and of each thread's counters, not one page per hit point. */
+ * handed out from one mapping per pool in that order, so a short run touches
+ * a page or two of them and of each thread's counters, not one page per hit
+ * point. */
 struct pool {
     const struct kprw_table *t;
     struct kprw_state *state;
     struct point *points;     /* mapped for every entry, handed out in fill order */
-    uint32_t used;            /* points handed out */
-    uint32_t unready;
+    uint32_t unready;         /* entries not filled: points[nentries - unready] is next */
     struct pool *next;
 };
 
@@ -169,14 +169,15 @@ static struct point *map_points(uint32_t n)
 /* Fill point i of p from its entry, under rt_lock; its state then leads
  * the detour's dispatcher to it. Calls nothing in libc (the first hit of a
  * point fills it from the detour, where the probed code's vector registers
- * are live): add_pool made room in rt_points and p->points. */
+ * are live): add_pool made room in rt_points and p->points, and the table
+ * check made sure no state names a record before the runtime fills it. */
 static void point_fill(struct pool *p, uint32_t i)
 {
     struct kprw_state *st = &p->state[i];
-    if (__atomic_load_n(&st->rt, __ATOMIC_RELAXED) || p->used == p->t->nentries || rt_npoints == cap_points)
+    if (__atomic_load_n(&st->rt, __ATOMIC_RELAXED))
         return;
-    struct point *pt = &p->points[p->used++];
     const struct kprw_table *t = p->t;
+    struct point *pt = &p->points[t->nentries - p->unready];
     const struct kprw_entry *e = (const void *)(t + 1);
     const char *strings = (const char *)t + t->strings_off;
     pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
@@ -252,11 +253,12 @@ static bool add_pool(const struct kprw_table *t)
         return false;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = map_points(t->nentries);
-    struct point **v = NULL;
-    if (p && pts && reserved + t->nentries > cap_points &&
-        (v = realloc(rt_points, (reserved + t->nentries) * sizeof *v)) != NULL) {
-        rt_points = v;
-        cap_points = reserved + t->nentries;
+    if (p && pts && reserved + t->nentries > cap_points) {
+        struct point **v = realloc(rt_points, (reserved + t->nentries) * sizeof *v);
+        if (v) {
+            rt_points = v;
+            cap_points = reserved + t->nentries;
+        }
     }
     if (!p || !pts || reserved + t->nentries > cap_points) {
         free(p);
@@ -287,7 +289,7 @@ static bool add_pool(const struct kprw_table *t)
         rt_points_ready();
         for (uint32_t i = 0; i < t->nentries; i++) {
             struct point *pt = p->state[i].rt;
-            if (pt && patch_wanted(pt) != (enum code_state)pt->code)
+            if (patch_wanted(pt) != (enum code_state)pt->code)
                 patch_apply(pt);
         }
     }
@@ -444,9 +446,7 @@ struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr)
     rt_points_ready();
     for (struct pool *p = pools; p; p = p->next)
         for (uint32_t i = 0; i < p->t->nentries; i++) {
-            struct point *pt = p->state[i].rt;
-            if (!pt)
-                continue;   /* out of memory when filling it */
+            struct point *pt = p->state[i].rt;   /* all filled now */
             bool endbr = pt->flags & KPRW_F_AFTER_ENDBR;
             if (sym) {
                 if (strcmp(pt->name, sym) == 0 &&
