@@ -13,6 +13,7 @@ rt="-I$src/include -L$build/.libs -L$build -Wl,-u,__kprewrite_pool -lkprewrite-p
 $cc -O2 -o "$w/plain" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" $rt
 "$build/kprewrite" --probe bench_probed -o "$w/probed" "$w/plain" >/dev/null 2>&1
 "$build/kprewrite" --probe 'bench_probed%return' -o "$w/probed_ret" "$w/plain" >/dev/null 2>&1
+"$build/kprewrite" --detours=shared --probe bench_probed -o "$w/probed_shared" "$w/plain" >/dev/null 2>&1
 ref=$src/../shared/reference/detour-floor
 [ -d "$ref" ] || ref=$(cd "$src/.." && pwd)/shared/reference/detour-floor
 have_ref=false
@@ -24,6 +25,8 @@ for round in $(seq 1 "$ROUNDS"); do
     "$w/probed" count_only "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed" kprewrite_empty_handler "$N" "$REPS" >>"$w/all"
     BENCH_KRET=1 "$w/probed_ret" kretprobe_empty_handler "$N" "$REPS" >>"$w/all"
+    "$w/probed_shared" shared_count_only "$N" "$REPS" >>"$w/all"
+    BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
     # int3 and disabled probes: need the control directory (FUSE)
     BENCH_STATE=disabled "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
     BENCH_STATE=int3 BENCH_HANDLER=1 "$w/probed" kprewrite_int3_empty_handler "$N_SLOW" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
@@ -53,6 +56,9 @@ while read -r m k mn md; do
     printf '%-30s %9s %9s %13s %8s %12s\n' "$m" "$md" "$mn" "$r1" "$r2" "$r3"
 done <"$w/table"
 kp=$(med kprewrite_empty_handler); kr=$(med kretprobe_empty_handler)
+ks=$(med shared_empty_handler); kc=$(med count_only); ksc=$(med shared_count_only)
+[ -n "$kp" ] && [ -n "$ks" ] && printf 'shared detour / inline detour (--detours; empty handlers, medians): %s; count only: %s\n' \
+    "$(echo "scale=2; $ks / $kp" | bc)" "$(echo "scale=2; $ksc / $kc" | bc)"
 [ -n "$kp" ] && [ -n "$kr" ] && printf 'kretprobe hit / kprobe hit (empty handlers, medians): %s\n' "$(echo "scale=2; $kr / $kp" | bc)"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"

@@ -42,17 +42,27 @@ for opt in -O0 -O2; do
         rt_f=$(nm "$V" | awk '$3 == "regtest" { print $1 }'); rt_p=$(nm "$V" | awk '$3 == "regtest_point" { print $1 }')
         rt_off=$((0x$rt_p - 0x$rt_f))
         mids="$mids --probe regtest+$rt_off"
-        "$KPREWRITE" --probe '*' --probe flagtest+2 $mids "$V" >"$D/report" 2>"$D/err"
-        rc=$?
-        ok $([ $rc -le 3 ] && [ $rc -ne 1 ]; echo $?) "$tag: rewrite every function entry (exit $rc: $(tail -n 1 "$D/err"))"
-        n=$(grep -c OPTIMIZED "$D/report")
-        ok $([ "$n" -ge 20 ]; echo $?) "$tag: $n probes baked"
-        is "$want" "$("$V")" "$tag: output identical with every probe baked (count-only)"
-        hits=$(KPREWRITE_REPORT=1 "$V" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
-        is 1000 "$hits" "$tag: exact hit count (mix called 1000 times)"
-        is "api ok" "$("$V" api)" "$tag: handler API: registers (all 15, sp, ip, flags, writes), flags, batch rollback, -EINVAL, -ENOENT, nmissed"
-        is "threads rc 0 hits 400001" "$("$V" threads)" "$tag: exact hits from 4 threads"
-        is "fpu rc 0 value 6.0" "$("$V" fpu)" "$tag: KPROBE_FLAG_FPU handler keeps the probed code's xmm registers"
+        # inline detours (the default here), then shared ones (--detours=shared)
+        for det in inline shared; do
+            W=$V; [ $det = shared ] && { W=$V-shared; cp "$V.orig" "$W"; tag="$tag shared"; }
+            "$KPREWRITE" --detours=$det --probe '*' --probe flagtest+2 $mids "$W" >"$D/report" 2>"$D/err"
+            rc=$?
+            ok $([ $rc -le 3 ] && [ $rc -ne 1 ]; echo $?) "$tag: rewrite every function entry (exit $rc: $(tail -n 1 "$D/err"))"
+            n=$(grep -c OPTIMIZED "$D/report")
+            ok $([ "$n" -ge 20 ]; echo $?) "$tag: $n probes baked"
+            is "$want" "$("$W")" "$tag: output identical with every probe baked (count-only)"
+            hits=$(KPREWRITE_REPORT=1 "$W" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
+            is 1000 "$hits" "$tag: exact hit count (mix called 1000 times)"
+            is "api ok" "$("$W" api)" "$tag: handler API: registers (all 15, sp, ip, flags, writes), flags, batch rollback, -EINVAL, -ENOENT, nmissed"
+            is "threads rc 0 hits 400001" "$("$W" threads)" "$tag: exact hits from 4 threads"
+            is "fpu rc 0 value 6.0" "$("$W" fpu)" "$tag: KPROBE_FLAG_FPU handler keeps the probed code's xmm registers"
+        done
+        # a shared detour is a 14-byte head and the DCR: the pool holds far less code
+        pool_text() { "$KPREWRITE" "$@" --probe '*' -o "$D/sz" "$V.orig" 2>&1 |
+                      sed -n 's/.*pool use: text \([0-9]*\),.*/\1/p'; }
+        ts=$(pool_text --detours=shared); ti=$(pool_text --detours=inline)
+        ok $([ "${ts:-0}" -gt 0 ] && [ $((ts * 2)) -lt "${ti:-0}" ]; echo $?) \
+            "$tag: shared detours use less than half the pool text of inline ones ($ts vs $ti bytes)"
     done
   done
 done

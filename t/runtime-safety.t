@@ -107,12 +107,12 @@ ok $([ "${n:-0}" -ge 7 ]; echo $?) "the table holds the baked entries (${n:-0})"
 p1=$(( 0x$("$KPREWRITE" --check --probe p1 "$P.orig" | cut -c1-16) ))
 i=0 e=
 while [ $i -lt "${n:-0}" ]; do
-    rel=$(od -An -td8 -j $((TOFF + 64 + i * 72)) -N 8  "$H" | tr -d ' ')
+    rel=$(od -An -td4 -j $((TOFF + 64 + i * 28)) -N 4  "$H" | tr -d ' ')
     [ $((taddr + rel)) -eq $p1 ] && { e=$i; break; }
     i=$((i + 1))
 done
 ok $([ -n "$e" ]; echo $?) "p1 has entry ${e:-?}"
-E=$((TOFF + 64 + ${e:-0} * 72))
+E=$((TOFF + 64 + ${e:-0} * 28))   # struct kprw_entry: 28 bytes after the 64-byte header
 # put BYTES (printf escapes) at OFFSET of a copy NAME, then run it
 hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION
     cp "$H" "$D/$1"
@@ -122,14 +122,17 @@ hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION
     like "^kprewrite-rt: $D/$1: probe table refused: $4; its [0-9]+ probes are not armed\$" "$(cat "$D/$1.err")" \
         "$5: refused, one line naming the image and why"
 }
-hostile version $((TOFF + 4)) '\143\000' 'table version 99, this runtime reads version 3' "wrong version"
+v=$(sed -n 's/^#define KPRW_VERSION \([0-9]*\).*/\1/p' "$KP_SRCDIR/include/kprewrite/abi.h")
+hostile version $((TOFF + 4)) '\143\000' "table version 99, this runtime reads version $v" "wrong version"
 hostile nentries $((TOFF + 8)) '\377\377\377\017' '268435455 entries run past the read-only segment holding the table' \
     "entry count past the end"
-hostile site $E '\000\000\000\000\000\000\000\100' "entry $e \(p1\+0x0\): site outside executable code" \
+hostile site $E '\000\000\000\100' "entry $e \(p1\+0x0\): site outside executable code" \
     "a site far away"
-hostile detour $((E + 8)) '\100\000\000\000\000\000\000\000' "entry $e \(p1\+0x0\): detour outside executable code" \
+hostile detour $((E + 4)) '\100\000\000\000' "entry $e \(p1\+0x0\): detour outside executable code" \
     "a detour into the table"
-hostile name $((E + 32)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
+hostile name $((E + 8)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
+hostile orig $((E + 16)) '\376\377\377\377' "entry $e \(p1\+0x0\): original bytes outside the string table" \
+    "original bytes past the strings"
 hostile state $((TOFF + 24)) '\000\000\000\000\000\000\000\000' \
     'the state array lies outside a writable, non-executable segment' "the state array on the table"
 # p1's state (struct kprw_state: rt at +24) naming a record: the detour

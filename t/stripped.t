@@ -17,4 +17,19 @@ ok $([ "$n_str" -ge 3 ]; echo $?) "glob '*' finds FDE functions in a stripped bi
 nm "$D/full" >"$D/System.map"
 is "k  classify+0x0  $full" "$(check1 "$D/stripped" classify --system-map "$D/System.map")" \
    "--system-map gives names back"
+# At run time: a prebuilt stripped program names its points as kprewrite
+# did (the table stores no name for them: the runtime spells fde@ADDR from
+# the address), mid-function points included, with exact counts.
+# (a sanitizer build's runtime needs libasan first in the process, as in prebuilt.t)
+[ -n "$KP_SAN_FLAGS" ] && export LD_PRELOAD="$($CC -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0
+cp "$D/stripped" "$D/probed"
+mid=$(( $("$KPREWRITE" --check --probe "fde@0x$a" "$D/stripped" | sed -n 's/.*dcr \([0-9]*\):.*/\1/p') ))
+"$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe '*' --probe "fde@0x$a+$mid" \
+    "$D/probed" >/dev/null 2>"$D/err"
+is "$("$D/stripped")" "$("$D/probed")" "a stripped program with every function entry probed: output identical"
+KPREWRITE_REPORT=1 "$D/probed" 2>"$D/hits" >/dev/null
+is "11 11" "$(awk -v s="fde@0x$a+0x0" -v m="$(printf 'fde@0x%s+0x%x' "$a" "$mid")" \
+              '$4 == s { x = $6 } $4 == m { y = $6 } END { print x, y }' "$D/hits")" \
+   "the runtime names fde@0x$a+0x0 and +0x$(printf %x "$mid") as kprewrite does; classify ran 11 times"
+strings -a "$D/probed" | grep -q "^fde@"; ok $([ $? -ne 0 ]; echo $?) "the image stores no fde@ name"
 done_testing

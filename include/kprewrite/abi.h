@@ -20,7 +20,9 @@
 #endif
 
 #define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
-#define KPRW_VERSION 3             /* 2: int3 entries, out-of-line copies; 3: return probes */
+#define KPRW_VERSION 4             /* 2: int3 entries, out-of-line copies; 3: return probes;
+                                        4: 28-byte entries, original bytes shared in the
+                                        strings, unnamed functions named by address */
 
 #define KPRW_SEC_TEXT ".kprewrite.text"
 #define KPRW_SEC_TABLE ".kprewrite.table"
@@ -52,7 +54,7 @@ struct kprw_table {
     uint32_t flags;                  /* enum kprw_table_flags */
     uint32_t pad;
     int64_t slot_rel;                /* KPRW_T_ADDED_POOL: .kprewrite.slot - header */
-    uint64_t reserved[1];
+    uint64_t link_addr;              /* the header's link-time address (KPRW_NAME_FDE) */
 };
 
 enum kprw_table_flags {
@@ -63,24 +65,33 @@ enum kprw_table_flags {
     KPRW_T_ADDED_POOL = 1u << 0,
 };
 
+/* An entry's name_off for a function without a symbol (a stripped image's
+ * .eh_frame bounds): its name is "fde@0x" and the function's link-time
+ * address in lower-case hex, link_addr + site_rel - offset. */
+#define KPRW_NAME_FDE 0xffffffffu
+
+/* One probe point. Addresses are 32-bit offsets from the header (the pool
+ * lies within rel32 reach of the code it probes). The strings hold the
+ * names (NUL-terminated) and the sites' original bytes (shared between
+ * entries), and end with a NUL. */
 struct kprw_entry {
-    int64_t site_rel;                /* probe address - header */
-    int64_t detour_rel;              /* detour - header (0: none) */
-    int64_t ool_rel;                 /* out-of-line copy - header: where the int3 path
-                                        resumes (int3 entries: the first instruction;
-                                        optimized ones: the whole DCR, in the detour) */
-    int64_t hook_rel;                /* kind 'r', optimized: where the probed function
-                                        returns into its detour when a return probe took
-                                        the call (0: none) - header */
-    uint32_t name_off;               /* symbol name, in the strings */
+    int32_t site_rel;                /* probe address - header */
+    int32_t code_rel;                /* optimized: the detour's entry; int3: the out-of-line
+                                        copy of the first instruction - header */
+    uint32_t name_off;               /* symbol name, in the strings; or KPRW_NAME_FDE */
     uint32_t offset;                 /* from the symbol */
-    uint32_t flags;                  /* enum kprw_entry_flags */
+    uint32_t orig_off;               /* the site's dcr_len original bytes, in the strings */
+    uint16_t hook_off;               /* kind 'r', optimized: where the probed function returns
+                                        into its detour when a return probe took the call,
+                                        from code (0: none) */
+    uint8_t ool_off;                 /* where the int3 path resumes, from code: optimized, the
+                                        relocated DCR in the detour; int3, 0 */
+    uint8_t dcr_len;                 /* bytes the probe owns at the site: the DCR, or
+                                        the first instruction of an int3 probe */
+    uint8_t flags;                   /* enum kprw_entry_flags */
     uint8_t kind;                    /* enum kprw_kind */
     uint8_t verdict;                 /* enum kprw_verdict */
     uint8_t reason;                  /* enum kp_reason (reasons.h) */
-    uint8_t dcr_len;                 /* bytes the probe owns at the site: the DCR, or
-                                        the first instruction of an int3 probe */
-    uint8_t orig[KPRW_ORIG_MAX];     /* their original bytes */
 };
 
 /* Live state, one per entry, in .kprewrite.data (zero in the file). */

@@ -6,10 +6,12 @@
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
 #include "sort.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +126,8 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     if (t->magic == 0)
         return 0;
     if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
-        sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ps->table->size) {
+        sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ps->table->size ||
+        (uint64_t)t->strings_off + t->strings_size > ps->table->size) {
         snprintf(err, errlen, "%s: the probe table has an unknown format (version %u): rebuild the image",
                  img->path, t->magic == KPRW_MAGIC ? t->version : 0);
         return -1;
@@ -133,12 +136,13 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     for (uint32_t i = 0; i < t->nentries; i++) {
         uint64_t site = ps->table->addr + (uint64_t)e[i].site_rel;
         size_t off;
-        if (e[i].dcr_len > KPRW_ORIG_MAX || !file_offset(img, site, e[i].dcr_len, &off)) {
+        if (e[i].dcr_len > KPRW_ORIG_MAX || !file_offset(img, site, e[i].dcr_len, &off) ||
+            (uint64_t)e[i].orig_off + e[i].dcr_len > t->strings_size) {
             snprintf(err, errlen, "%s: probe table entry %u names 0x%llx, outside the image", img->path, i,
                      (unsigned long long)site);
             return -1;
         }
-        memcpy(img->map + off, e[i].orig, e[i].dcr_len);   /* our private copy */
+        memcpy(img->map + off, (const uint8_t *)t + t->strings_off + e[i].orig_off, e[i].dcr_len);   /* our private copy */
         char text[48];
         bool ret = e[i].kind == KPRW_KIND_R;
         if (!ret || (e[i].flags & KPRW_F_KPROBE)) {
@@ -214,12 +218,14 @@ static bool own_entry(const struct probe_list *probes, const bool *twinned, size
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
          const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
-    size_t n = 0, strings = 0;
+    size_t n = 0;
     bool returns = false, measure = out_path == NULL;
     memset(res, 0, sizeof *res);
     size_t *order = NULL, norder = 0;
     bool *twinned = find_twins(probes, &order, &norder);
     uint8_t *out = NULL;
+    struct kprw_entry *e = NULL;   /* the table's entries and strings, built here */
+    struct strtab strs = { 0 };
     if (!twinned) {
         snprintf(err, errlen, "%s: out of memory", img->path);
         return -1;
@@ -228,7 +234,6 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         const struct probe *p = &probes->v[i];
         if (own_entry(probes, twinned, i)) {
             n++;
-            strings += strlen(p->sym) + 1;
             returns |= p->is_return;
         }
     }
@@ -265,15 +270,17 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     /* In measure mode nothing is written: every write below checks that
      * its section is big enough, and a measured pool has size 0. */
-    uint64_t text_size = measure ? 0 : ps->text->size, table_size = measure ? 0 : ps->table->size,
-             data_size = measure ? 0 : ps->data->size;
+    uint64_t text_size = measure ? 0 : ps->text->size, data_size = measure ? 0 : ps->data->size;
 
-    size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + strings;
     size_t data_need = n * sizeof(struct kprw_state);
     struct kprw_table *t = (void *)table;
-    struct kprw_entry *e = t ? (void *)(t + 1) : NULL;
-    char *str = e ? (char *)(e + n) : NULL;
-    size_t text_used = 0, k = 0, str_used = 0;
+    /* entries and strings are built here, then copied when they fit */
+    e = calloc(n ? n : 1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "%s: out of memory", img->path);
+        goto fail;
+    }
+    size_t text_used = 0, k = 0;
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
     uint64_t tramp = 0;
     /* Where detours call the runtime: the slots, or thunks reading them. */
@@ -292,6 +299,23 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             *(th ? &call_return : &call_dispatch) = at;
             text_used = (text_used + len + 15) & ~(size_t)15;
         }
+    }
+    if (ps->shared_detours && kernel) {
+        snprintf(err, errlen, "%s: shared detours are for user-space images (use --detours=inline)", img->path);
+        goto fail;
+    }
+    uint64_t common[2] = { 0, 0 };   /* the shared detours' bodies: flags dead, flags live */
+    for (int f = 0; ps->shared_detours && f < 2; f++) {
+        uint64_t at = ps->text->addr + text_used;
+        size_t len = x86_emit_shared_common(at, call_dispatch, ps->added, f == 1, det);
+        if (!len) {
+            snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
+            goto fail;
+        }
+        if (text_used + len <= text_size)
+            memcpy(text + text_used, det, len);
+        common[f] = at;
+        text_used = (text_used + len + 15) & ~(size_t)15;
     }
 
     if (returns) {
@@ -327,13 +351,28 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 goto fail;
         }
         uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
-        uint64_t at = ps->text->addr + text_used, ool;
+        bool shared = ps->shared_detours && p->verdict == V_OPTIMIZED && !p->is_return;
+        if (!shared)   /* shared detours are packed; the others start on 16 bytes */
+            text_used = (text_used + 15) & ~(size_t)15;
+        uint64_t at = ps->text->addr + text_used, ool, entry = at;
         char derr[200];
         size_t len, dcr_off = 0, hook_off = 0;
         uint64_t hook = 0;
         unsigned site_len;   /* bytes of the site the probe owns (orig[] in the table) */
         uint8_t site_bytes[KPRW_ORIG_MAX];
-        if (p->verdict == V_OPTIMIZED) {
+        if (shared) {
+            size_t entry_off;
+            len = x86_emit_shared_detour(at, p->addr, orig, p->code_len ? p->code_len : p->dcr_len, state,
+                                         common[(p->notes & NOTE_FLAGS_SAVED) != 0], det, &entry_off, &dcr_off,
+                                         derr, sizeof derr);
+            entry = at + entry_off;
+            ool = at + dcr_off;
+            site_len = p->dcr_len;
+            if (len && !x86_emit_site_jump(p->addr, entry, p->dcr_len, site_bytes)) {
+                snprintf(derr, sizeof derr, "the pool is out of jump reach");
+                len = 0;
+            }
+        } else if (p->verdict == V_OPTIMIZED) {
             struct detour_params dp = {
                 /* the instructions; the site's bytes may reach into padding */
                 .at = at, .site = p->addr, .dcr = orig, .dcr_len = p->code_len ? p->code_len : p->dcr_len, .state = state,
@@ -381,15 +420,39 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         }
         if (text_used + len <= text_size)
             memcpy(text + text_used, det, len);
-        text_used = (text_used + len + 15) & ~(size_t)15;
+        text_used += len;
         if (!measure)
             memcpy(out + site_off, site_bytes, site_len);
-        if (table_need <= table_size && data_need <= data_size) {
-            e[k].site_rel = (int64_t)(p->addr - ps->table->addr);
-            e[k].detour_rel = p->verdict == V_OPTIMIZED ? (int64_t)(at - ps->table->addr) : 0;
-            e[k].ool_rel = (int64_t)(ool - ps->table->addr);
-            e[k].hook_rel = hook ? (int64_t)(hook - ps->table->addr) : 0;
-            e[k].name_off = (uint32_t)str_used;
+        {
+            uint64_t code = p->verdict == V_OPTIMIZED ? entry : ool;
+            int64_t site_rel = (int64_t)(p->addr - ps->table->addr), code_rel = (int64_t)(code - ps->table->addr);
+            if (site_rel != (int32_t)site_rel || code_rel != (int32_t)code_rel) {
+                snprintf(err, errlen, "%s: %s+0x%llx: the probe table is out of 32-bit reach of the site",
+                         img->path, p->sym, (unsigned long long)p->off);
+                goto fail;
+            }
+            if (ool - code > UINT8_MAX || (hook && hook - code > UINT16_MAX)) {
+                snprintf(err, errlen, "%s: %s+0x%llx: the detour is too long for the probe table",
+                         img->path, p->sym, (unsigned long long)p->off);
+                goto fail;
+            }
+            e[k].site_rel = (int32_t)site_rel;
+            e[k].code_rel = (int32_t)code_rel;
+            e[k].ool_off = (uint8_t)(ool - code);
+            e[k].hook_off = (uint16_t)(hook ? hook - code : 0);
+            /* an unnamed function is named by its address: the runtime
+             * spells the name, the table need not */
+            char fde[32];
+            snprintf(fde, sizeof fde, "fde@0x%" PRIx64, (uint64_t)(p->addr - p->off));
+            int64_t name = !kernel && strcmp(p->sym, fde) == 0 ? (int64_t)KPRW_NAME_FDE
+                                                               : strtab_add(&strs, p->sym, strlen(p->sym) + 1);
+            int64_t obytes = strtab_add(&strs, orig, site_len);
+            if (name < 0 || obytes < 0) {
+                snprintf(err, errlen, "%s: out of memory", img->path);
+                goto fail;
+            }
+            e[k].name_off = (uint32_t)name;
+            e[k].orig_off = (uint32_t)obytes;
             e[k].offset = (uint32_t)p->off;
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
@@ -399,11 +462,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
             e[k].reason = (uint8_t)p->reason;
             e[k].dcr_len = (uint8_t)site_len;
-            memcpy(e[k].orig, orig, site_len);
-            size_t sl = strlen(p->sym) + 1;
-            memcpy(str + str_used, p->sym, sl);
-            str_used += sl;
-            if (data) {   /* else the runtime fills them in */
+            if (data && data_need <= data_size) {   /* else the runtime fills them in */
                 struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
                 st->index = (uint32_t)k;
                 st->table_rel = (int64_t)(ps->table->addr - state);
@@ -411,6 +470,9 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         }
         k++;
     }
+    /* the strings, then a NUL: every name ends inside them */
+    size_t strings_size = strs.used + 1;
+    size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + strings_size;
     res->baked = n;
     res->text_used = text_used;
     res->table_used = table_need;
@@ -439,12 +501,18 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         goto fail;
     }
     if (n) {
+        memcpy(t + 1, e, n * sizeof *e);
+        char *str = (char *)((struct kprw_entry *)(t + 1) + n);
+        if (strs.used)
+            memcpy(str, strs.bytes, strs.used);
+        str[strs.used] = 0;
         t->magic = KPRW_MAGIC;
         t->version = KPRW_VERSION;
         t->entry_size = sizeof(struct kprw_entry);
         t->nentries = (uint32_t)n;
         t->strings_off = (uint32_t)((char *)str - (char *)t);
-        t->strings_size = (uint32_t)str_used;
+        t->strings_size = (uint32_t)strings_size;
+        t->link_addr = ps->table->addr;
         t->text_used = (uint32_t)text_used;
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
@@ -459,10 +527,14 @@ done:
     free(out);
     free(twinned);
     free(order);
+    free(e);
+    strtab_free(&strs);
     return 0;
 fail:
     free(out);
     free(twinned);
     free(order);
+    free(e);
+    strtab_free(&strs);
     return -1;
 }

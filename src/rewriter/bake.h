@@ -8,6 +8,9 @@
 struct pool_sections {
     const struct section *text, *table, *data, *slot;
     bool added;   /* added by kprewrite to a prebuilt image (KPRW_T_ADDED_POOL) */
+    /* kprobes get shared detours (a head calling common code: small, one
+     * call/ret more a hit) rather than inline ones; see detour.c */
+    bool shared_detours;
     /* vmlinux: the kernel runtime's dispatcher (kprewrite_dispatch), called
      * directly by the detours; the image has no slot section */
     uint64_t kernel_dispatch;

@@ -15,7 +15,8 @@
 static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
 "                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
-"                 [--system-map FILE] [--kernel] [--runtime LIB] [--strict-indirect] IMAGE\n"
+"                 [--system-map FILE] [--kernel] [--runtime LIB] [--strict-indirect]\n"
+"                 [--detours inline|shared] IMAGE\n"
 "       kprewrite ctl PID COMMAND    (see kprewrite ctl --help)\n"
 "       kprewrite --help | --version\n"
 "\n"
@@ -45,6 +46,12 @@ static const char usage_text[] =
 "  -S, --strict-indirect  an indirect jump that is not a recognised jump table\n"
 "                         keeps its function int3, even when no address inside\n"
 "                         it is taken anywhere (for hand-written jump arithmetic)\n"
+"  -D, --detours MODE     inline: each kprobe's detour saves the registers and\n"
+"                         calls the runtime itself (the fastest hit; the default\n"
+"                         for a pool linked in and for vmlinux); shared: a 14-byte\n"
+"                         head calls code common to the pool (one more call and\n"
+"                         return a hit, about 60 bytes less a probe; the default\n"
+"                         for a pool kprewrite adds to a prebuilt image)\n"
 "  -h, --help             this text\n"
 "  -V, --version          the version\n"
 "\n"
@@ -74,6 +81,7 @@ int main(int argc, char **argv)
         { "remove", required_argument, NULL, 'r' },
         { "runtime", required_argument, NULL, 'R' },
         { "strict-indirect", no_argument, NULL, 'S' },
+        { "detours", required_argument, NULL, 'D' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -84,9 +92,10 @@ int main(int argc, char **argv)
     bool check = false, json = false, summary = false, kernel = false, disasm = false, strict = false;
     char err[1024];
     int c, status = EXIT_ERROR;
+    int detours = DETOURS_DEFAULT;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:ShV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:SD:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
@@ -103,6 +112,16 @@ int main(int argc, char **argv)
             break;
         case 'm': system_map = optarg; break;
         case 'R': runtime = optarg; break;
+        case 'D':
+            if (strcmp(optarg, "inline") == 0) {
+                detours = DETOURS_INLINE;
+            } else if (strcmp(optarg, "shared") == 0) {
+                detours = DETOURS_SHARED;
+            } else {
+                fprintf(stderr, "kprewrite: --detours takes inline or shared, not '%s'\n", optarg);
+                goto out;
+            }
+            break;
         case 'p':
             if (spec_add(&specs, optarg, "--probe", err, sizeof err) < 0) {
                 fprintf(stderr, "kprewrite: %s\n", err);
@@ -118,7 +137,7 @@ int main(int argc, char **argv)
         case 'h': fputs(usage_text, stdout); status = 0; goto out;
         case 'V': printf("kprewrite %s\n", PACKAGE_VERSION); status = 0; goto out;
         default:
-            if (optopt && strchr("pfmorR", optopt))
+            if (optopt && strchr("pfmorRD", optopt))
                 fprintf(stderr, "kprewrite: option -%c needs an argument (try --help)\n", optopt);
             else
                 fprintf(stderr, "kprewrite: unknown option '%s' (try --help)\n", argv[optind - 1]);
@@ -142,7 +161,7 @@ int main(int argc, char **argv)
         .image = argv[optind], .output = output, .system_map = system_map, .runtime = runtime,
         .specs = &specs, .removes = &removes,
         .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
-        .strict_indirect = strict,
+        .strict_indirect = strict, .detours = detours,
         .out = stdout, .msg = stderr,
     };
     status = run_image(&ro);

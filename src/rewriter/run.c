@@ -55,7 +55,8 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
 /* A prebuilt image: measure what the probes need, add a pool of that size
  * (and the runtime as DT_NEEDED) in memory, and bake into that. */
 static int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *dest,
-                           const char *runtime, struct bake_result *br, size_t *grown, char *err, size_t errlen)
+                           const char *runtime, bool shared, struct bake_result *br, size_t *grown,
+                           char *err, size_t errlen)
 {
     uint64_t text = pool_add_text_addr(img, err, errlen);
     if (!text)
@@ -64,7 +65,8 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
      * (only their reach matters, and it is checked again for real) */
     struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
                    d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000 };
-    struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true };
+    struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true,
+                                .shared_detours = shared };
     struct bake_result need;
     if (bake(img, &plan, probes, NULL, &need, err, errlen) < 0)
         return -1;
@@ -80,6 +82,7 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
     int rc = pool_find(&grown_img, &ps, err, errlen);
     if (rc == 0) {
         ps.added = true;
+        ps.shared_detours = shared;
         rc = bake(&grown_img, &ps, probes, dest, br, err, errlen);
     }
     *grown = size - img->map_size;
@@ -164,8 +167,9 @@ int run_image(struct run_opts *o)
         report_refusals(o->msg, o->image, &probes);
         const char *dest = o->output ? o->output : o->image;
         size_t grown = 0;
-        if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT, &br,
-                                       &grown, err, sizeof err) < 0
+        pool.shared_detours = o->detours == DETOURS_SHARED || (o->detours == DETOURS_DEFAULT && pool.added);
+        if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
+                                       o->detours != DETOURS_INLINE, &br, &grown, err, sizeof err) < 0
                      : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             goto free_all;

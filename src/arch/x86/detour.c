@@ -361,6 +361,114 @@ far:
     return 0;
 }
 
+/*
+ * Shared detours (user space, kind 'k'): each probe's detour is only a head
+ * that calls one of the pool's two common bodies (flags live or dead), then
+ * its relocated DCR and the jump back; the state's offset is a 4-byte word
+ * just before the head, where no control ever flows:
+ *
+ *   D-4: .long state - R
+ *   D:   lea -128(%rsp),%rsp       skip the red zone
+ *        call common               pushes R (= D+10) at S-136, S the site's %rsp
+ *   R:   relocated DCR
+ *        jmp site+dcr_len
+ *
+ *   common:
+ *        lea -160(%rsp),%rsp       %rsp = pt_regs (S-296); R is in its ss slot
+ *        mov %rdi,di(%rsp) ... mov %r11,r11(%rsp)
+ *        [flags -> pt_regs.flags, as in the inline detour]
+ *        pushq ss(%rsp)            R below pt_regs: a handler's regs->ss
+ *                                  write cannot change where we return
+ *        mov (%rsp),%rax; movslq -14(%rax),%rdi; lea (%rax,%rdi),%rdi
+ *        lea 8(%rsp),%rsi; mov %rsp,%rdx; and $-16,%rsp; push %rdx x2
+ *        call dispatcher(state, regs); pop %rsp
+ *        [flags back from pt_regs.flags]
+ *        popq ss(%rsp)             R back in its slot (pop computes the
+ *                                  address after it moves %rsp)
+ *        mov r11(%rsp),%r11 ... mov di(%rsp),%rdi
+ *        lea 160(%rsp),%rsp
+ *        ret $128                  to R, and the red zone skipped back
+ *
+ * pt_regs is laid out exactly as by the inline detour (sp = regs + 168 +
+ * 128), so the dispatcher is the same. A hit costs one more predicted
+ * call/ret pair than inline; a probe costs 14 bytes + its DCR + 5 instead
+ * of about 80.
+ */
+#define SHARED_HEAD 10   /* lea -128(%rsp),%rsp; call rel32 */
+
+size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool save_flags, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    const int below_ss = PTREGS_SS;   /* 160: pt_regs up to its ss slot, where R already is */
+    lea_rsp(&b, RSP, -below_ss);
+    static const int order[] = { RDI, RSI, RDX, RCX, RAX, R8, R9, R10, R11 };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        mov_rsp(&b, order[i], PTREGS_DI - 8 * (int)i, false);
+    if (save_flags) {
+        static const uint8_t save[] = {
+            0x9f, 0x0f, 0x90, 0xc0, 0x0f, 0xb6, 0xcc, 0x0f, 0xb6, 0xd0,   /* as in x86_emit_detour */
+            0xc1, 0xe2, 0x0b, 0x09, 0xd1, 0x81, 0xc9, 0x02, 0x02, 0x00, 0x00,
+        };
+        bn(&b, save, sizeof save);
+        mov_rsp(&b, RCX, PTREGS_FLAGS, false);
+    }
+    static const uint8_t call_prep[] = {
+        0xff, 0xb4, 0x24, PTREGS_SS, 0, 0, 0,   /* pushq ss(%rsp) */
+        0x48, 0x8b, 0x04, 0x24,                 /* mov (%rsp),%rax */
+        0x48, 0x63, 0x78, (uint8_t)-(SHARED_HEAD + 4), /* movslq -14(%rax),%rdi */
+        0x48, 0x8d, 0x3c, 0x38,                 /* lea (%rax,%rdi),%rdi */
+        0x48, 0x8d, 0x74, 0x24, 0x08,           /* lea 8(%rsp),%rsi */
+        0x48, 0x89, 0xe2,                       /* mov %rsp,%rdx */
+        0x48, 0x83, 0xe4, 0xf0,                 /* and $-16,%rsp */
+        0x52, 0x52,                             /* push %rdx; push %rdx */
+    };
+    bn(&b, call_prep, sizeof call_prep);
+    if (!call_slot(&b, slot, via_thunk))
+        return 0;
+    b1(&b, 0x5c);                               /* pop %rsp */
+    if (save_flags) {
+        b1(&b, 0x48); b1(&b, 0x8b); b1(&b, 0x84); b1(&b, 0x24);   /* mov 8+flags(%rsp),%rax */
+        b32(&b, 8 + PTREGS_FLAGS);
+        static const uint8_t restore[] = {
+            0x48, 0x89, 0xc1, 0x48, 0xc1, 0xe9, 0x0b, 0x83, 0xe1, 0x01,   /* as in x86_emit_detour */
+            0x88, 0xc4, 0x88, 0xc8, 0x04, 0x7f, 0x9e,
+        };
+        bn(&b, restore, sizeof restore);
+    }
+    static const uint8_t pop_ss[] = { 0x8f, 0x84, 0x24, PTREGS_SS, 0, 0, 0 };   /* popq ss(%rsp) */
+    bn(&b, pop_ss, sizeof pop_ss);
+    for (size_t i = sizeof order / sizeof order[0]; i-- > 0;)
+        mov_rsp(&b, order[i], PTREGS_DI - 8 * (int)i, true);
+    lea_rsp(&b, RSP, below_ss);
+    static const uint8_t ret128[] = { 0xc2, 0x80, 0x00 };          /* ret $128 */
+    bn(&b, ret128, sizeof ret128);
+    return b.n;
+}
+
+size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
+                              uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
+                              char *err, size_t errlen)
+{
+    struct buf b = { out, 0, at };
+    uint64_t ret = at + 4 + SHARED_HEAD;
+    int64_t rel = (int64_t)(state - ret);
+    if (rel != (int32_t)rel)
+        goto far;
+    b32(&b, (uint32_t)(int32_t)rel);
+    *entry_off = b.n;
+    lea_rsp(&b, RSP, -128);
+    b1(&b, 0xe8);
+    if (!rel32(&b, common))
+        goto far;
+    *dcr_off = b.n;
+    if (!copy_back(&b, dcr, dcr_len, site, err, errlen))
+        return 0;
+    return b.n;
+far:
+    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
+    return 0;
+}
+
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out)
 {
     int64_t d = (int64_t)(detour - (site + X86_JMP32_LEN));

@@ -567,20 +567,20 @@ static const char *table_check(const struct kprw_table *t)
 		return "state outside the pool, or features this runtime lacks";
 	for (i = 0; i < t->nentries; i++) {
 		unsigned long site = (unsigned long)base + e[i].site_rel;
-		const u8 *ool = base + e[i].ool_rel, *det = base + e[i].detour_rel;
+		const u8 *det = base + e[i].code_rel, *ool = det + e[i].ool_off;
 		struct kprw_state *st = (void *)kprewrite_pool_state + i * sizeof(*st);
 
 		if (e[i].kind != KPRW_KIND_K || e[i].dcr_len == 0 || e[i].dcr_len > KPRW_ORIG_MAX ||
 		    (e[i].verdict == KPRW_OPTIMIZED && e[i].dcr_len < JMP32_INSN_SIZE) ||
-		    e[i].name_off >= t->strings_size)
-			return "an entry has a bad kind, length or name";
+		    e[i].name_off >= t->strings_size ||   /* a vmlinux has symbols: no KPRW_NAME_FDE */
+		    (u64)e[i].orig_off + e[i].dcr_len > t->strings_size)
+			return "an entry has a bad kind, length, name or original bytes";
 		if (!core_kernel_text(site) || !core_kernel_text(site + e[i].dcr_len - 1) ||
 		    is_kernel_inittext(site) ||
 		    (i && site < (unsigned long)base + e[i - 1].site_rel + e[i - 1].dcr_len))
 			return "an entry's site is not kernel text (or is init text), or out of order";
 		if (ool < kprewrite_pool_text || ool >= kprewrite_pool_text_end ||
-		    (e[i].verdict == KPRW_OPTIMIZED &&
-		     (det < kprewrite_pool_text || det >= kprewrite_pool_text_end)))
+		    det < kprewrite_pool_text || det >= kprewrite_pool_text_end)
 			return "an entry's detour is outside the pool";
 		if (st->index != i || (u8 *)st + st->table_rel != base)
 			return "a state does not point back to its entry";
@@ -619,15 +619,15 @@ static int __init kprewrite_init(void)
 		struct kprw_point *pt = &points[i];
 
 		pt->addr = (unsigned long)t + e[i].site_rel;
-		pt->detour = e[i].detour_rel ? (unsigned long)t + e[i].detour_rel : 0;
-		pt->ool = (unsigned long)t + e[i].ool_rel;
+		pt->detour = e[i].verdict == KPRW_OPTIMIZED ? (unsigned long)t + e[i].code_rel : 0;
+		pt->ool = (unsigned long)t + e[i].code_rel + e[i].ool_off;
 		pt->name = strings + e[i].name_off;
 		pt->offset = e[i].offset;
 		pt->id = i;
 		pt->kind = e[i].kind;
 		pt->verdict = e[i].verdict;
 		pt->len = e[i].dcr_len;
-		pt->orig = e[i].orig;
+		pt->orig = (const u8 *)strings + e[i].orig_off;
 		/* the rewriter leaves int3 probes' sites as they were: an int3
 		 * met before this notifier existed would oops; armed below */
 		pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;

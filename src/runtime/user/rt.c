@@ -166,6 +166,22 @@ static struct point *map_points(uint32_t n)
     return m == MAP_FAILED ? NULL : m;
 }
 
+/* "fde@0x" and addr in lower-case hex, as the rewriter names a function
+ * that has no symbol, into buf (FDE_NAME_MAX); without libc (see below). */
+static const char *fde_name(char *buf, uint64_t addr)
+{
+    static const char prefix[] = "fde@0x", hex[] = "0123456789abcdef";
+    size_t n = sizeof prefix - 1, digits = 1;
+    for (uint64_t v = addr; v >= 16; v >>= 4)
+        digits++;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = prefix[i];
+    for (size_t i = digits; i-- > 0; addr >>= 4)
+        buf[n + i] = hex[addr & 15];
+    buf[n + digits] = 0;
+    return buf;
+}
+
 /* Fill point i of p from its entry, under rt_lock; its state then leads
  * the detour's dispatcher to it. Calls nothing in libc (the first hit of a
  * point fills it from the detour, where the probed code's vector registers
@@ -178,21 +194,23 @@ static void point_fill(struct pool *p, uint32_t i)
         return;
     const struct kprw_table *t = p->t;
     struct point *pt = &p->points[t->nentries - p->unready];
-    const struct kprw_entry *e = (const void *)(t + 1);
+    const struct kprw_entry *e = (const struct kprw_entry *)(t + 1) + i;
     const char *strings = (const char *)t + t->strings_off;
-    pt->addr = (uintptr_t)t + (uintptr_t)e[i].site_rel;
-    pt->name = strings + e[i].name_off;
-    pt->offset = e[i].offset;
-    pt->flags = e[i].flags;
-    pt->kind = e[i].kind;
-    pt->verdict = e[i].verdict;
-    pt->site_len = e[i].dcr_len;
-    pt->orig = e[i].orig;
-    pt->detour = e[i].detour_rel ? (uintptr_t)t + (uintptr_t)e[i].detour_rel : 0;
-    pt->ool = (uintptr_t)t + (uintptr_t)e[i].ool_rel;
-    pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
-    pt->hook = e[i].hook_rel ? (uintptr_t)t + (uintptr_t)e[i].hook_rel : 0;
-    pt->tramp = e[i].kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
+    pt->addr = (uintptr_t)t + (uintptr_t)(intptr_t)e->site_rel;
+    pt->offset = e->offset;
+    pt->name = e->name_off == KPRW_NAME_FDE ? fde_name(pt->fde_name, t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset)
+                                            : strings + e->name_off;
+    pt->flags = e->flags;
+    pt->kind = e->kind;
+    pt->verdict = e->verdict;
+    pt->site_len = e->dcr_len;
+    pt->orig = (const uint8_t *)strings + e->orig_off;
+    uintptr_t code = (uintptr_t)t + (uintptr_t)(intptr_t)e->code_rel;
+    pt->detour = e->verdict == KPRW_OPTIMIZED ? code : 0;
+    pt->ool = code + e->ool_off;
+    pt->code = e->verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;
+    pt->hook = e->hook_off ? code + e->hook_off : 0;
+    pt->tramp = e->kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
     pt->id = rt_npoints;
     rt_points[rt_npoints++] = pt;
     if (!st->table_rel) {   /* zero-filled state of a pool added to a library */

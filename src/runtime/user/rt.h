@@ -19,6 +19,8 @@ enum code_state {
     CODE_DISABLED,    /* the original bytes: no overhead, no hits */
 };
 
+#define FDE_NAME_MAX 24                /* "fde@0x" + 16 hex digits + NUL */
+
 struct point {
     uintptr_t addr;
     const char *name;
@@ -40,6 +42,7 @@ struct point {
     uintptr_t hook;                    /* kind 'r', optimized: where the function returns
                                           into the detour when the call was taken */
     bool verified;                     /* the site was seen holding what code says */
+    char fde_name[FDE_NAME_MAX];       /* name, for a function without a symbol */
 };
 
 extern pthread_mutex_t rt_lock;

@@ -73,7 +73,7 @@ static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32
     return in_segment_at(o, &hint, a, len, need, deny);
 }
 
-static uintptr_t at(const struct kprw_table *t, int64_t rel) { return (uintptr_t)t + (uintptr_t)rel; }
+static uintptr_t at(const void *base, int64_t rel) { return (uintptr_t)base + (uintptr_t)rel; }
 
 const char *rt_table_check(const struct kprw_table *t, const char **object, char *why, size_t len)
 {
@@ -110,7 +110,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
     int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
     for (uint32_t i = 0; i < t->nentries; i++) {
         const struct kprw_entry *x = &e[i];
-        uintptr_t site = at(t, x->site_rel), detour = x->detour_rel ? at(t, x->detour_rel) : 0;
+        uintptr_t site = at(t, x->site_rel), code = at(t, x->code_rel);
         const char *bad = NULL;
         if (x->kind != KPRW_KIND_K && x->kind != KPRW_KIND_R)
             bad = "unknown kind";
@@ -118,16 +118,18 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "unknown verdict";
         else if (x->dcr_len == 0 || x->dcr_len > KPRW_ORIG_MAX || (x->verdict == KPRW_OPTIMIZED && x->dcr_len < 5))
             bad = "site length out of range";
-        else if (x->name_off >= t->strings_size)
+        else if (x->name_off >= t->strings_size && x->name_off != KPRW_NAME_FDE)
             bad = "name outside the string table";
+        else if ((uint64_t)x->orig_off + x->dcr_len > t->strings_size)
+            bad = "original bytes outside the string table";
         else if (!in_segment_at(&o, &hsite, site, x->dcr_len, PF_R | PF_X, PF_W))
             bad = "site outside executable code";
-        else if (!in_segment_at(&o, &hool, at(t, x->ool_rel), 1, PF_R | PF_X, PF_W))
-            bad = "out-of-line copy outside executable code";
-        else if (x->hook_rel && !in_segment_at(&o, &hhook, at(t, x->hook_rel), 1, PF_R | PF_X, PF_W))
-            bad = "return hook outside executable code";
-        else if (x->verdict == KPRW_OPTIMIZED && (!detour || !in_segment_at(&o, &hdetour, detour, 1, PF_R | PF_X, PF_W)))
+        else if (x->verdict == KPRW_OPTIMIZED && !in_segment_at(&o, &hdetour, code, 1, PF_R | PF_X, PF_W))
             bad = "detour outside executable code";
+        else if (!in_segment_at(&o, &hool, code + x->ool_off, 1, PF_R | PF_X, PF_W))
+            bad = "out-of-line copy outside executable code";
+        else if (x->hook_off && !in_segment_at(&o, &hhook, code + x->hook_off, 1, PF_R | PF_X, PF_W))
+            bad = "return hook outside executable code";
         else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
                  /* a pool added to a library keeps its state in zero-filled memory */
                  !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
@@ -137,7 +139,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
 
         if (bad) {
             snprintf(why, len, "entry %u (%.60s+0x%x): %s", i,
-                     x->name_off < t->strings_size ? strings + x->name_off : "?", x->offset, bad);
+                     x->name_off < t->strings_size ? strings + x->name_off
+                     : x->name_off == KPRW_NAME_FDE ? "fde@" : "?", x->offset, bad);
             return why;
         }
     }
