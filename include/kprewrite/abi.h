@@ -94,13 +94,15 @@ struct kprw_entry {
     uint8_t reason;                  /* enum kp_reason (reasons.h) */
 };
 
-/* Live state, one per entry, in .kprewrite.data (zero in the file). */
+/* Live state, one per entry, in .kprewrite.data: 16 bytes, so that the
+ * states of the points a short run hits share few pages. */
 struct kprw_state {
-    uint64_t hits_unused;            /* counters live in the runtime (per thread) */
+    void *rt;                        /* runtime's per-probe record, set at run time
+                                        (zero in the file) */
+    int32_t table_rel;               /* table header - this state, written by the rewriter
+                                        (0 in a pool added to a prebuilt image: the runtime
+                                        finds that table at start-up) */
     uint32_t index;                  /* entry index, written by the rewriter */
-    uint32_t pad;
-    int64_t table_rel;               /* table header - this state */
-    void *rt;                        /* runtime's per-probe record, set at run time */
 };
 
 #endif

@@ -464,8 +464,14 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].dcr_len = (uint8_t)site_len;
             if (data && data_need <= data_size) {   /* else the runtime fills them in */
                 struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
+                int64_t rel = (int64_t)(ps->table->addr - state);
+                if (rel != (int32_t)rel) {
+                    snprintf(err, errlen, "%s: the probe table is out of 32-bit reach of %s", img->path,
+                             KPRW_SEC_DATA);
+                    goto fail;
+                }
                 st->index = (uint32_t)k;
-                st->table_rel = (int64_t)(ps->table->addr - state);
+                st->table_rel = (int32_t)rel;
             }
         }
         k++;

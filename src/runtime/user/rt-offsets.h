@@ -4,7 +4,7 @@
 #define KPREWRITE_RT_OFFSETS_H
 
 /* struct kprw_state (abi.h) */
-#define ST_RT 24
+#define ST_RT 0
 /* struct point (rt.h) */
 #define PT_ADDR 0
 #define PT_FLAGS 20

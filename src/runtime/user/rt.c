@@ -105,19 +105,16 @@ static void fold(void *p)
     free(h);
 }
 
-/* Slow path of a hit: this thread has no counter for id yet. */
-static __attribute__((noinline)) void count_slow(uint32_t id)
+/* Room for cap counters in this thread's array (under rt_lock); false when
+ * out of memory. */
+static bool counters_grow(uint32_t cap)
 {
-    pthread_once(&key_once, make_key);
-    pthread_mutex_lock(&rt_lock);
     struct rt_thread *c = &rt_self;
-    uint32_t cap = rt_npoints > id ? rt_npoints : id + 1;
-    cap = cap < 64 ? 64 : cap * 2;
+    if (c->cap >= cap)
+        return true;
     uint64_t *h = calloc(cap, sizeof *h);
-    if (!h) {
-        pthread_mutex_unlock(&rt_lock);
-        return;   /* out of memory: this hit goes uncounted, nothing breaks */
-    }
+    if (!h)
+        return false;
     if (c->hits)
         memcpy(h, c->hits, c->cap * sizeof *h);
     free(c->hits);
@@ -129,7 +126,17 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
         threads = c;
         pthread_setspecific(exit_key, c);
     }
-    c->hits[id]++;
+    return true;
+}
+
+/* Slow path of a hit: this thread has no counter for id yet. */
+static __attribute__((noinline)) void count_slow(uint32_t id)
+{
+    pthread_once(&key_once, make_key);
+    pthread_mutex_lock(&rt_lock);
+    uint32_t cap = rt_npoints > id ? rt_npoints : id + 1;
+    if (counters_grow(cap < 64 ? 64 : cap * 2))
+        rt_self.hits[id]++;   /* else out of memory: this hit goes uncounted, nothing breaks */
     pthread_mutex_unlock(&rt_lock);
 }
 
@@ -213,10 +220,6 @@ static void point_fill(struct pool *p, uint32_t i)
     pt->tramp = e->kind == KPRW_KIND_R && t->tramp_rel ? (uintptr_t)t + (uintptr_t)t->tramp_rel : 0;
     pt->id = rt_npoints;
     rt_points[rt_npoints++] = pt;
-    if (!st->table_rel) {   /* zero-filled state of a pool added to a library */
-        st->index = i;
-        st->table_rel = (int64_t)((const char *)t - (const char *)st);
-    }
     __atomic_store_n(&st->rt, pt, __ATOMIC_RELEASE);
     p->unready--;
     index_stale = true;
@@ -287,10 +290,26 @@ static bool add_pool(const struct kprw_table *t)
     }
     const struct kprw_entry *e = (const void *)(t + 1);
     reserved += t->nentries;
+    /* The registering thread (the main one, for an image loaded at
+     * start-up) gets a counter for every point now, from plain C: its first
+     * hits then take no slow path, which would save the vector state */
+    pthread_once(&key_once, make_key);
+    counters_grow(reserved);
     p->t = t;
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;
+#ifdef MADV_POPULATE_WRITE
+    /* Zero-filled states (a pool added to a prebuilt image): the first hit
+     * of a point reads its state (a fault mapping the zero page), then
+     * fills it (a second one); states are few pages, scattered hits touch
+     * most of them, and one call faulting them all in costs less (Linux
+     * 5.14; older kernels say EINVAL and nothing changes) */
+    if (t->flags & KPRW_T_ADDED_POOL) {
+        uintptr_t a = (uintptr_t)p->state & ~(uintptr_t)4095;
+        madvise((void *)a, (uintptr_t)(p->state + t->nentries) - a, MADV_POPULATE_WRITE);
+    }
+#endif
     p->next = pools;
     pools = p;
     /* the int3 sites trap from the start: the handler must know them */

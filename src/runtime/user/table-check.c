@@ -25,6 +25,7 @@ struct object {
     const char *name;
     int n;
     uintptr_t lo[MAX_SEGS], hi[MAX_SEGS];
+    uintptr_t file_end[MAX_SEGS];     /* lo + p_filesz: zero-filled memory from there to hi */
     uint32_t flags[MAX_SEGS];         /* PF_R, PF_W, PF_X */
 };
 
@@ -41,6 +42,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
         o->lo[o->n] = lo;
         o->hi[o->n] = hi;
+        o->file_end[o->n] = lo + (ph->p_filesz < ph->p_memsz ? ph->p_filesz : ph->p_memsz);
         o->flags[o->n++] = ph->p_flags;
         if ((uintptr_t)o->want >= lo && (uintptr_t)o->want < hi)
             mine = true;
@@ -65,6 +67,15 @@ static bool in_segment_at(const struct object *o, int *hint, uintptr_t a, uint64
         return false;
     *hint = h;
     return len <= o->hi[h] - a && (o->flags[h] & need) == need && !(o->flags[h] & deny);
+}
+
+/* [a, a + len) lies in the zero-filled part of one segment (no file bytes). */
+static bool zero_filled(const struct object *o, uintptr_t a, uint64_t len)
+{
+    for (int h = 0; h < o->n; h++)
+        if (a >= o->file_end[h] && a < o->hi[h])
+            return len <= o->hi[h] - a;
+    return false;
 }
 
 static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
@@ -106,12 +117,23 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
         return "the slots lie outside a writable, non-executable segment";
     if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
         return "the return trampoline lies outside executable code";
+    /* States in zero-filled memory (a pool kprewrite added to a prebuilt
+     * image) are zero at load: nothing to read, and reading them would
+     * fault in a page every 256 states */
+    bool states_zero = (t->flags & KPRW_T_ADDED_POOL) && zero_filled(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st);
     const struct kprw_entry *e = (const void *)(t + 1);
-    int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
-    for (uint32_t i = 0; i < t->nentries; i++) {
-        const struct kprw_entry *x = &e[i];
-        uintptr_t site = at(t, x->site_rel), code = at(t, x->code_rel);
-        const char *bad = NULL;
+    /* One pass over the entries checks their fields and states and takes
+     * the bounds of each kind of address they hold (sites, detours,
+     * out-of-line copies, return hooks): when each kind lies in one good
+     * segment, so does every entry's, with no lookup per entry (thousands
+     * at start-up). Otherwise a second pass finds the entry that does not. */
+    uintptr_t lo[4] = { UINTPTR_MAX, UINTPTR_MAX, UINTPTR_MAX, UINTPTR_MAX }, hi[4] = { 0, 0, 0, 0 };
+    bool wrapped = false;
+    const struct kprw_entry *x = NULL;
+    const char *bad = NULL;
+    uint32_t i;
+    for (i = 0; i < t->nentries && !bad; i++) {
+        x = &e[i];
         if (x->kind != KPRW_KIND_K && x->kind != KPRW_KIND_R)
             bad = "unknown kind";
         else if (x->verdict != KPRW_OPTIMIZED && x->verdict != KPRW_INT3)
@@ -122,7 +144,32 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "name outside the string table";
         else if ((uint64_t)x->orig_off + x->dcr_len > t->strings_size)
             bad = "original bytes outside the string table";
-        else if (!in_segment_at(&o, &hsite, site, x->dcr_len, PF_R | PF_X, PF_W))
+        else if (states_zero)
+            ;
+        else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
+                 /* a pool added to a library keeps its state in zero-filled memory */
+                 !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
+            bad = "its state does not point back to it";
+        else if (st[i].rt)   /* the detours would follow it: only the runtime sets it */
+            bad = "its state names a record already (the file must hold zero there)";
+        uintptr_t code = at(t, x->code_rel), a[4] = { at(t, x->site_rel), code, code + x->ool_off, code + x->hook_off };
+        uintptr_t n[4] = { x->dcr_len, x->verdict == KPRW_OPTIMIZED, 1, x->hook_off != 0 };
+        for (int k = 0; k < 4; k++) {
+            if (!n[k])
+                continue;
+            wrapped |= a[k] + n[k] < a[k];
+            lo[k] = a[k] < lo[k] ? a[k] : lo[k];
+            hi[k] = a[k] + n[k] > hi[k] ? a[k] + n[k] : hi[k];
+        }
+    }
+    bool bounded = !wrapped;
+    for (int k = 0; k < 4 && bounded && !bad; k++)
+        bounded = lo[k] >= hi[k] || in_segment(&o, lo[k], hi[k] - lo[k], PF_R | PF_X, PF_W);
+    int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
+    for (i = bad ? i : 0; !bad && !bounded && i < t->nentries; i++) {
+        x = &e[i];
+        uintptr_t code = at(t, x->code_rel);
+        if (!in_segment_at(&o, &hsite, at(t, x->site_rel), x->dcr_len, PF_R | PF_X, PF_W))
             bad = "site outside executable code";
         else if (x->verdict == KPRW_OPTIMIZED && !in_segment_at(&o, &hdetour, code, 1, PF_R | PF_X, PF_W))
             bad = "detour outside executable code";
@@ -130,19 +177,12 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "out-of-line copy outside executable code";
         else if (x->hook_off && !in_segment_at(&o, &hhook, code + x->hook_off, 1, PF_R | PF_X, PF_W))
             bad = "return hook outside executable code";
-        else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
-                 /* a pool added to a library keeps its state in zero-filled memory */
-                 !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
-            bad = "its state does not point back to it";
-        else if (st[i].rt)   /* the detours would follow it: only the runtime sets it */
-            bad = "its state names a record already (the file must hold zero there)";
-
-        if (bad) {
-            snprintf(why, len, "entry %u (%.60s+0x%x): %s", i,
-                     x->name_off < t->strings_size ? strings + x->name_off
-                     : x->name_off == KPRW_NAME_FDE ? "fde@" : "?", x->offset, bad);
-            return why;
-        }
+    }
+    if (bad) {   /* i is one past the bad entry */
+        snprintf(why, len, "entry %u (%.60s+0x%x): %s", i - 1,
+                 x->name_off < t->strings_size ? strings + x->name_off
+                 : x->name_off == KPRW_NAME_FDE ? "fde@" : "?", x->offset, bad);
+        return why;
     }
     return NULL;
 }

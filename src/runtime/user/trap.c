@@ -55,13 +55,6 @@ static int cmp_addr(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-struct collect { struct point **v; size_t n; };
-static void collect_point(struct point *pt, void *arg)
-{
-    struct collect *c = arg;
-    c->v[c->n++] = pt;
-}
-
 /* Over the filled points: every site that can hold an int3 is one (the
  * int3 entries are filled at registration, the others before anything can
  * unoptimize them). */
@@ -74,16 +67,19 @@ void trap_index_rebuild(void)
         free(ix), free(v), free(a);
         return;   /* keep the old index: probes of the new image trap as foreign */
     }
-    struct collect c = { v, 0 };
-    rt_each_ready_point(collect_point, &c);
-    bool sorted = true;   /* kprewrite writes entries in address order */
-    for (size_t i = 1; i < c.n && sorted; i++)
+    /* the filled points in fill order (not by scanning the states: that
+     * would fault in every page of them at start-up) */
+    size_t n = rt_npoints;
+    if (n)
+        memcpy(v, rt_points, n * sizeof *v);
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
         sorted = v[i - 1]->addr <= v[i]->addr;
     if (!sorted)
-        qsort(v, c.n, sizeof *v, cmp_addr);
-    for (size_t i = 0; i < c.n; i++)
+        qsort(v, n, sizeof *v, cmp_addr);
+    for (size_t i = 0; i < n; i++)
         a[i] = v[i]->addr;
-    ix->n = c.n;
+    ix->n = n;
     ix->addr = a;
     ix->pt = v;
     ix->older = atomic_load_explicit(&tindex, memory_order_relaxed);
