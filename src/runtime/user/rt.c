@@ -299,17 +299,6 @@ static bool add_pool(const struct kprw_table *t)
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;
-#ifdef MADV_POPULATE_WRITE
-    /* Zero-filled states (a pool added to a prebuilt image): the first hit
-     * of a point reads its state (a fault mapping the zero page), then
-     * fills it (a second one); states are few pages, scattered hits touch
-     * most of them, and one call faulting them all in costs less (Linux
-     * 5.14; older kernels say EINVAL and nothing changes) */
-    if (t->flags & KPRW_T_ADDED_POOL) {
-        uintptr_t a = (uintptr_t)p->state & ~(uintptr_t)4095;
-        madvise((void *)a, (uintptr_t)(p->state + t->nentries) - a, MADV_POPULATE_WRITE);
-    }
-#endif
     p->next = pools;
     pools = p;
     /* the int3 sites trap from the start: the handler must know them */
