@@ -146,6 +146,29 @@ static void push_pop(struct buf *b, int reg, bool pop)
 
 static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk);
 
+/* The arithmetic flags into %ecx as an eflags image (ah | OF << 11 | IF |
+ * 2), without pushfq; clobbers %rax, %rdx. Then stored to pt_regs.flags. */
+static const uint8_t flags_save[] = {
+    0x9f,                               /* lahf */
+    0x0f, 0x90, 0xc0,                   /* seto %al */
+    0x0f, 0xb6, 0xcc,                   /* movzbl %ah,%ecx */
+    0x0f, 0xb6, 0xd0,                   /* movzbl %al,%edx */
+    0xc1, 0xe2, 0x0b,                   /* shl $11,%edx */
+    0x09, 0xd1,                         /* or %edx,%ecx */
+    0x81, 0xc9, 0x02, 0x02, 0x00, 0x00, /* or $0x202,%ecx */
+};
+/* The flags back from an eflags image in %rax (pt_regs.flags, which a
+ * handler may have changed); clobbers %rax, %rcx. */
+static const uint8_t flags_restore[] = {
+    0x48, 0x89, 0xc1,       /* mov %rax,%rcx */
+    0x48, 0xc1, 0xe9, 0x0b, /* shr $11,%rcx */
+    0x83, 0xe1, 0x01,       /* and $1,%ecx */
+    0x88, 0xc4,             /* mov %al,%ah */
+    0x88, 0xc8,             /* mov %cl,%al */
+    0x04, 0x7f,             /* add $0x7f,%al: OF = saved OF */
+    0x9e,                   /* sahf: SF ZF AF PF CF */
+};
+
 /* A direct call whose return address is ret (the original code), not the
  * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
  * function. Flags are untouched:
@@ -278,16 +301,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     }
     if (p->save_flags && !p->ret_slot && !p->kernel) {
         /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
-        static const uint8_t save[] = {
-            0x9f,                               /* lahf */
-            0x0f, 0x90, 0xc0,                   /* seto %al */
-            0x0f, 0xb6, 0xcc,                   /* movzbl %ah,%ecx */
-            0x0f, 0xb6, 0xd0,                   /* movzbl %al,%edx */
-            0xc1, 0xe2, 0x0b,                   /* shl $11,%edx */
-            0x09, 0xd1,                         /* or %edx,%ecx */
-            0x81, 0xc9, 0x02, 0x02, 0x00, 0x00, /* or $0x202,%ecx */
-        };
-        bn(&b, save, sizeof save);
+        bn(&b, flags_save, sizeof flags_save);
         mov_rsp(&b, RCX, PTREGS_FLAGS, false);
     }
     b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x3d);                   /* lea state(%rip),%rdi */
@@ -309,16 +323,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         mov_rsp(&b, RAX, PTREGS_ORIG_AX, false);                /* the dispatcher's answer */
     if (p->save_flags && !p->ret_slot) {
         mov_rsp(&b, RAX, PTREGS_FLAGS, true);
-        static const uint8_t restore[] = {
-            0x48, 0x89, 0xc1,       /* mov %rax,%rcx */
-            0x48, 0xc1, 0xe9, 0x0b, /* shr $11,%rcx */
-            0x83, 0xe1, 0x01,       /* and $1,%ecx */
-            0x88, 0xc4,             /* mov %al,%ah */
-            0x88, 0xc8,             /* mov %cl,%al */
-            0x04, 0x7f,             /* add $0x7f,%al: OF = saved OF */
-            0x9e,                   /* sahf: SF ZF AF PF CF */
-        };
-        bn(&b, restore, sizeof restore);
+        bn(&b, flags_restore, sizeof flags_restore);
     }
     if (p->kernel) {
         for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > sizeof pushed / sizeof pushed[0];)
@@ -405,11 +410,7 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
         mov_rsp(&b, order[i], PTREGS_DI - 8 * (int)i, false);
     if (save_flags) {
-        static const uint8_t save[] = {
-            0x9f, 0x0f, 0x90, 0xc0, 0x0f, 0xb6, 0xcc, 0x0f, 0xb6, 0xd0,   /* as in x86_emit_detour */
-            0xc1, 0xe2, 0x0b, 0x09, 0xd1, 0x81, 0xc9, 0x02, 0x02, 0x00, 0x00,
-        };
-        bn(&b, save, sizeof save);
+        bn(&b, flags_save, sizeof flags_save);
         mov_rsp(&b, RCX, PTREGS_FLAGS, false);
     }
     static const uint8_t call_prep[] = {
@@ -429,11 +430,7 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
     if (save_flags) {
         b1(&b, 0x48); b1(&b, 0x8b); b1(&b, 0x84); b1(&b, 0x24);   /* mov 8+flags(%rsp),%rax */
         b32(&b, 8 + PTREGS_FLAGS);
-        static const uint8_t restore[] = {
-            0x48, 0x89, 0xc1, 0x48, 0xc1, 0xe9, 0x0b, 0x83, 0xe1, 0x01,   /* as in x86_emit_detour */
-            0x88, 0xc4, 0x88, 0xc8, 0x04, 0x7f, 0x9e,
-        };
-        bn(&b, restore, sizeof restore);
+        bn(&b, flags_restore, sizeof flags_restore);
     }
     static const uint8_t pop_ss[] = { 0x8f, 0x84, 0x24, PTREGS_SS, 0, 0, 0 };   /* popq ss(%rsp) */
     bn(&b, pop_ss, sizeof pop_ss);
