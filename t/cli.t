@@ -12,6 +12,8 @@ for opt in $(grep -o '^\.B \\-\\-[a-z-]*' "$KP_SRCDIR/doc/kprewrite.1" | sed 's/
     ok $? "--help mentions $opt from the man page"
 done
 like '^kprewrite [0-9]+\.[0-9]+' "$("$KPREWRITE" --version)" "--version"
+err=$("$KPREWRITE" --detours=fast --probe main /bin/true 2>&1); rc=$?
+is "1|kprewrite: --detours takes inline or shared, not 'fast'" "$rc|$err" "--detours with a bad mode: one line, exit 1"
 for code in 0 1 2 3; do
     grep -q "^\.B $code\$" "$KP_SRCDIR/doc/kprewrite.1"
     ok $? "exit status $code is documented"

@@ -85,6 +85,11 @@ $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t
 like "pool is too small for 2 probes: detours need [0-9]+ bytes \\(has 64\\).*raise CONFIG_KPREWRITE_TEXT_KB" \
     "$("$KPREWRITE" --kernel --probe kfn --probe "kfn+$mid" -o "$D/out" "$D/small" 2>&1)" "a full kernel pool says what to raise"
 
+# shared detours are for user space: a vmlinux says so, and nothing is written
+like "shared detours are for user-space images \\(use --detours=inline\\)" \
+    "$("$KPREWRITE" --kernel --detours=shared --probe kfn -o "$D/shared" "$D/k" 2>&1)" "--detours=shared on a kernel: refused"
+ok $([ ! -e "$D/shared" ]; echo $?) "and nothing written"
+
 # a kernel image without the runtime's dispatcher is refused, with the reason
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -DNO_DISPATCH -o "$D/nodisp" "$KP_SRCDIR/t/data/kdetour-fn.S" \
     -x c - -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool <<'C'
