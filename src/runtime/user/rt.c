@@ -84,6 +84,27 @@ static void make_key(void) { pthread_key_create(&exit_key, fold); }
 
 struct rt_thread *rt_threads(void) { return threads; }
 
+/* Counter arrays: large ones are mapped (zero pages, faulted in as the
+ * points they count are hit: a short run of a program with thousands of
+ * probes touches a page or two), small ones come from the heap. */
+#define COUNTERS_MAPPED (16384 / sizeof(uint64_t))
+static uint64_t *counters_alloc(uint32_t cap)
+{
+    if (cap < COUNTERS_MAPPED)
+        return calloc(cap, sizeof(uint64_t));
+    void *m = mmap(NULL, cap * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void counters_free(uint64_t *h, uint32_t cap)
+{
+    if (h && cap < COUNTERS_MAPPED)
+        free(h);
+    else if (h)
+        munmap(h, cap * sizeof(uint64_t));
+}
+
 /* A thread exits: add its counts to the totals. */
 static void fold(void *p)
 {
@@ -98,11 +119,12 @@ static void fold(void *p)
         atomic_fetch_add_explicit(&rt_points[i]->hits, c->hits[i], memory_order_relaxed);
     rt_kretprobe_thread_exit(c);
     uint64_t *h = c->hits;
+    uint32_t cap = c->cap;
     c->hits = NULL;
     c->cap = 0;
     c->listed = 0;
     pthread_mutex_unlock(&rt_lock);
-    free(h);
+    counters_free(h, cap);
 }
 
 /* Room for cap counters in this thread's array (under rt_lock); false when
@@ -112,12 +134,12 @@ static bool counters_grow(uint32_t cap)
     struct rt_thread *c = &rt_self;
     if (c->cap >= cap)
         return true;
-    uint64_t *h = calloc(cap, sizeof *h);
+    uint64_t *h = counters_alloc(cap);
     if (!h)
         return false;
     if (c->hits)
         memcpy(h, c->hits, c->cap * sizeof *h);
-    free(c->hits);
+    counters_free(c->hits, c->cap);
     c->hits = h;
     c->cap = cap;
     if (!c->listed) {

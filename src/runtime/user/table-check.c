@@ -123,12 +123,12 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
     bool states_zero = (t->flags & KPRW_T_ADDED_POOL) && zero_filled(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st);
     const struct kprw_entry *e = (const void *)(t + 1);
     /* One pass over the entries checks their fields and states and takes
-     * the bounds of each kind of address they hold (sites, detours,
-     * out-of-line copies, return hooks): when each kind lies in one good
-     * segment, so does every entry's, with no lookup per entry (thousands
-     * at start-up). Otherwise a second pass finds the entry that does not. */
-    uintptr_t lo[4] = { UINTPTR_MAX, UINTPTR_MAX, UINTPTR_MAX, UINTPTR_MAX }, hi[4] = { 0, 0, 0, 0 };
-    bool wrapped = false;
+     * the bounds of the sites and of the code they jump to (detours,
+     * out-of-line copies, return hooks: all executable), as offsets from
+     * the table: when both bounds lie in one good segment, so does every
+     * entry's address, with no lookup per entry (thousands at start-up).
+     * Otherwise a second pass finds the entry that does not. */
+    int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
     const struct kprw_entry *x = NULL;
     const char *bad = NULL;
     uint32_t i;
@@ -152,19 +152,15 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "its state does not point back to it";
         else if (st[i].rt)   /* the detours would follow it: only the runtime sets it */
             bad = "its state names a record already (the file must hold zero there)";
-        uintptr_t code = at(t, x->code_rel), a[4] = { at(t, x->site_rel), code, code + x->ool_off, code + x->hook_off };
-        uintptr_t n[4] = { x->dcr_len, x->verdict == KPRW_OPTIMIZED, 1, x->hook_off != 0 };
-        for (int k = 0; k < 4; k++) {
-            if (!n[k])
-                continue;
-            wrapped |= a[k] + n[k] < a[k];
-            lo[k] = a[k] < lo[k] ? a[k] : lo[k];
-            hi[k] = a[k] + n[k] > hi[k] ? a[k] + n[k] : hi[k];
-        }
+        int64_t site = x->site_rel, code = x->code_rel;
+        unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
+        slo = site < slo ? site : slo;
+        shi = site + x->dcr_len > shi ? site + x->dcr_len : shi;
+        clo = code < clo ? code : clo;
+        chi = code + far + 1 > chi ? code + far + 1 : chi;
     }
-    bool bounded = !wrapped;
-    for (int k = 0; k < 4 && bounded && !bad; k++)
-        bounded = lo[k] >= hi[k] || in_segment(&o, lo[k], hi[k] - lo[k], PF_R | PF_X, PF_W);
+    bool bounded = !bad && (!t->nentries || (in_segment(&o, at(t, slo), (uint64_t)(shi - slo), PF_R | PF_X, PF_W) &&
+                                             in_segment(&o, at(t, clo), (uint64_t)(chi - clo), PF_R | PF_X, PF_W)));
     int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
     for (i = bad ? i : 0; !bad && !bounded && i < t->nentries; i++) {
         x = &e[i];
