@@ -90,5 +90,8 @@ KPREWRITE_CTL_DELAY_MS= "$P" serve "$D/stop3" >/dev/null 2>&1 &
 pid=$!
 for i in $(seq 100); do [ -e "$KPREWRITE_CTL_DIR/$pid/list" ] && break; sleep 0.05; done
 like 'work\+0x0' "$(cat "$KPREWRITE_CTL_DIR/$pid/list" 2>&1)" "default delay: a longer run gets its directory"
+# the server sleeps on its starting CPU until then, and serves from any CPU after
+cpus=$(for f in /proc/$pid/task/*/status; do sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$f"; done | sort -u | tr '\n' ' ')
+is "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$pid/status) " "$cpus" "default delay: every thread may run on every CPU once the directory exists ($cpus)"
 touch "$D/stop3"; wait $pid
 done_testing

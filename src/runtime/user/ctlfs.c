@@ -21,6 +21,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -441,12 +443,18 @@ static bool mount_dir(void)
     return ok;
 }
 
+/* The CPUs the server may use once the directory is made (ctlfs_start). */
+static cpu_set_t server_cpus;
+static bool server_pinned;
+
 /* arg: non-NULL when ctlfs_start mounted already (no delay asked for) */
 static void *server(void *arg)
 {
     trap_server_tid = (pid_t)syscall(SYS_gettid);
     if (!arg && !mount_dir())
         return NULL;
+    if (server_pinned)   /* the process outlived the delay: serve from any CPU */
+        sched_setaffinity(0, sizeof server_cpus, &server_cpus);
     size_t size = 65536 + 4096 + FUSE_MIN_READ_BUFFER;
     static char *buf;   /* static: reachable while the thread runs, for leak checkers */
     buf = malloc(size);
@@ -504,6 +512,17 @@ void ctlfs_start(void)
         pthread_attr_destroy(&at);
         started = false;
         return;
+    }
+    /* Until it makes the directory, the server sleeps on the CPU that
+     * started it: a process that exits before then does not have to wake
+     * it on another CPU and wait for it there (on this project's VM, that
+     * costs a --version start 0.2 ms instead of 0.08 ms) */
+    int cpu = sched_getcpu();
+    if (!now && cpu >= 0 && sched_getaffinity(0, sizeof server_cpus, &server_cpus) == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        server_pinned = pthread_attr_setaffinity_np(&at, sizeof one, &one) == 0;
     }
     int rc = pthread_create(&th, &at, server, now ? (void *)1 : NULL);
     pthread_attr_destroy(&at);
