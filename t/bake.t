@@ -111,4 +111,14 @@ build "$D/static-rt" -O2 && $CC -O2 -o "$D/static-rt" "$D/static-rt.o" "$D/stati
     -Wl,-u,__kprewrite_pool $RT_STATIC
 "$KPREWRITE" --probe work --probe add3 --probe flagtest+2 "$D/static-rt" >/dev/null 2>&1
 is "threads rc 0 hits 400001" "$("$D/static-rt" threads)" "static runtime: exact counts"
+
+# hits before any constructor (.preinit_array): the runtime has not run its
+# own, the pool's has not registered it: the first hit finds the pool from
+# its state (the object holding it) and every hit counts
+$CC -O2 -o "$D/early" "$SRC/early-prog.c" $RT
+want=$("$D/early")
+"$KPREWRITE" --probe early_fn "$D/early" >/dev/null 2>&1
+is "$want" "$("$D/early")" "hits before constructors: output unchanged"
+is 12 "$(KPREWRITE_REPORT=1 "$D/early" 2>&1 >/dev/null | awk '$4 == "early_fn+0x0" { print $6 }')" \
+    "hits before constructors: all 12 counted (7 from .preinit_array, 5 from main)"
 done_testing

@@ -135,11 +135,11 @@ hostile orig $((E + 16)) '\376\377\377\377' "entry $e \(p1\+0x0\): original byte
     "original bytes past the strings"
 hostile state $((TOFF + 24)) '\000\000\000\000\000\000\000\000' \
     'the state array lies outside a writable, non-executable segment' "the state array on the table"
-# p1's state (struct kprw_state: 16 bytes, rt at +0) naming a record: the detour
+# p1's state (struct kprw_state: 8 bytes, rt) naming a record: the detour
 # would follow that pointer at p1's first hit
 state_rel=$(od -An -td8 -j $((TOFF + 24)) -N 8 "$H" | tr -d ' ')
 set -- $(sec .kprewrite.data); daddr=$((0x$1)); doff=$((0x$2))
-hostile staterec $(( taddr + state_rel - daddr + doff + ${e:-0} * 16 )) '\001\020\000\000\000\000\000\000' \
+hostile staterec $(( taddr + state_rel - daddr + doff + ${e:-0} * 8 )) '\001\020\000\000\000\000\000\000' \
     "entry $e \(p1\+0x0\): its state names a record already \(the file must hold zero there\)" \
     "a state naming a record"
 # The site bytes of p1 no longer jump to its detour: the table itself is

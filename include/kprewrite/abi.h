@@ -94,15 +94,12 @@ struct kprw_entry {
     uint8_t reason;                  /* enum kp_reason (reasons.h) */
 };
 
-/* Live state, one per entry, in .kprewrite.data: 16 bytes, so that the
- * states of the points a short run hits share few pages. */
+/* Live state, one per entry, in .kprewrite.data: 8 bytes, so that the
+ * states of the points a short run hits share few pages. The detours pass
+ * it to the dispatcher; zero in the file (a pool added to a prebuilt image
+ * keeps its states in zero-filled memory). */
 struct kprw_state {
-    void *rt;                        /* runtime's per-probe record, set at run time
-                                        (zero in the file) */
-    int32_t table_rel;               /* table header - this state, written by the rewriter
-                                        (0 in a pool added to a prebuilt image: the runtime
-                                        finds that table at start-up) */
-    uint32_t index;                  /* entry index, written by the rewriter */
+    void *rt;                        /* the runtime's per-probe record, set at run time */
 };
 
 #endif

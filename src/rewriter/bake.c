@@ -266,11 +266,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         memset(text, 0xcc, ps->text->size);
         memset(table, 0, ps->table->size);
         if (data)
-            memset(data, 0, ps->data->size);
+            memset(data, 0, ps->data->size);   /* the states: zero until the runtime fills them */
     }
     /* In measure mode nothing is written: every write below checks that
      * its section is big enough, and a measured pool has size 0. */
-    uint64_t text_size = measure ? 0 : ps->text->size, data_size = measure ? 0 : ps->data->size;
+    uint64_t text_size = measure ? 0 : ps->text->size;
 
     size_t data_need = n * sizeof(struct kprw_state);
     struct kprw_table *t = (void *)table;
@@ -462,17 +462,6 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
             e[k].reason = (uint8_t)p->reason;
             e[k].dcr_len = (uint8_t)site_len;
-            if (data && data_need <= data_size) {   /* else the runtime fills them in */
-                struct kprw_state *st = (void *)(data + k * sizeof(struct kprw_state));
-                int64_t rel = (int64_t)(ps->table->addr - state);
-                if (rel != (int32_t)rel) {
-                    snprintf(err, errlen, "%s: the probe table is out of 32-bit reach of %s", img->path,
-                             KPRW_SEC_DATA);
-                    goto fail;
-                }
-                st->index = (uint32_t)k;
-                st->table_rel = (int32_t)rel;
-            }
         }
         k++;
     }

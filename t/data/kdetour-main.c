@@ -23,10 +23,11 @@ static struct pt_regs seen[2];
 static unsigned long seen_sp[2];
 static int hits[2], modify;
 
+extern struct kprw_state kprewrite_pool_state[];   /* pool.S */
 void kprewrite_dispatch(struct kprw_state *st, struct pt_regs *regs);
 void kprewrite_dispatch(struct kprw_state *st, struct pt_regs *regs)
 {
-    unsigned i = st->index;   /* 0: kfn+0, 1: the mid point (address order) */
+    unsigned long i = (unsigned long)(st - kprewrite_pool_state);   /* 0: kfn+0, 1: the mid point (address order) */
     if (i > 1)
         return;
     hits[i]++;

@@ -582,8 +582,8 @@ static const char *table_check(const struct kprw_table *t)
 		if (ool < kprewrite_pool_text || ool >= kprewrite_pool_text_end ||
 		    det < kprewrite_pool_text || det >= kprewrite_pool_text_end)
 			return "an entry's detour is outside the pool";
-		if (st->index != i || (u8 *)st + st->table_rel != base)
-			return "a state does not point back to its entry";
+		if (st->rt)
+			return "a state names a record already (the image must hold zero there)";
 	}
 	return NULL;
 }

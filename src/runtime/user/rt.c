@@ -474,12 +474,46 @@ static void run_handlers_cb(void *arg)
 
 static void count_slow_cb(void *arg) { count_slow(*(uint32_t *)arg); }
 
+/* The table of a linked pool whose states hold st, before the pool's
+ * constructor registered it (a hit from an earlier constructor): the object
+ * holding st is searched for a table (64-aligned in a read-only segment)
+ * whose states hold st. add_pool checks it like any other. */
+struct linked_find { const void *st; const struct kprw_table *t; };
+static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct linked_find *f = arg;
+    bool mine = false;
+    for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        mine = ph->p_type == PT_LOAD && (uintptr_t)f->st >= lo && (uintptr_t)f->st < lo + ph->p_memsz;
+    }
+    for (int i = 0; mine && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || ph->p_memsz < sizeof(struct kprw_table))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, end = lo + ph->p_memsz - sizeof(struct kprw_table);
+        for (uintptr_t a = (lo + 63) & ~(uintptr_t)63; a <= end; a += 64) {
+            const struct kprw_table *t = (const void *)a;
+            const struct kprw_state *states = (const void *)((const char *)t + t->state_rel);
+            if (t->magic == KPRW_MAGIC && t->version == KPRW_VERSION && (const void *)states <= f->st &&
+                (const struct kprw_state *)f->st < states + t->nentries) {
+                f->t = t;
+                return 1;
+            }
+        }
+    }
+    return mine;
+}
+
 static void add_pool_cb(void *arg)
 {
     struct kprw_state *st = arg;
     pthread_mutex_lock(&rt_lock);
-    if (!ready_state(st) && st->table_rel) {   /* a linked pool not registered yet */
-        add_pool((const void *)((char *)st + st->table_rel));
+    struct linked_find f = { st, NULL };
+    if (!ready_state(st) && dl_iterate_phdr(find_linked_table, &f) && f.t) {   /* not registered yet */
+        add_pool(f.t);
         ready_state(st);
     }
     pthread_mutex_unlock(&rt_lock);

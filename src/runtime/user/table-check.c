@@ -144,13 +144,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "name outside the string table";
         else if ((uint64_t)x->orig_off + x->dcr_len > t->strings_size)
             bad = "original bytes outside the string table";
-        else if (states_zero)
-            ;
-        else if ((st[i].index != i || at((const void *)&st[i], st[i].table_rel) != (uintptr_t)t) &&
-                 /* a pool added to a library keeps its state in zero-filled memory */
-                 !((t->flags & KPRW_T_ADDED_POOL) && st[i].index == 0 && st[i].table_rel == 0 && !st[i].rt))
-            bad = "its state does not point back to it";
-        else if (st[i].rt)   /* the detours would follow it: only the runtime sets it */
+        else if (!states_zero && st[i].rt)   /* the detours would follow it: only the runtime sets it */
             bad = "its state names a record already (the file must hold zero there)";
         int64_t site = x->site_rel, code = x->code_rel;
         unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
