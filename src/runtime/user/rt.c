@@ -478,7 +478,13 @@ static void count_slow_cb(void *arg) { count_slow(*(uint32_t *)arg); }
  * constructor registered it (a hit from an earlier constructor): the object
  * holding st is searched for a table (64-aligned in a read-only segment)
  * whose states hold st. add_pool checks it like any other. */
-struct linked_find { const void *st; const struct kprw_table *t; };
+struct linked_find {
+    const void *st;
+    const struct kprw_table *t;
+    uintptr_t lo, hi;                 /* the segment holding st */
+};
+/* no_sanitize: the search reads whatever the segments hold, by design */
+__attribute__((no_sanitize("address")))
 static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -488,6 +494,8 @@ static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
         mine = ph->p_type == PT_LOAD && (uintptr_t)f->st >= lo && (uintptr_t)f->st < lo + ph->p_memsz;
+        if (mine)
+            f->lo = lo, f->hi = lo + ph->p_memsz;
     }
     for (int i = 0; mine && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -496,9 +504,10 @@ static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, end = lo + ph->p_memsz - sizeof(struct kprw_table);
         for (uintptr_t a = (lo + 63) & ~(uintptr_t)63; a <= end; a += 64) {
             const struct kprw_table *t = (const void *)a;
-            const struct kprw_state *states = (const void *)((const char *)t + t->state_rel);
-            if (t->magic == KPRW_MAGIC && t->version == KPRW_VERSION && (const void *)states <= f->st &&
-                (const struct kprw_state *)f->st < states + t->nentries) {
+            if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION)
+                continue;
+            uintptr_t states = a + (uintptr_t)t->state_rel, at = (uintptr_t)f->st;   /* any value: no pointer yet */
+            if (at >= states && (at - states) / sizeof(struct kprw_state) < t->nentries) {
                 f->t = t;
                 return 1;
             }
@@ -507,14 +516,26 @@ static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
     return mine;
 }
 
+/* Segments whose states lead to no usable pool (none found, or refused):
+ * their hits are not searched again. */
+#define MAX_DEAD 16
+static struct { uintptr_t lo, hi; } dead[MAX_DEAD];
+static unsigned ndead;
+
 static void add_pool_cb(void *arg)
 {
     struct kprw_state *st = arg;
     pthread_mutex_lock(&rt_lock);
-    struct linked_find f = { st, NULL };
-    if (!ready_state(st) && dl_iterate_phdr(find_linked_table, &f) && f.t) {   /* not registered yet */
-        add_pool(f.t);
-        ready_state(st);
+    struct linked_find f = { st, NULL, 0, 0 };
+    bool known_dead = false;
+    for (unsigned i = 0; i < ndead && !known_dead; i++)
+        known_dead = (uintptr_t)st >= dead[i].lo && (uintptr_t)st < dead[i].hi;
+    if (!known_dead && !ready_state(st)) {   /* a linked pool not registered yet */
+        dl_iterate_phdr(find_linked_table, &f);
+        if (!(f.t && add_pool(f.t) && ready_state(st)) && f.hi && ndead < MAX_DEAD) {
+            dead[ndead].lo = f.lo;
+            dead[ndead++].hi = f.hi;
+        }
     }
     pthread_mutex_unlock(&rt_lock);
 }
