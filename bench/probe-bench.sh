@@ -28,8 +28,9 @@ for round in $(seq 1 "$ROUNDS"); do
     "$w/probed_shared" shared_count_only "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
     # int3 and disabled probes: need the control directory (FUSE)
-    BENCH_STATE=disabled "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
-    BENCH_STATE=int3 BENCH_HANDLER=1 "$w/probed" kprewrite_int3_empty_handler "$N_SLOW" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
+    # (the control directory at once: by default it comes 20 ms after start-up)
+    BENCH_STATE=disabled KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
+    BENCH_STATE=int3 BENCH_HANDLER=1 KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_int3_empty_handler "$N_SLOW" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     if $have_ref; then
         for m in detour_jmp detour_cs_noflags detour_full_lahf detour_full; do
             "$w/ref" "$m" "$N" "$REPS" | sed 's/ empty_ns [0-9.]*//' >>"$w/all"
