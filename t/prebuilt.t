@@ -135,6 +135,32 @@ orig_bytes=$($CC -O1 -o "$D/pad.orig" "$S/verdicts.S" "$S/verdicts-main.c" && by
 KP --remove f_padded -o "$D/pad.removed" "$D/pad" >/dev/null 2>&1
 is "$orig_bytes" "$(bytes_at "$D/pad.removed" f_padded 5)" "padding tactic: --remove puts back the function and its padding"
 
+# --- live control of a prebuilt image (shared detours) ----------------------------------
+# unoptimize puts an int3 on mix: its hits resume in the shared detour's
+# copy of the displaced instructions; optimize puts the jump back
+if [ -e /dev/fuse ] || command -v fusermount3 >/dev/null 2>&1; then
+    $CC -O2 -o "$D/serve" "$S/prebuilt-serve.c"
+    cp "$D/serve" "$D/serve.orig"
+    KP --probe mix "$D/serve" >/dev/null 2>&1
+    rm -f "$D/go.1" "$D/go.2"
+    KPREWRITE_CTL_DIR="$D/ctl" KPREWRITE_CTL_DELAY_MS=0 KPREWRITE_REPORT=1 "$D/serve" "$D/go" >"$D/serve.out" 2>"$D/serve.err" &
+    pid=$!
+    for i in $(seq 100); do [ -e "$D/ctl/$pid/list" ] && break; sleep 0.05; done
+    like 'mix\+0x0  \[OPTIMIZED\]' "$(cat "$D/ctl/$pid/list" 2>&1)" "control of a prebuilt image: mix is listed optimized"
+    echo 'unoptimize mix' >"$D/ctl/$pid/control"
+    like 'mix\+0x0    hits 0' "$(cat "$D/ctl/$pid/list" 2>&1)" "control of a prebuilt image: unoptimized, it traps"
+    touch "$D/go.1"
+    for i in $(seq 100); do grep -q 'phase 1' "$D/serve.out" && break; sleep 0.05; done
+    echo 'optimize mix' >"$D/ctl/$pid/control"
+    like 'mix\+0x0  \[OPTIMIZED\]  hits 100' "$(cat "$D/ctl/$pid/list" 2>&1)" "control of a prebuilt image: 100 hits by int3, then optimized again"
+    touch "$D/go.2"; wait $pid
+    rm -f "$D/go.1" "$D/go.2"; (sleep 0.2; touch "$D/go.1" "$D/go.2") &
+    is "$("$D/serve.orig" "$D/go")" "$(cat "$D/serve.out")" "control of a prebuilt image: output as the original's"
+    is 200 "$(hits "$D/serve.err" mix)" "control of a prebuilt image: all 200 hits counted"
+else
+    for i in 1 2 3 4 5; do skip "no FUSE here"; done
+fi
+
 # --- a second run, and what cannot be done --------------------------------------------
 P=$D/prog-fno-pie
 KP --remove mix "$P" >/dev/null 2>&1
