@@ -321,6 +321,19 @@ static bool add_pool(const struct kprw_table *t)
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels say EINVAL */
+#endif
+    /* A point's first hit reads its state (a fault that maps the zero
+     * page) and then fills it (a second, costlier fault). When the states
+     * are a few pages, which scattered first hits soon touch anyway, one
+     * call makes them writable for less: git --version (5890 states, 12
+     * pages) starts about 2 % sooner (perf stat, 11 paired rounds of 500). */
+    size_t states = t->nentries * sizeof *p->state;
+    if (states && states <= 64 * 1024) {
+        uintptr_t a = (uintptr_t)p->state & ~(uintptr_t)4095;
+        madvise((void *)a, (uintptr_t)p->state + states - a, MADV_POPULATE_WRITE);
+    }
     p->next = pools;
     pools = p;
     /* the int3 sites trap from the start: the handler must know them */
