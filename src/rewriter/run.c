@@ -167,9 +167,10 @@ int run_image(struct run_opts *o)
         report_refusals(o->msg, o->image, &probes);
         const char *dest = o->output ? o->output : o->image;
         size_t grown = 0;
-        pool.shared_detours = o->detours == DETOURS_SHARED || (o->detours == DETOURS_DEFAULT && pool.added);
+        /* by default shared in a pool kprewrite adds (now or in an earlier run) */
+        pool.shared_detours = o->detours == DETOURS_SHARED || (o->detours == DETOURS_DEFAULT && (add_pool || pool.added));
         if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
-                                       o->detours != DETOURS_INLINE, &br, &grown, err, sizeof err) < 0
+                                       pool.shared_detours, &br, &grown, err, sizeof err) < 0
                      : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             goto free_all;

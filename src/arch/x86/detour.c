@@ -428,8 +428,7 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
         return 0;
     b1(&b, 0x5c);                               /* pop %rsp */
     if (save_flags) {
-        b1(&b, 0x48); b1(&b, 0x8b); b1(&b, 0x84); b1(&b, 0x24);   /* mov 8+flags(%rsp),%rax */
-        b32(&b, 8 + PTREGS_FLAGS);
+        mov_rsp(&b, RAX, 8 + PTREGS_FLAGS, true);                 /* R is below pt_regs */
         bn(&b, flags_restore, sizeof flags_restore);
     }
     static const uint8_t pop_ss[] = { 0x8f, 0x84, 0x24, PTREGS_SS, 0, 0, 0 };   /* popq ss(%rsp) */
