@@ -38,14 +38,12 @@ struct detour_params {
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
                        char *err, size_t errlen);
 
-/* Shared detours (detour.c): a pool's common body (SHARED_COMMON_MAX
- * bytes at `at`, the flags saved or not) calling the dispatcher through
- * slot, and a probe's detour (SHARED_DETOUR_MAX: a data word, a 10-byte
- * head calling common, the relocated DCR, the jmp back). The detour is
- * entered at at + *entry_off; *dcr_off is as for x86_emit_detour. Both
- * return their length, 0 (with err) when something is out of reach. */
-#define SHARED_COMMON_MAX 160
-#define SHARED_DETOUR_MAX 160
+/* Shared detours (detour.c), each at most DETOUR_MAX bytes: a pool's
+ * common body (at `at`, the flags saved or not) calling the dispatcher
+ * through slot, and a probe's detour (a data word, a 10-byte head calling
+ * common, the relocated DCR, the jmp back). The detour is entered at
+ * at + *entry_off; *dcr_off is as for x86_emit_detour. Both return their
+ * length, 0 (with err) when something is out of reach. */
 size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool save_flags, uint8_t *out);
 size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,

@@ -27,6 +27,10 @@
 #include "rt.h"
 #include "rt-offsets.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels say EINVAL */
+#endif
+
 /* private kprobe flag: addr was filled in from symbol_name at registration */
 #define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u
 
@@ -321,9 +325,6 @@ static bool add_pool(const struct kprw_table *t)
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels say EINVAL */
-#endif
     /* A point's first hit reads its state (a fault that maps the zero
      * page) and then fills it (a second, costlier fault). When the states
      * are a few pages, which scattered first hits soon touch anyway, one
