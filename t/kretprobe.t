@@ -32,6 +32,14 @@ for v in "-O0 -fno-pie -no-pie" "-O2 -fPIE -pie" "-O2 -fno-pie -no-pie -fcf-prot
     is "longjmp rc 0 value 3 returns 4 entries 4004 nmissed 0" "$("$P" longjmp 2>&1)" "$v: longjmp out of 4 probed frames, 1000 times: instances reclaimed, right returns"
     is "siglongjmp rc 0 value 3 returns 4 entries 4004 nmissed 0" "$("$P" siglongjmp 2>&1)" "$v: siglongjmp from a signal handler out of 4 probed frames, 1000 times"
     is "pthread_exit rc 0 value 2 returns 3 entries 33 nmissed 0" "$("$P" pthread_exit 2>&1)" "$v: pthread_exit inside 3 probed frames, 10 threads: instances come back"
+    # the same without entry_handlers: the runtime's fast entry (no pt_regs)
+    export KRET_NO_ENTRY=1
+    is "recurse rc 0 value 40 returns 10 entries 0 nmissed 32" "$("$P" recurse 2>&1)" "$v: no entry_handler: recursion deeper than maxactive, exact nmissed"
+    is "threads rc 0 returns 400000 bad 0 nmissed 0" "$("$P" threads 2>&1)" "$v: no entry_handler: 4 threads x 100000 calls, return value, ip and thread right"
+    is "longjmp rc 0 value 3 returns 4 entries 0 nmissed 0" "$("$P" longjmp 2>&1)" "$v: no entry_handler: longjmp out of 4 probed frames, 1000 times"
+    is "siglongjmp rc 0 value 3 returns 4 entries 0 nmissed 0" "$("$P" siglongjmp 2>&1)" "$v: no entry_handler: siglongjmp out of 4 probed frames, 1000 times"
+    is "pthread_exit rc 0 value 2 returns 3 entries 0 nmissed 0" "$("$P" pthread_exit 2>&1)" "$v: no entry_handler: pthread_exit inside 3 probed frames, 10 threads"
+    unset KRET_NO_ENTRY
     is "steal rc 0 value 1 returns 3 nmissed 0" "$("$P" steal 2>&1)" "$v: an instance cached by an idle thread is taken by a thread that needs it (maxactive 2)"
     is "int3 rc 0 value 500500 returns 1000 nmissed 0" "$("$P" int3 2>&1)" "$v: a return probe on an int3 point"
     out=$(KPREWRITE_TEST_SHSTK=1 "$P" shstk 2>&1)

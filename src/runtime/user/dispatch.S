@@ -5,6 +5,8 @@
  * r12-r15 still hold the probed code's values. The common cases are here:
  *
  *   count only   the thread's counter for the point, nothing else
+ *   a kretprobe  the point's only handler, with no entry_handler: the
+ *                instance is taken in C (kretprobe.c) without pt_regs
  *   handlers     fill the rest of pt_regs, run the pre_handlers with the
  *                thread marked as running them (the recursion guard, and
  *                what unregister_kprobe waits on), reload bx, bp, r12-r15
@@ -65,7 +67,23 @@ rt_count_window_end:
 
 /* rdx = point, rsi = regs, rax = rt_self's TLS offset */
 .Lhandlers:
-        mov     %rdx, %fs:TH_RUNNING(%rax)
+        mov     %rdx, %fs:TH_RUNNING(%rax)      /* before the handlers are read */
+        /* The point's only handler a kretprobe with no entry_handler: no
+         * pt_regs to show, so C takes the call from the return slot alone */
+        mov     PT_HANDLERS(%rdx), %rcx
+        test    %rcx, %rcx
+        jz      .Lfill
+        lea     rt_kretprobe_entry(%rip), %r8
+        cmp     %r8, KP_PRE_HANDLER(%rcx)
+        jne     .Lfill
+        cmpq    $0, KP_NEXT(%rcx)
+        jne     .Lfill
+        cmpq    $0, KRP_ENTRY_HANDLER(%rcx)
+        jne     .Lfill
+        mov     %rcx, %rdi
+        lea     FRAME(%rsi), %rsi               /* the return slot: the probed %rsp */
+        jmp     rt_kretprobe_fast_entry         /* (rp, slot, point): ends the mark */
+.Lfill:
         mov     %rbx, PTREGS_BX(%rsi)
         mov     %rbp, PTREGS_BP(%rsi)
         mov     %r12, PTREGS_R12(%rsi)

@@ -37,6 +37,7 @@ struct holder {
     struct point *pt;
     size_t isize;                      /* bytes an instance */
     uint32_t n;
+    uint32_t way;                      /* its home way in each thread's cache */
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
     char *mem;
     struct holder *all_next;           /* the list of every holder */
@@ -159,7 +160,7 @@ static void local_put(struct holder *h, struct kretprobe_instance *ri)
     if (kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
         struct rt_kcache *w = kc_way(&rt_self, h);
         for (size_t i = 0; !w && i < KC_WAYS; i++) {
-            struct rt_kcache *c = &rt_self.kc[i];
+            struct rt_kcache *c = &rt_self.kc[(h->way + i) % KC_WAYS];   /* home first */
             struct holder *o = c->holder;
             /* a free way, or one of an unregistered kretprobe (its holder
              * is never freed; its cached instances are simply forgotten) */
@@ -193,12 +194,10 @@ static void drop(struct kretprobe_instance *ri, bool unhook, bool in_window)
         inst_put(ri->__holder, ri);
 }
 
-/* The entry: a kretprobe's kp.pre_handler (a handler of its point). */
-int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
+/* An instance for a call entering at slot, or NULL (nmissed counted). */
+static struct kretprobe_instance *take(struct kretprobe *rp, unsigned long *slot)
 {
-    struct kretprobe *rp = (struct kretprobe *)kp;
     struct holder *h = rp->__holder;
-    unsigned long *slot = (unsigned long *)regs->sp;
     /* an older call hooked at this very slot is dead: its frame is reused */
     for (struct kretprobe_instance **pp = &rt_self.ractive; *pp;) {
         if ((*pp)->__slot == slot) {
@@ -212,23 +211,73 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
     struct kretprobe_instance *ri = local_get(h);
     if (!ri) {
         __atomic_fetch_add(&rp->nmissed, 1, __ATOMIC_RELAXED);
-        return 0;
+        return NULL;
     }
     ri->rp = rp;
     ri->ret_addr = (void *)*slot;
-    ri->thread = pthread_self();
+    ri->thread = rt_self.self ? rt_self.self : pthread_self();
     ri->__slot = slot;
-    if (rp->entry_handler && rp->entry_handler(ri, regs)) {
-        local_put(h, ri);
-        return 0;
-    }
+    return ri;
+}
+
+/* The call is taken: its return comes back through the detour (pt->hook). */
+static void hooked(struct kretprobe_instance *ri, const struct point *pt)
+{
     ri->__next = rt_self.ractive;
     rt_self.ractive = ri;
+    ri->__hook = pt->hook;
+}
+
+/* The entry: a kretprobe's kp.pre_handler (a handler of its point). */
+int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
+{
+    struct kretprobe *rp = (struct kretprobe *)kp;
+    struct kretprobe_instance *ri = take(rp, (unsigned long *)regs->sp);
+    if (!ri)
+        return 0;
+    if (rp->entry_handler && rp->entry_handler(ri, regs)) {
+        local_put(rp->__holder, ri);
+        return 0;
+    }
+    hooked(ri, ((struct holder *)rp->__holder)->pt);
     /* the dispatcher hands this to the detour, which calls the function
      * from the slot: it returns into the detour (pt->hook) */
-    ri->__hook = h->pt->hook;
     rt_self.hook = ri;
     return 0;
+}
+
+/* dispatch.S, when the point's only handler is rp and rp has no
+ * entry_handler: no pt_regs to fill or reload. The thread is marked as
+ * running pt's handlers; this ends the mark. Non-zero: the call is taken.
+ * The common case (an instance in the thread's cache) is inline. */
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt)
+{
+    long taken = 0;
+    struct holder *h = rp->__holder;
+    struct rt_kcache *w = &rt_self.kc[h->way];
+    struct kretprobe_instance *ri, *a;
+    for (a = rt_self.ractive; a && a->__slot != slot; a = a->__next)
+        ;
+    if (__builtin_expect(!a && w->holder == h && (ri = w->head) &&
+                         !atomic_load_explicit(&rt_self.steal, memory_order_relaxed), 1)) {
+        if (!(__atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED)) {
+            w->head = ri->__next;
+            w->n--;
+            ri->rp = rp;
+            ri->ret_addr = (void *)*slot;
+            ri->thread = rt_self.self;
+            ri->__slot = slot;
+            hooked(ri, pt);
+            taken = 1;
+        }
+    } else if (!(__atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED) &&
+               (ri = take(rp, slot))) {
+        hooked(ri, pt);
+        taken = 1;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
+    return taken;
 }
 
 /* The int3 path ran the handlers: a call taken there returns through the
@@ -243,6 +292,15 @@ void rt_kretprobe_trap_hook(struct point *pt)
     *ri->__slot = pt->tramp;
 }
 
+/* What a return handler sees besides the registers. */
+static inline void ret_regs(struct pt_regs *regs, unsigned long ret, unsigned long *slot)
+{
+    regs->ip = ret;
+    regs->sp = (unsigned long)(slot + 1);
+    regs->orig_ax = ~0ul;
+    regs->flags = 0x202;
+}
+
 struct ret_call { struct kretprobe *rp; struct kretprobe_instance *ri; struct pt_regs *regs; };
 static void ret_call_cb(void *arg)
 {
@@ -250,11 +308,10 @@ static void ret_call_cb(void *arg)
     c->rp->handler(c->ri, c->regs);
 }
 
-/* Called by the image's return trampoline; returns where the probed
- * function really returns to. regs sits just below the return slot. */
-EXPORT unsigned long __kprewrite_return(void *vregs)
+/* __kprewrite_return when the returning call is not simply the newest of
+ * a thread outside handlers, or a handler needs the vector state saved. */
+static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
 {
-    struct pt_regs *regs = vregs;
     unsigned long *slot = (unsigned long *)((char *)regs + PTREGS_SIZE);
     struct point *outer = atomic_load_explicit(&rt_self.running, memory_order_relaxed);
     struct kretprobe_instance *ri = rt_self.ractive;
@@ -286,10 +343,7 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
     struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
     if (!outer) {
         if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
-            regs->ip = ret;
-            regs->sp = (unsigned long)(slot + 1);
-            regs->orig_ax = ~0ul;
-            regs->flags = 0x202;
+            ret_regs(regs, ret, slot);
             struct ret_call rc = { rp, ri, regs };
             if (rp->kp.flags & KPROBE_FLAG_FPU)
                 rt_with_xstate_saved(ret_call_cb, &rc);   /* xmm0/xmm1 may hold the return value */
@@ -307,6 +361,47 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
         atomic_signal_fence(memory_order_seq_cst);
         atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
     }
+    return ret;
+}
+
+/* Called by the image's return trampoline; returns where the probed
+ * function really returns to. regs sits just below the return slot. The
+ * common case is inline: the thread's newest call returns, outside any
+ * handler, and its instance goes back to the thread's cache. */
+EXPORT unsigned long __kprewrite_return(void *vregs)
+{
+    struct pt_regs *regs = vregs;
+    unsigned long *slot = (unsigned long *)((char *)regs + PTREGS_SIZE);
+    struct kretprobe_instance *ri = rt_self.ractive;
+    if (__builtin_expect(!ri || ri->__slot != slot || rt_in_handler, 0))
+        return return_slow(regs);
+    struct holder *h = ri->__holder;
+    atomic_store_explicit(&rt_self.running, h->pt, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
+    if (rp && (rp->kp.flags & KPROBE_FLAG_FPU)) {
+        /* undo the window: the slow path opens it again */
+        atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&rt_self.running, NULL, memory_order_relaxed);
+        return return_slow(regs);
+    }
+    rt_self.ractive = ri->__next;
+    unsigned long ret = (unsigned long)ri->ret_addr;
+    if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
+        ret_regs(regs, ret, slot);
+        rp->handler(ri, regs);
+    }
+    struct rt_kcache *w = &rt_self.kc[h->way];
+    if (__builtin_expect(w->holder == h && w->n < KC_MAX &&
+                         !atomic_load_explicit(&rt_self.steal, memory_order_relaxed), 1)) {
+        ri->__next = w->head;
+        w->head = ri;
+        w->n++;
+    } else {
+        local_put(h, ri);
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
     return ret;
 }
 
@@ -402,6 +497,8 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
     struct point *pt = rt_find_point(kp->symbol_name, 0, (uintptr_t)kp->addr);
     int rc = -ENOENT;   /* not baked as SYM%return */
     if (pt && pt->kind == KPRW_KIND_R && pt->tramp) {
+        static uint32_t next_way;   /* the first KC_WAYS kretprobes never share one */
+        h->way = next_way++ % KC_WAYS;
         h->pt = pt;
         atomic_store(&h->rp, rp);
         rp->__holder = h;

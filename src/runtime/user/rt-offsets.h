@@ -16,6 +16,8 @@
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 48
 #define KP_NEXT 64
+/* struct kretprobe (kprobes.h) */
+#define KRP_ENTRY_HANDLER 80
 /* struct rt_thread (rt.h) */
 #define TH_HITS 0
 #define TH_CAP 8

@@ -75,6 +75,7 @@ CHECK(offsetof(struct point, code), PT_CODE);
 CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
 CHECK(offsetof(struct kprobe, flags), KP_FLAGS);
 CHECK(offsetof(struct kprobe, __next), KP_NEXT);
+CHECK(offsetof(struct kretprobe, entry_handler), KRP_ENTRY_HANDLER);
 CHECK(offsetof(struct rt_thread, hits), TH_HITS);
 CHECK(offsetof(struct rt_thread, cap), TH_CAP);
 CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
@@ -148,6 +149,7 @@ static bool counters_grow(uint32_t cap)
     c->cap = cap;
     if (!c->listed) {
         c->listed = 1;
+        c->self = pthread_self();
         c->next = threads;
         threads = c;
         pthread_setspecific(exit_key, c);

@@ -77,6 +77,7 @@ struct rt_thread {
         struct kretprobe_instance *head;
         uint32_t n;
     } kc[4];
+    pthread_t self;                    /* pthread_self(), once the thread is listed */
 };
 /* the list of threads with counters (and instance caches), under rt_lock */
 struct rt_thread *rt_threads(void);
@@ -94,6 +95,7 @@ bool rt_membarrier(void);
 void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 /* kretprobe.c */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt);   /* dispatch.S */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
 void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */
