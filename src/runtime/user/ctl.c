@@ -46,12 +46,12 @@ int ctl_command(const char *line)
         op = 3;
     else
         return -EINVAL;
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     rt_points_ready();
     struct point **v = malloc((rt_npoints ? rt_npoints : 1) * sizeof *v);
     size_t n = 0, can_jump = 0;
     if (!v) {
-        pthread_mutex_unlock(&rt_lock);
+        rt_lock_drop();
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < rt_npoints; i++) {
@@ -70,7 +70,7 @@ int ctl_command(const char *line)
     int rc = n == 0 ? -ENOENT : (op == 2 && can_jump == 0) ? -EOPNOTSUPP : 0;
     if (rc == 0)
         rc = patch_list(v, n);   /* one batch: one checkpoint for all */
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     free(v);
     return rc;
 }
@@ -121,11 +121,11 @@ static char *listing(size_t *len, void (*line)(struct text *, const struct point
 {
     struct text t = { 0 };
     put(&t, "%s", "");
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     rt_points_ready();
     struct listing_arg a = { &t, line };
     rt_each_ready_point(list_point, &a);
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     *len = t.n;
     return t.s;
 }
@@ -159,9 +159,9 @@ int ctl_knob(bool *knob, const char *value)
         end++;
     if (end == value || *end || (v != 0 && v != 1))
         return -EINVAL;
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     *knob = v != 0;
     int rc = patch_all();
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     return rc;
 }

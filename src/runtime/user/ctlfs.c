@@ -170,10 +170,8 @@ static pthread_mutex_t mount_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool mounted, stopping;
 static char base_dir[3800];
 
-static void ctlfs_stop(void)
+static void stop(void)
 {
-    if (!started || getpid() != owner)
-        return;
     pthread_mutex_lock(&mount_lock);
     stopping = true;
     bool was = mounted;
@@ -189,6 +187,15 @@ static void ctlfs_stop(void)
             waitpid(pid, NULL, 0);
     }
     rmdir(dir);
+}
+
+static void ctlfs_stop(void)
+{
+    if (!started || getpid() != owner)
+        return;
+    bool e = rt_enter();   /* the libc it calls may be probed */
+    stop();
+    rt_leave(e);
 }
 
 /* ---- the file system ---- */
@@ -227,9 +234,9 @@ static char *snapshot(uint64_t ino, size_t *len)
     case INO_CONTROL: s = strdup(control_help); break;
     case INO_ENABLED:
     case INO_OPTIMIZATION:
-        pthread_mutex_lock(&rt_lock);
+        rt_lock_take();
         s = strdup((ino == INO_ENABLED ? rt_enabled : rt_optimization) ? "1\n" : "0\n");
-        pthread_mutex_unlock(&rt_lock);
+        rt_lock_drop();
         break;
     }
     *len = s ? strlen(s) : 0;
@@ -450,6 +457,8 @@ static bool server_pinned;
 /* arg: non-NULL when ctlfs_start mounted already (no delay asked for) */
 static void *server(void *arg)
 {
+    /* the runtime's own thread: its hits (in the libc it calls) are misses */
+    rt_enter();
     trap_server_tid = (pid_t)syscall(SYS_gettid);
     if (!arg && !mount_dir())
         return NULL;

@@ -493,7 +493,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         inst(h, i)->__free_next = i + 2 <= h->n ? i + 2 : 0;
     }
     atomic_store(&h->free_head, 1);
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     struct point *pt = rt_find_point(kp->symbol_name, 0, (uintptr_t)kp->addr);
     int rc = -ENOENT;   /* not baked as SYM%return */
     if (pt && pt->kind == KPRW_KIND_R && pt->tramp) {
@@ -513,7 +513,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
             all_holders = h;
         }
     }
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     if (rc < 0) {
         free(h);
         free(mem);

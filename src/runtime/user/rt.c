@@ -52,6 +52,40 @@ struct pool {
 };
 
 pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+bool rt_enter(void)
+{
+    if (atomic_load_explicit(&rt_self.running, memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&rt_self.running, RT_INSIDE, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    return true;
+}
+
+void rt_leave(bool entered)
+{
+    if (!entered)
+        return;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_relaxed);
+}
+
+/* The mark first: pthread_mutex_lock may be probed too. rt_lock is not
+ * recursive, so one flag a thread is enough. */
+void rt_lock_take(void)
+{
+    bool e = rt_enter();
+    pthread_mutex_lock(&rt_lock);
+    rt_self.lock_entered = e;
+}
+
+void rt_lock_drop(void)
+{
+    bool e = rt_self.lock_entered;
+    rt_self.lock_entered = false;
+    pthread_mutex_unlock(&rt_lock);
+    rt_leave(e);
+}
 struct point **rt_points;
 uint32_t rt_npoints;
 bool rt_enabled = true, rt_optimization = true;
@@ -114,7 +148,13 @@ static void counters_free(uint64_t *h, uint32_t cap)
 static void fold(void *p)
 {
     struct rt_thread *c = p;
-    pthread_mutex_lock(&rt_lock);
+    /* marked until the end: the free below may be probed */
+    bool e = rt_enter();
+    rt_lock_take();
+    /* hits after this (other destructors) count in the totals directly:
+     * listing the thread again would leave it on the list once its TLS
+     * is gone */
+    c->gone = 1;
     for (struct rt_thread **pp = &threads; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -128,8 +168,9 @@ static void fold(void *p)
     c->hits = NULL;
     c->cap = 0;
     c->listed = 0;
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     counters_free(h, cap);
+    rt_leave(e);
 }
 
 /* Room for cap counters in this thread's array (under rt_lock); false when
@@ -160,12 +201,19 @@ static bool counters_grow(uint32_t cap)
 /* Slow path of a hit: this thread has no counter for id yet. */
 static __attribute__((noinline)) void count_slow(uint32_t id)
 {
+    if (rt_self.gone) {   /* a hit after this thread's counts were folded */
+        rt_lock_take();
+        if (id < rt_npoints && rt_points[id])
+            atomic_fetch_add_explicit(&rt_points[id]->hits, 1, memory_order_relaxed);
+        rt_lock_drop();
+        return;
+    }
     pthread_once(&key_once, make_key);
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     uint32_t cap = rt_npoints > id ? rt_npoints : id + 1;
     if (counters_grow(cap < 64 ? 64 : cap * 2))
         rt_self.hits[id]++;   /* else out of memory: this hit goes uncounted, nothing breaks */
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
 }
 
 /* Tables refused once (rt_table_check): not checked nor reported again. */
@@ -362,9 +410,9 @@ static bool add_pool(const struct kprw_table *t)
 
 EXPORT void __kprewrite_register_pool(const void *table)
 {
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     add_pool(table);
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
 }
 
 
@@ -424,32 +472,42 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
 {
     (void)regs;
     struct point *pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE);
+    if (rt_in_handler) {
+        /* inside a handler, or inside the runtime (a probed libc function
+         * it called): no lock, no handler. A point not filled yet (only
+         * in an image loaded since the last registration) is not counted. */
+        if (pt)
+            rt_count_missed(pt);
+        return NULL;
+    }
+    /* what follows calls libc, which may be probed */
+    bool entered = rt_enter();
     if (!pt) {
         /* the point's first hit (filled lazily: no libc call but the
          * lock's), or a hit before the image's constructor ran (which
          * registers the image: libc, so the vector state is saved) */
-        pthread_mutex_lock(&rt_lock);
+        rt_lock_take();
         bool known = ready_state(st);
-        pthread_mutex_unlock(&rt_lock);
+        rt_lock_drop();
         if (!known)
             rt_with_xstate_saved(add_pool_cb, st);
-        if (!(pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE)))
-            return NULL;
-    }
-    if (rt_in_handler) {
-        rt_count_missed(pt);
-        return NULL;
+        pt = __atomic_load_n(&st->rt, __ATOMIC_ACQUIRE);
     }
     /* a thread that was already in the detour when the point was
      * disabled: its hit does not count (nothing counts once disable
      * has returned) */
-    if (atomic_load_explicit(&pt->code, memory_order_relaxed) == CODE_DISABLED)
-        return NULL;
-    if (pt->id < rt_self.cap)
-        rt_self.hits[pt->id]++;
-    else
-        rt_with_xstate_saved(count_slow_cb, &pt->id);
-    return atomic_load_explicit(&pt->handlers, memory_order_relaxed) ? pt : NULL;
+    if (pt && atomic_load_explicit(&pt->code, memory_order_relaxed) != CODE_DISABLED) {
+        if (pt->id < rt_self.cap)
+            rt_self.hits[pt->id]++;
+        else
+            rt_with_xstate_saved(count_slow_cb, &pt->id);
+        if (!atomic_load_explicit(&pt->handlers, memory_order_relaxed))
+            pt = NULL;
+    } else {
+        pt = NULL;
+    }
+    rt_leave(entered);
+    return pt;
 }
 
 /* Handlers that asked for KPROBE_FLAG_FPU, from dispatch.S (which has
@@ -541,7 +599,7 @@ static unsigned ndead;
 static void add_pool_cb(void *arg)
 {
     struct kprw_state *st = arg;
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     struct linked_find f = { st, NULL, 0, 0 };
     bool known_dead = false;
     for (unsigned i = 0; i < ndead && !known_dead; i++)
@@ -553,7 +611,7 @@ static void add_pool_cb(void *arg)
             dead[ndead++].hi = f.hi;
         }
     }
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
 }
 
 /* ---- the kprobes API ---- */
@@ -582,10 +640,10 @@ EXPORT int register_kprobe(struct kprobe *kp)
 {
     if (!kp || (kp->symbol_name && kp->addr) || (!kp->symbol_name && !kp->addr) || kp->__point)
         return -EINVAL;
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     struct point *pt = rt_find_point(kp->symbol_name, kp->offset, (uintptr_t)kp->addr);
     int rc = pt ? rt_register_kprobe_at(kp, pt) : -ENOENT;
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     return rc;
 }
 
@@ -653,11 +711,11 @@ void rt_wait_for_handlers(struct point *pt)
         atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         bool busy = atomic_load(&trap_active) != 0 && !rt_in_handler;
-        pthread_mutex_lock(&rt_lock);
+        rt_lock_take();
         for (struct rt_thread *c = threads; c && !busy; c = c->next)
             if (c != &rt_self && atomic_load_explicit(&c->running, memory_order_acquire) == pt)
                 busy = true;
-        pthread_mutex_unlock(&rt_lock);
+        rt_lock_drop();
         if (!busy)
             return;
         sched_yield();
@@ -668,7 +726,7 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
 {
     if (!kp)
         return;
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     struct point *pt = kp->__point;
     bool found = false;
     if (pt) {
@@ -697,7 +755,7 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
     } else {
         kp->addr = NULL;   /* as the kernel does for an incorrect probe */
     }
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     if (found)
         rt_wait_for_handlers(pt);
 }
@@ -768,17 +826,17 @@ static int stats_of(struct point *pt, struct kprewrite_point_stats *st)
 
 EXPORT int kprewrite_point_stats(const char *symbol_name, unsigned int offset, struct kprewrite_point_stats *st)
 {
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     int rc = stats_of(symbol_name ? rt_find_point(symbol_name, offset, 0) : NULL, st);
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     return rc;
 }
 
 EXPORT int kprewrite_point_stats_addr(const void *addr, struct kprewrite_point_stats *st)
 {
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     int rc = stats_of(rt_find_point(NULL, 0, (uintptr_t)addr), st);
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
     return rc;
 }
 
@@ -796,10 +854,10 @@ static void report_point(struct point *pt, void *arg)
 
 static void report(void)
 {
-    pthread_mutex_lock(&rt_lock);
+    rt_lock_take();
     rt_points_ready();
     rt_each_ready_point(report_point, NULL);
-    pthread_mutex_unlock(&rt_lock);
+    rt_lock_drop();
 }
 
 /* Pools kprewrite added to prebuilt images (KPRW_T_ADDED_POOL): no
@@ -818,13 +876,13 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
         const struct kprw_table *t = (const void *)(info->dlpi_addr + ph->p_vaddr);
         if (t->magic != KPRW_MAGIC || !(t->flags & KPRW_T_ADDED_POOL))
             continue;
-        pthread_mutex_lock(&rt_lock);
+        rt_lock_take();
         if (add_pool(t)) {   /* checked: the slots are in a writable segment of that object */
             void *_Atomic *slot = (void *_Atomic *)((char *)t + t->slot_rel);
             atomic_store(&slot[1], (void *)__kprewrite_return);
             atomic_store(&slot[0], (void *)__kprewrite_dispatch);
         }
-        pthread_mutex_unlock(&rt_lock);
+        rt_lock_drop();
     }
     return 0;
 }
@@ -839,13 +897,24 @@ EXPORT void *dlopen(const char *file, int mode)
     if (!real)
         real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
     void *h = real ? real(file, mode) : NULL;
-    if (h)
+    if (h) {
+        bool e = rt_enter();
         dl_iterate_phdr(find_added_pools, NULL);
+        rt_leave(e);
+    }
     return h;
 }
 
-__attribute__((constructor(101))) static void rt_init(void)
+/* glibc passes constructors the program's arguments and environment. */
+__attribute__((constructor(101))) static void rt_init(int argc, char **argv, char **envp)
 {
+    (void)argc; (void)argv;
+    /* A libc with probes baked in needs the runtime, so the runtime's
+     * constructor runs before libc's, which sets environ: without this,
+     * getenv would see no KPREWRITE_* variable. libc sets it the same. */
+    if (!environ && envp)
+        environ = envp;
+    bool e = rt_enter();   /* the libc it calls may be probed */
     trap_install();
     /* every object loaded at start-up is mapped by now (dlopen above
      * looks again for libraries opened later) */
@@ -857,4 +926,5 @@ __attribute__((constructor(101))) static void rt_init(void)
             report_fd = fd;
         atexit(report);
     }
+    rt_leave(e);
 }

@@ -46,6 +46,10 @@ struct point {
 };
 
 extern pthread_mutex_t rt_lock;
+/* rt_lock, taken and released with the thread marked as inside the runtime
+ * (below): the libc functions the runtime calls may be probed themselves. */
+void rt_lock_take(void);
+void rt_lock_drop(void);
 struct kprw_table;
 /* NULL when every offset of the table can be followed safely; else why
  * (in why, or a constant), and *object names the image (table-check.c). */
@@ -78,11 +82,22 @@ struct rt_thread {
         uint32_t n;
     } kc[4];
     pthread_t self;                    /* pthread_self(), once the thread is listed */
+    bool lock_entered;                 /* rt_lock_take set RT_INSIDE */
+    bool gone;                         /* exiting: its counts are folded (rt.c) */
 };
 /* the list of threads with counters (and instance caches), under rt_lock */
 struct rt_thread *rt_threads(void);
 extern TLS struct rt_thread rt_self;
 #define rt_in_handler (atomic_load_explicit(&rt_self.running, memory_order_relaxed) != NULL)
+/* rt_self.running while the thread runs the runtime's own code, which
+ * calls libc: a hit then (a probed malloc, pthread_mutex_lock, ...) runs no
+ * handler, takes no lock and counts as missed, as a hit inside a handler
+ * does. Never a point's address, so nothing waits on it. */
+#define RT_INSIDE ((struct point *)1)
+/* Mark the thread as inside the runtime unless it is marked or in a
+ * handler already; pass what it returns to rt_leave. */
+bool rt_enter(void);
+void rt_leave(bool entered);
 
 /* rt.c */
 void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);

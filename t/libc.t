@@ -1,0 +1,70 @@
+#!/bin/sh
+# Probes baked into the machine's own libc (a prebuilt shared library that
+# the runtime itself calls): malloc, free, calloc, realloc and the mutex
+# and once functions of the runtime's lock. The runtime must not deadlock
+# or recurse when its own calls hit them (first hits, thread exits, the
+# control directory's thread, exit), programs keep their output, and
+# handlers see exactly the program's calls.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" ldd timeout cmp sort
+# A sanitizer's allocator replaces libc's malloc: nothing to probe there.
+[ -n "$KP_SAN_FLAGS" ] && skip_all "a sanitizer build intercepts malloc"
+D=$(tmpdir libc)
+S=$KP_SRCDIR/t/data
+RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
+export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KPREWRITE_CTL_DIR="$D/ctl"
+P=$D/libc-prog
+$CC -O2 -pthread -I"$KP_SRCDIR/include" -o "$P" "$S/libc-prog.c" -L"$KP_BUILDDIR/.libs" -lkprewrite-rt ||
+    skip_all "cannot build the fixture"
+LIBC=$(ldd "$P" | awk '$1 == "libc.so.6" { print $3 }')
+[ -f "$LIBC" ] || skip_all "no libc.so.6 found by ldd"
+mkdir "$D/lib"
+"$KPREWRITE" --runtime "$RTLIB" --probe malloc --probe free --probe calloc --probe realloc \
+    --probe pthread_mutex_lock --probe pthread_mutex_unlock --probe pthread_once \
+    -o "$D/lib/libc.so.6" "$LIBC" >"$D/report" 2>"$D/err"; rc=$?
+is 0 $rc "$LIBC: 7 probes baked ($(tail -n 1 "$D/err"))"
+like '^[0-9a-f]+  k  malloc\+0x0  \[OPTIMIZED\]' "$(cat "$D/report")" "malloc's probe is jump-optimized"
+# (env, so that only the program runs on the probed libc, not timeout)
+run() { timeout -s KILL 60 env LD_LIBRARY_PATH="$D/lib:$LD_LIBRARY_PATH" "$@"; }
+
+want=$("$P")
+got=$(KPREWRITE_REPORT=1 run "$P" 2>"$D/hits"); rc=$?
+is "0 $want" "$rc $got" "a program linked with the runtime, on the probed libc: exits, same output"
+m=$(awk '$4 == "malloc+0x0" { print $6 }' "$D/hits")
+ok $([ "${m:-0}" -ge 80000 ]; echo $?) "malloc's hits counted: ${m:-none} >= 4 threads x 20000"
+got=$(run "$P" stats 2>&1); rc=$?
+is "0 $want
+stats rc 0 0 malloc>=calls 1 free>=calls 1 exact-per-thread-bad 0" "$rc $got" \
+    "handlers on malloc and free: every call seen, exactly the thread's own calls of the size it asked"
+
+# the control directory's thread calls malloc for every read: it must
+# neither deadlock against the program's threads nor run their handlers
+rm -f "$D/stop"
+KPREWRITE_CTL_DELAY_MS=0 run "$P" serve "$D/stop" >"$D/serve.out" 2>&1 &
+pid=$!
+n=0; lines=0; c=
+while [ $n -lt 100 ] && ! [ -r "$c/list" ]; do
+    sleep 0.1; n=$((n + 1)); c=$(ls -d "$KPREWRITE_CTL_DIR"/[0-9]* 2>/dev/null | head -n 1)
+done
+if [ -r "$c/list" ]; then
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        grep -q ' malloc+0x0' "$c/list" && lines=$((lines + 1))
+        cat "$c/profile" >/dev/null
+    done
+    touch "$D/stop"; wait $pid; rc=$?
+    is "10 0" "$lines $rc" "list read 10 times while 4 threads allocate: malloc listed each time, the program ends"
+    like 'exact-per-thread-bad 0$' "$(cat "$D/serve.out")" "and its handlers saw exactly their calls"
+else
+    touch "$D/stop"; wait $pid
+    skip "no control directory here (FUSE)"; skip "no control directory here (FUSE)"
+fi
+
+# a program from the machine, not built for the runtime, multi-threaded
+seq 200000 | awk '{ print ($1 * 7919) % 100003 }' >"$D/in"
+sort -n --parallel=2 -S 1M "$D/in" >"$D/want"
+KPREWRITE_REPORT=1 run sort -n --parallel=2 -S 1M "$D/in" >"$D/got" 2>"$D/sort.hits"; rc=$?
+cmp -s "$D/want" "$D/got"; same=$?
+is "0 0" "$rc $same" "sort --parallel=2 on the probed libc: exits, same output"
+like '  malloc\+0x0  hits [1-9]' "$(cat "$D/sort.hits")" "and its malloc calls are counted"
+done_testing
