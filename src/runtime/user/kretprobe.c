@@ -100,8 +100,10 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
 #define KC_WAYS (sizeof rt_self.kc / sizeof rt_self.kc[0])
 static int kc_on;   /* 0 unknown, 1 on, -1 off */
 
-static struct rt_kcache *kc_way(struct rt_thread *t, const struct holder *h)
+static inline struct rt_kcache *kc_way(struct rt_thread *t, const struct holder *h)
 {
+    if (t->kc[h->way].holder == h)   /* its home way, nearly always */
+        return &t->kc[h->way];
     for (size_t i = 0; i < KC_WAYS; i++)
         if (t->kc[i].holder == h)
             return &t->kc[i];
@@ -155,7 +157,7 @@ static struct kretprobe_instance *local_get(struct holder *h)
 }
 
 /* Give an instance back, inside a handler window. */
-static void local_put(struct holder *h, struct kretprobe_instance *ri)
+static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
 {
     if (kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
         struct rt_kcache *w = kc_way(&rt_self, h);
@@ -372,7 +374,7 @@ static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
 /* Called by the image's return trampoline; returns where the probed
  * function really returns to. regs sits just below the return slot. The
  * common case is inline: the thread's newest call returns, outside any
- * handler, and its instance goes back to the thread's cache. */
+ * handler, with no FPU handler. */
 EXPORT unsigned long __kprewrite_return(void *vregs)
 {
     struct pt_regs *regs = vregs;
@@ -396,15 +398,7 @@ EXPORT unsigned long __kprewrite_return(void *vregs)
         ret_regs(regs, ret, slot);
         rp->handler(ri, regs);
     }
-    struct rt_kcache *w = &rt_self.kc[h->way];
-    if (__builtin_expect(w->holder == h && w->n < KC_MAX &&
-                         !atomic_load_explicit(&rt_self.steal, memory_order_relaxed), 1)) {
-        ri->__next = w->head;
-        w->head = ri;
-        w->n++;
-    } else {
-        local_put(h, ri);
-    }
+    local_put(h, ri);
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
     return ret;
