@@ -116,6 +116,20 @@ KP --probe main "$D/dlopenlib" >/dev/null 2>&1   # the runtime is loaded (and in
 is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it with dlopen: output identical"
 KPREWRITE_REPORT=1 "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "a probed program that dlopens it: its probes are armed once dlopen returns"
+# More edited tables than the runtime remembers refusing (16): each one is
+# still checked and refused, none armed on trust.
+sec() { readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk -v s="$2" '$1 == s { print $4 }'; }
+toff=$((0x$(sec "$D/lib-probed/libpb.so" .kprewrite.table)))
+mkdir -p "$D/edited"
+libs=
+for i in $(seq 17); do
+    cp "$D/lib-probed/libpb.so" "$D/edited/libpb$i.so"
+    printf '\143\000' | dd of="$D/edited/libpb$i.so" bs=1 seek=$((toff + 4)) conv=notrunc 2>/dev/null
+    libs="$libs $D/edited/libpb$i.so"
+done
+out=$(KPREWRITE_REPORT=1 "$D/dlopenlib" $libs 2>"$D/edited.err")
+is "17 17" "$(echo "$out" | grep -c "^$want\$") $(grep -c 'libpb[0-9]*\.so: probe table refused: table version 99' "$D/edited.err")" \
+    "17 libraries with edited tables opened: each runs unprobed and each is refused"
 
 # --- the padding tactic at run time: a 3-byte function's jump ends in the padding
 $CC -O1 -o "$D/pad" "$S/verdicts.S" "$S/verdicts-main.c"

@@ -133,6 +133,12 @@ hostile detour $((E + 4)) '\100\000\000\000' "entry $e \(p1\+0x0\): detour outsi
 hostile name $((E + 8)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
 hostile orig $((E + 16)) '\376\377\377\377' "entry $e \(p1\+0x0\): original bytes outside the string table" \
     "original bytes past the strings"
+# struct kprw_entry's bytes: 23 dcr_len, 25 kind, 26 verdict
+hostile kind $((E + 25)) 'x' "entry $e \(p1\+0x0\): unknown kind" "an unknown kind"
+hostile verdict $((E + 26)) '\007' "entry $e \(p1\+0x0\): unknown verdict" "an unknown verdict"
+hostile len0 $((E + 23)) '\000' "entry $e \(p1\+0x0\): site length out of range" "a site of 0 bytes"
+hostile len4 $((E + 23)) '\004' "entry $e \(p1\+0x0\): site length out of range" "an optimized site shorter than its jump"
+hostile len25 $((E + 23)) '\031' "entry $e \(p1\+0x0\): site length out of range" "a site longer than the original bytes kept"
 hostile state $((TOFF + 24)) '\000\000\000\000\000\000\000\000' \
     'the state array lies outside a writable, non-executable segment' "the state array on the table"
 # p1's state (struct kprw_state: 8 bytes, rt) naming a record: the detour

@@ -1,17 +1,20 @@
 /* A shared library built without the runtime, and (with -DMAIN) a program
- * using it, or (with -DDLOPEN) one opening it with dlopen, for t/prebuilt.t. */
+ * using it, or (with -DDLOPEN) one opening it (or each library it is given) with dlopen, for t/prebuilt.t. */
 #include <stdio.h>
 #ifdef DLOPEN
 #include <dlfcn.h>
 int main(int argc, char **argv)
 {
-    void *h = dlopen(argc > 1 ? argv[1] : "libpb.so", RTLD_NOW);
-    int (*sum)(int) = h ? (int (*)(int))dlsym(h, "lib_sum") : NULL;
-    if (!sum) {
-        printf("dlopen: %s\n", dlerror());
-        return 1;
+    /* each library named (libpb.so when none is), opened and called in turn */
+    for (int i = 1; i < (argc > 1 ? argc : 2); i++) {
+        void *h = dlopen(argc > 1 ? argv[i] : "libpb.so", RTLD_NOW | RTLD_LOCAL);
+        int (*sum)(int) = h ? (int (*)(int))dlsym(h, "lib_sum") : NULL;
+        if (!sum) {
+            printf("dlopen: %s\n", dlerror());
+            return 1;
+        }
+        printf("lib_sum %d\n", sum(777));
     }
-    printf("lib_sum %d\n", sum(777));
     return 0;
 }
 #elif !defined(MAIN)

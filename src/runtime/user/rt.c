@@ -221,19 +221,22 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
 static const struct kprw_table *refused[MAX_REFUSED];
 static unsigned nrefused;
 
-static bool table_refused(const struct kprw_table *t)
+/* *int3s: how many of its entries are int3 probes (when not refused). A
+ * table is checked even when no more refusals can be remembered: then its
+ * refusal is only said again. */
+static bool table_refused(const struct kprw_table *t, uint32_t *int3s)
 {
-    for (unsigned i = 0; i < nrefused && i < MAX_REFUSED; i++)
+    *int3s = t->nentries;
+    for (unsigned i = 0; i < nrefused; i++)
         if (refused[i] == t)
             return true;
-    if (nrefused >= MAX_REFUSED)
-        return false;
     const char *object;
     char why[200];
-    const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, why, sizeof why);
+    const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, int3s, why, sizeof why);
     if (!bad)
         return false;
-    refused[nrefused++] = t;
+    if (nrefused < MAX_REFUSED)
+        refused[nrefused++] = t;
     fprintf(stderr, "kprewrite-rt: %s: probe table refused: %s; its %u probes are not armed\n",
             t->magic != KPRW_MAGIC ? "?" : object, bad, t->magic != KPRW_MAGIC ? 0 : t->nentries);
     return true;
@@ -346,7 +349,8 @@ static bool add_pool(const struct kprw_table *t)
     for (struct pool *p = pools; p; p = p->next)
         if (p->t == t)
             return true;
-    if (table_refused(t))
+    uint32_t int3s;
+    if (table_refused(t, &int3s))
         return false;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = map_points(t->nentries);
@@ -388,9 +392,11 @@ static bool add_pool(const struct kprw_table *t)
     p->next = pools;
     pools = p;
     /* the int3 sites trap from the start: the handler must know them */
-    for (uint32_t i = 0; i < t->nentries; i++)
-        if (e[i].verdict != KPRW_OPTIMIZED)
+    for (uint32_t i = 0; int3s && i < t->nentries; i++)
+        if (e[i].verdict != KPRW_OPTIMIZED) {
             point_fill(p, i);
+            int3s--;
+        }
     trap_index_rebuild();
     index_stale = false;
     if (t->nentries)

@@ -86,8 +86,42 @@ static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32
 
 static uintptr_t at(const void *base, int64_t rel) { return (uintptr_t)base + (uintptr_t)rel; }
 
-const char *rt_table_check(const struct kprw_table *t, const char **object, char *why, size_t len)
+struct span { int64_t lo, hi; };   /* offsets from the table */
+
+/* Every entry's own fields make sense (its kind, verdict, site length, and
+ * its name and original bytes inside the strings); sites gets the bounds
+ * of the sites, jumps those of the code the entries jump to; *int3s counts
+ * the entries that are not optimized. Accumulates instead of branching. */
+static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings_size, struct span *sites,
+                        struct span *jumps, uint32_t *int3s)
 {
+    unsigned wrong = 0, int3 = 0;
+    int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kprw_entry *x = &e[i];
+        unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED;
+        wrong |= (kind != KPRW_KIND_K) & (kind != KPRW_KIND_R);
+        wrong |= !opt & (verdict != KPRW_INT3);
+        wrong |= (len - 1u >= KPRW_ORIG_MAX) | (opt & (len < 5));   /* 0 wraps */
+        wrong |= (x->name_off >= strings_size) & (x->name_off != KPRW_NAME_FDE);
+        wrong |= (uint64_t)x->orig_off + len > strings_size;
+        int3 += !opt;
+        int64_t site = x->site_rel, to = x->code_rel;
+        unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
+        slo = site < slo ? site : slo;
+        shi = site + len > shi ? site + len : shi;
+        clo = to < clo ? to : clo;
+        chi = to + far + 1 > chi ? to + far + 1 : chi;
+    }
+    *sites = (struct span){ slo, shi };
+    *jumps = (struct span){ clo, chi };
+    *int3s = int3;
+    return !wrong;
+}
+
+const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, char *why, size_t len)
+{
+    *int3s = 0;
     struct object o = { .want = t, .name = "?" };
     *object = "?";
     if (!dl_iterate_phdr(find_object, &o))
@@ -122,17 +156,23 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
      * fault in a page every 256 states */
     bool states_zero = (t->flags & KPRW_T_ADDED_POOL) && zero_filled(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st);
     const struct kprw_entry *e = (const void *)(t + 1);
-    /* One pass over the entries checks their fields and states and takes
-     * the bounds of the sites and of the code they jump to (detours,
-     * out-of-line copies, return hooks: all executable), as offsets from
-     * the table: when both bounds lie in one good segment, so does every
-     * entry's address, with no lookup per entry (thousands at start-up).
-     * Otherwise a second pass finds the entry that does not. */
-    int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
+    /* One pass over the entries checks their fields and takes the bounds
+     * of the sites and of the code they jump to (detours, out-of-line
+     * copies, return hooks: all executable), as offsets from the table:
+     * when both bounds lie in one good segment, so does every entry's
+     * address, with no lookup per entry. The pass has no branch per field
+     * (it is most of the runtime's start-up in a binary with a probe on
+     * every function); when it finds something wrong, the second pass
+     * below finds which entry and says why. */
+    struct span sites, jumps;
+    bool fields_ok = fields_sane(e, t->nentries, t->strings_size, &sites, &jumps, int3s);
+    if (fields_ok && !states_zero)
+        for (uint32_t k = 0; k < t->nentries; k++)
+            fields_ok &= st[k].rt == NULL;   /* the detours would follow it: only the runtime sets it */
     const struct kprw_entry *x = NULL;
     const char *bad = NULL;
-    uint32_t i;
-    for (i = 0; i < t->nentries && !bad; i++) {
+    uint32_t i = 0;
+    for (; !fields_ok && i < t->nentries && !bad; i++) {
         x = &e[i];
         if (x->kind != KPRW_KIND_K && x->kind != KPRW_KIND_R)
             bad = "unknown kind";
@@ -144,17 +184,11 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, char
             bad = "name outside the string table";
         else if ((uint64_t)x->orig_off + x->dcr_len > t->strings_size)
             bad = "original bytes outside the string table";
-        else if (!states_zero && st[i].rt)   /* the detours would follow it: only the runtime sets it */
+        else if (!states_zero && st[i].rt)
             bad = "its state names a record already (the file must hold zero there)";
-        int64_t site = x->site_rel, code = x->code_rel;
-        unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
-        slo = site < slo ? site : slo;
-        shi = site + x->dcr_len > shi ? site + x->dcr_len : shi;
-        clo = code < clo ? code : clo;
-        chi = code + far + 1 > chi ? code + far + 1 : chi;
     }
-    bool bounded = !bad && (!t->nentries || (in_segment(&o, at(t, slo), (uint64_t)(shi - slo), PF_R | PF_X, PF_W) &&
-                                             in_segment(&o, at(t, clo), (uint64_t)(chi - clo), PF_R | PF_X, PF_W)));
+    bool bounded = !bad && (!t->nentries || (in_segment(&o, at(t, sites.lo), (uint64_t)(sites.hi - sites.lo), PF_R | PF_X, PF_W) &&
+                                             in_segment(&o, at(t, jumps.lo), (uint64_t)(jumps.hi - jumps.lo), PF_R | PF_X, PF_W)));
     int hsite = -1, hool = -1, hhook = -1, hdetour = -1;
     for (i = bad ? i : 0; !bad && !bounded && i < t->nentries; i++) {
         x = &e[i];
