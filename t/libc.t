@@ -4,7 +4,8 @@
 # and once functions of the runtime's lock. The runtime must not deadlock
 # or recurse when its own calls hit them (first hits, thread exits, the
 # control directory's thread, exit), programs keep their output, and
-# handlers see exactly the program's calls.
+# handlers see exactly the program's calls, also with malloc and free
+# turned to int3 probes while the program runs.
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC" ldd timeout cmp sort
 # A sanitizer's allocator replaces libc's malloc: nothing to probe there.
@@ -58,6 +59,33 @@ if [ -r "$c/list" ]; then
 else
     touch "$D/stop"; wait $pid
     skip "no control directory here (FUSE)"; skip "no control directory here (FUSE)"
+fi
+
+# The same, with malloc, free and pthread_mutex_lock turned to int3 probes
+# while the threads run: every call then traps (SIGTRAP). The control
+# thread exits with the process; a detached thread would free its TLS with
+# every signal blocked, and a trap there kills the process.
+rm -f "$D/stop"
+KPREWRITE_CTL_DELAY_MS=0 run "$P" serve "$D/stop" >"$D/int3.out" 2>&1 &
+pid=$!
+n=0; c=
+while [ $n -lt 100 ] && ! [ -r "$c/list" ]; do
+    sleep 0.1; n=$((n + 1)); c=$(ls -d "$KPREWRITE_CTL_DIR"/[0-9]* 2>/dev/null | head -n 1)
+done
+if [ -r "$c/list" ]; then
+    for f in malloc free pthread_mutex_lock; do "$KPREWRITE" ctl "${c##*/}" unoptimize $f >/dev/null 2>&1; done
+    h1=$(awk '$3 == "free+0x0" { print $(NF - 2) }' "$c/list")
+    unopt=$(grep -c -E ' (malloc|free|pthread_mutex_lock)\+0x0  +hits' "$c/list")
+    sleep 0.3
+    h2=$(awk '$3 == "free+0x0" { print $(NF - 2) }' "$c/list")
+    touch "$D/stop"; wait $pid; rc=$?
+    ok $([ "$unopt" = 3 ] && [ "${h2:-0}" -gt "${h1:-0}" ]; echo $?) \
+        "malloc, free and pthread_mutex_lock unoptimized ($unopt), free still counting through its trap (${h1:-?} -> ${h2:-?})"
+    is "0" "$rc" "the program ends normally (exit $rc): no trap with SIGTRAP blocked"
+    like 'exact-per-thread-bad 0$' "$(cat "$D/int3.out")" "and its handlers saw exactly their calls"
+else
+    touch "$D/stop"; wait $pid
+    skip "no control directory here (FUSE)"; skip "FUSE"; skip "FUSE"
 fi
 
 # a program from the machine, not built for the runtime, multi-threaded

@@ -116,6 +116,14 @@ KP --probe main "$D/dlopenlib" >/dev/null 2>&1   # the runtime is loaded (and in
 is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it with dlopen: output identical"
 KPREWRITE_REPORT=1 "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "a probed program that dlopens it: its probes are armed once dlopen returns"
+# dlclose and dlopen again: the runtime keeps a probed library mapped (it
+# holds its table and states), so the second copy is the first one
+L=$D/lib-probed/libpb.so
+is "$want
+$want" "$("$D/dlopenlib" "$L" "$L")" "opened, closed and opened again: output identical"
+KPREWRITE_REPORT=1 "$D/dlopenlib" "$L" "$L" >/dev/null 2>"$D/hits"; rc=$?
+is "0 1554 2" "$rc $(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
+    "and its probes count both openings (lib_scale 2 x 777, lib_sum 2)"
 # More edited tables than the runtime remembers refusing (16): each one is
 # still checked and refused, none armed on trust.
 sec() { readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk -v s="$2" '$1 == s { print $4 }'; }

@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 int main(int argc, char **argv)
 {
-    /* each library named (libpb.so when none is), opened and called in turn */
+    /* each library named (libpb.so when none is), opened, called and closed in turn */
     for (int i = 1; i < (argc > 1 ? argc : 2); i++) {
         void *h = dlopen(argc > 1 ? argv[i] : "libpb.so", RTLD_NOW | RTLD_LOCAL);
         int (*sum)(int) = h ? (int (*)(int))dlsym(h, "lib_sum") : NULL;
@@ -14,6 +14,7 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("lib_sum %d\n", sum(777));
+        dlclose(h);   /* the same library named again is opened again */
     }
     return 0;
 }

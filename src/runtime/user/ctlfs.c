@@ -510,10 +510,15 @@ void ctlfs_start(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* Joinable, and never joined: a detached thread frees its TLS itself
+     * as it exits, calling free with every signal blocked (glibc's
+     * start_thread), and an int3 probe on free would then kill the process
+     * (the kernel forces a blocked SIGTRAP to its default action). The
+     * server ends when the process does (or, if it cannot mount, keeps its
+     * few pages until then). */
     pthread_t th;
     pthread_attr_t at;
     pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     /* KPREWRITE_CTL_DELAY_MS=0: the directory exists before main runs */
     bool now = ctl_delay_ms() == 0;
     if (now && !mount_dir()) {

@@ -48,6 +48,7 @@ struct pool {
     struct kprw_state *state;
     struct point *points;     /* mapped for every entry, handed out in fill order */
     uint32_t unready;         /* entries not filled: points[nentries - unready] is next */
+    bool pinned;              /* its object made undeletable (pin_new_pools) */
     struct pool *next;
 };
 
@@ -219,6 +220,7 @@ static __attribute__((noinline)) void count_slow(uint32_t id)
 /* Tables refused once (rt_table_check): not checked nor reported again. */
 #define MAX_REFUSED 16
 static const struct kprw_table *refused[MAX_REFUSED];
+static bool refused_pinned[MAX_REFUSED];   /* its object made undeletable: the address stays its */
 static unsigned nrefused;
 
 /* *int3s: how many of its entries are int3 probes (when not refused). A
@@ -893,6 +895,40 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* The pools armed while a dlopen ran (down to `until`, the first pool
+ * before it) belong to objects dlclose could unmap under the runtime, which
+ * keeps their tables, states and code for as long as the process runs (the
+ * points' records, list, lookups by name; the same library opened again
+ * would meet records of the old copy): their objects are made undeletable
+ * (RTLD_NODELETE: dlclose then unmaps nothing and runs no destructor). So
+ * are those of refused tables, which are known by address from then on.
+ * Called with no lock held: the loader's lock is taken after rt_lock
+ * nowhere else. */
+static void pin_new_pools(const struct pool *until, void *(*real)(const char *, int))
+{
+    for (;;) {
+        const void *t = NULL;
+        rt_lock_take();
+        for (struct pool *p = pools; p && p != until && !t; p = p->next)
+            if (!p->pinned) {
+                p->pinned = true;
+                t = p->t;
+            }
+        for (unsigned i = 0; i < nrefused && !t; i++)
+            if (!refused_pinned[i]) {
+                refused_pinned[i] = true;
+                t = refused[i];
+            }
+        rt_lock_drop();
+        if (!t)
+            return;
+        Dl_info di;
+        struct link_map *map = NULL;
+        if (dladdr1(t, &di, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name && map->l_name[0])
+            real(map->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+}
+
 /* A library opened later may carry an added pool too: look again once
  * dlopen returns (its constructors have run by then: probes hit in them
  * count nothing). The runtime comes first in lookup order (it is the first
@@ -902,10 +938,14 @@ EXPORT void *dlopen(const char *file, int mode)
     static void *(*real)(const char *, int);
     if (!real)
         real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    rt_lock_take();
+    const struct pool *before = pools;
+    rt_lock_drop();
     void *h = real ? real(file, mode) : NULL;
     if (h) {
         bool e = rt_enter();
         dl_iterate_phdr(find_added_pools, NULL);
+        pin_new_pools(before, real);   /* (a library linked with the runtime registered from its constructor) */
         rt_leave(e);
     }
     return h;
