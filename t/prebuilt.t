@@ -132,7 +132,7 @@ mkdir -p "$D/edited"
 libs=
 for i in $(seq 17); do
     cp "$D/lib-probed/libpb.so" "$D/edited/libpb$i.so"
-    printf '\143\000' | dd of="$D/edited/libpb$i.so" bs=1 seek=$((toff + 4)) conv=notrunc 2>/dev/null
+    printf '\143\000' | LD_PRELOAD= dd of="$D/edited/libpb$i.so" bs=1 seek=$((toff + 4)) conv=notrunc 2>/dev/null   # (dd fails under libasan)
     libs="$libs $D/edited/libpb$i.so"
 done
 out=$(KPREWRITE_REPORT=1 "$D/dlopenlib" $libs 2>"$D/edited.err")
