@@ -1,5 +1,6 @@
 /* A shared library built without the runtime, and (with -DMAIN) a program
- * using it, or (with -DDLOPEN) one opening it (or each library it is given) with dlopen, for t/prebuilt.t. */
+ * using it, or (with -DDLOPEN) one opening it (or each library it is
+ * given) with dlopen, for t/prebuilt.t. */
 #include <stdio.h>
 #ifdef DLOPEN
 #include <dlfcn.h>

@@ -88,10 +88,33 @@ static uintptr_t at(const void *base, int64_t rel) { return (uintptr_t)base + (u
 
 struct span { int64_t lo, hi; };   /* offsets from the table */
 
-/* Every entry's own fields make sense (its kind, verdict, site length, and
- * its name and original bytes inside the strings); sites gets the bounds
- * of the sites, jumps those of the code the entries jump to; *int3s counts
- * the entries that are not optimized. Accumulates instead of branching. */
+/* What can be wrong with an entry's own fields, one bit each, in the order
+ * they are reported (the lowest set bit names the fault). */
+static const char *const field_faults[] = {
+    "unknown kind",
+    "unknown verdict",
+    "site length out of range",
+    "name outside the string table",
+    "original bytes outside the string table",
+};
+
+/* The faults of x's fields, computed without a branch: one bit each
+ * when `named`, else only non-zero when there is one (no shifts: the
+ * start-up pass over every entry only needs to know). */
+static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings_size, bool named)
+{
+    unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED, s = named;
+    return ((kind != KPRW_KIND_K) & (kind != KPRW_KIND_R)) |
+           (!opt & (verdict != KPRW_INT3)) << s |
+           ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < 5))) << 2 * s |   /* 0 wraps */
+           ((x->name_off >= strings_size) & (x->name_off != KPRW_NAME_FDE)) << 3 * s |
+           ((uint64_t)x->orig_off + len > strings_size) << 4 * s;
+}
+
+/* Every entry's own fields make sense (entry_faults); sites gets the
+ * bounds of the sites, jumps those of the code the entries jump to;
+ * *int3s counts the entries that are not optimized. Accumulates instead
+ * of branching. */
 static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings_size, struct span *sites,
                         struct span *jumps, uint32_t *int3s)
 {
@@ -99,17 +122,12 @@ static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings
     int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
     for (uint32_t i = 0; i < n; i++) {
         const struct kprw_entry *x = &e[i];
-        unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED;
-        wrong |= (kind != KPRW_KIND_K) & (kind != KPRW_KIND_R);
-        wrong |= !opt & (verdict != KPRW_INT3);
-        wrong |= (len - 1u >= KPRW_ORIG_MAX) | (opt & (len < 5));   /* 0 wraps */
-        wrong |= (x->name_off >= strings_size) & (x->name_off != KPRW_NAME_FDE);
-        wrong |= (uint64_t)x->orig_off + len > strings_size;
-        int3 += !opt;
+        wrong |= entry_faults(x, strings_size, false);
+        int3 += x->verdict != KPRW_OPTIMIZED;
         int64_t site = x->site_rel, to = x->code_rel;
         unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
         slo = site < slo ? site : slo;
-        shi = site + len > shi ? site + len : shi;
+        shi = site + x->dcr_len > shi ? site + x->dcr_len : shi;
         clo = to < clo ? to : clo;
         chi = to + far + 1 > chi ? to + far + 1 : chi;
     }
@@ -174,16 +192,9 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     uint32_t i = 0;
     for (; !fields_ok && i < t->nentries && !bad; i++) {
         x = &e[i];
-        if (x->kind != KPRW_KIND_K && x->kind != KPRW_KIND_R)
-            bad = "unknown kind";
-        else if (x->verdict != KPRW_OPTIMIZED && x->verdict != KPRW_INT3)
-            bad = "unknown verdict";
-        else if (x->dcr_len == 0 || x->dcr_len > KPRW_ORIG_MAX || (x->verdict == KPRW_OPTIMIZED && x->dcr_len < 5))
-            bad = "site length out of range";
-        else if (x->name_off >= t->strings_size && x->name_off != KPRW_NAME_FDE)
-            bad = "name outside the string table";
-        else if ((uint64_t)x->orig_off + x->dcr_len > t->strings_size)
-            bad = "original bytes outside the string table";
+        unsigned faults = entry_faults(x, t->strings_size, true);
+        if (faults)
+            bad = field_faults[__builtin_ctz(faults)];
         else if (!states_zero && st[i].rt)
             bad = "its state names a record already (the file must hold zero there)";
     }
