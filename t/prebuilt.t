@@ -34,6 +34,9 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     ok $([ $rc -eq 0 ] || [ $rc -eq 2 ]; echo $?) "$v: every function entry baked (exit $rc: $(tail -n 1 "$D/err"))"
     like "needed $RTLIB" "$(readelf -d "$P" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/needed \1/p' | head -n 1)" \
         "$v: the runtime is the first DT_NEEDED"
+    tb=$(readelf -SW "$P" | sed -n 's/.*\.kprewrite\.table *PROGBITS *0*\([0-9a-f]*\) .*/0x\1/p')
+    is "$tb" "$(readelf -d "$P" | sed -n 's/^ *0x0*6b707277 .* \(0x[0-9a-f]*\)$/\1/p')" \
+        "$v: its dynamic tag (KPRW_DT_TABLE) names the probe table, at $tb"
     is "$("$P.orig" 1000 abc)" "$("$P" 1000 abc)" "$v: output identical"
     KPREWRITE_REPORT=1 "$P" 1000 abc >/dev/null 2>"$D/hits"
     is "1000 100000 1" "$(hits "$D/hits" mix) $(hits "$D/hits" classify) $(hits "$D/hits" work)" \
@@ -46,6 +49,18 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     is "$want|handlers: mix 500 bad 0 work returned $(echo "$want" | sed -n 's/^work //p')" "$got|$(cat "$D/h.err")" \
         "$v: a preloaded handler library: kprobe args and kretprobe return value"
 done
+
+# The runtime finds an added table through its dynamic tag alone, and only
+# where the tag names the start of a read-only segment: a tag edited to name
+# anything else arms nothing (and nothing there is read).
+P=$D/prog-fPIE
+cp "$P" "$D/retagged"
+dynoff=$(readelf -d "$P" | sed -n 's/^Dynamic section at offset \(0x[0-9a-f]*\).*/\1/p')
+idx=$(readelf -d "$P" | awk '/^ *0x/ { n++ } /6b707277/ { print n - 1; exit }')
+printf '\100' | LD_PRELOAD= dd of="$D/retagged" bs=1 seek=$((dynoff + idx * 16 + 8)) conv=notrunc 2>/dev/null
+KPREWRITE_REPORT=1 "$D/retagged" 1000 abc >"$D/retagged.out" 2>"$D/retagged.hits"
+is "$("$P.orig" 1000 abc)|" "$(cat "$D/retagged.out")|$(hits "$D/retagged.hits" mix)" \
+    "a KPRW_DT_TABLE edited to name no segment's start arms nothing: output identical, no hits"
 
 # --- well-formed: readelf, objdump, gdb, LIEF, strip, valgrind --------------------
 P=$D/prog-fPIE

@@ -61,9 +61,16 @@ enum kprw_table_flags {
     /* The pool was added to a prebuilt image (no runtime linked in, no
      * relocation for the slots): detours call thunks that read the slots,
      * and the runtime fills them when it finds the table (it starts a
-     * read-only PT_LOAD of its own). */
+     * read-only PT_LOAD of its own, named by KPRW_DT_TABLE). */
     KPRW_T_ADDED_POOL = 1u << 0,
 };
+
+/* A dynamic tag (the OS-specific range, which the loaders skip) of an image
+ * with an added pool: d_ptr is the table's link-time address. The runtime
+ * finds the table through the dynamic section the loader has already read,
+ * instead of reading the first page of every read-only segment of every
+ * object (a page fault each, at every start-up). */
+#define KPRW_DT_TABLE 0x6b707277     /* "kprw" */
 
 /* An entry's name_off for a function without a symbol (a stripped image's
  * .eh_frame bounds): its name is "fde@0x" and the function's link-time

@@ -2,9 +2,10 @@
  * Adding a pool to an image that was not linked with the runtime. Nothing
  * already in the file moves: two PT_LOADs are appended after the highest
  * one (in reach of the text for rel32 jumps), and the pieces of the dynamic
- * linking data that must grow (.dynamic for one more DT_NEEDED, .dynstr for
- * its string) are copied into them and re-pointed; the old copies stay
- * where they were, unused. The program header table keeps its place and
+ * linking data that must grow (.dynamic for one more DT_NEEDED and the tag
+ * naming the table, KPRW_DT_TABLE; .dynstr for the runtime's path) are
+ * copied into them and re-pointed; the old copies stay where they were,
+ * unused. The program header table keeps its place and
  * its size (moving it, or growing it past the first sections, is what
  * makes strip and the loaders unhappy with patched binaries): the two new
  * PT_LOADs take the slots of two PT_NOTEs, whose notes stay as sections.
@@ -178,7 +179,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
         notes[1] = SIZE_MAX;
     bool add_needed = !p.has_runtime;
     size_t rtlen = add_needed ? strlen(runtime) + 1 : 0;
-    uint64_t ndyn = p.ndyn + (add_needed ? 1 : 0) + SPARE_DYN, dynsz = ndyn * sizeof(Elf64_Dyn);
+    uint64_t ndyn = p.ndyn + (add_needed ? 1 : 0) + 1 + SPARE_DYN, dynsz = ndyn * sizeof(Elf64_Dyn);
     uint64_t da = up(sz->data ? sz->data : 64, 64);
 
     /* one-note libraries: state and slots after the last rw- PT_LOAD's memory */
@@ -262,8 +263,11 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     size_t j = 0;
     if (add_needed)
         nd[j++] = (Elf64_Dyn){ .d_tag = DT_NEEDED, .d_un.d_val = p.strsz };
+    nd[j++] = (Elf64_Dyn){ .d_tag = KPRW_DT_TABLE, .d_un.d_ptr = vx };   /* the table starts the r-x PT_LOAD */
     for (size_t i = 0; i < p.ndyn; i++) {
         Elf64_Dyn d = p.dyn[i];
+        if (d.d_tag == KPRW_DT_TABLE)
+            continue;   /* a pool added before and since cut out: this one replaces it */
         if (d.d_tag == DT_STRTAB)
             d.d_un.d_ptr = vx + off_ds;
         if (d.d_tag == DT_STRSZ)

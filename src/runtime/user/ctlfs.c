@@ -59,7 +59,9 @@ static const char control_help[] =
     "# write one command a line; SPEC is SYM, SYM+OFF, 0xADDR, SYM may be a glob\n"
     "# enable SPEC | disable SPEC | optimize SPEC | unoptimize SPEC\n";
 
-static char dir[4096];
+/* "<base>/<pid>" and its base, on the heap: in .bss they would cost every
+ * probed program a page fault at start-up */
+static char *dir, *base_dir;
 static int fuse_fd = -1;
 static bool started;
 static pid_t owner;
@@ -168,7 +170,6 @@ static int do_mount(void)
  * ctlfs_start); mount_lock orders it with the unmount at exit. */
 static pthread_mutex_t mount_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool mounted, stopping;
-static char base_dir[3800];
 
 static void stop(void)
 {
@@ -503,8 +504,13 @@ void ctlfs_start(void)
                 "no control directory\n", base, (unsigned)bs.st_uid, (unsigned)(bs.st_mode & 07777));
         return;
     }
-    snprintf(base_dir, sizeof base_dir, "%s", base);
-    snprintf(dir, sizeof dir, "%s/%d", base, (int)owner);
+    free(base_dir);
+    free(dir);
+    dir = NULL;
+    if (!(base_dir = strdup(base)) || asprintf(&dir, "%s/%d", base, (int)owner) < 0) {
+        dir = NULL;
+        return;
+    }
     /* the server (which makes and mounts the directory first) runs no
      * probed code and takes no signals */
     sigset_t all, old;

@@ -870,16 +870,35 @@ static void report(void)
 
 /* Pools kprewrite added to prebuilt images (KPRW_T_ADDED_POOL): no
  * constructor registers them; each table starts a non-writable PT_LOAD of
- * its own. Their detours call thunks that read the slots, which stay
+ * its own, which the object's KPRW_DT_TABLE names. Their detours call thunks that read the slots, which stay
  * empty (probes count nothing) until the table is trusted. */
 unsigned long __kprewrite_return(void *vregs);
+
+/* The link-time address of an added pool's table (KPRW_DT_TABLE), from the
+ * object's dynamic section, which the loader has read already; 0: none. */
+static uintptr_t tagged_table(const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + ph->p_vaddr);
+        for (size_t k = 0; k < ph->p_memsz / sizeof *d && d[k].d_tag != DT_NULL; k++)
+            if (d[k].d_tag == KPRW_DT_TABLE)
+                return d[k].d_un.d_ptr;
+    }
+    return 0;
+}
 
 static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size, (void)arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
+    uintptr_t want = tagged_table(info);
+    for (int i = 0; want && i < info->dlpi_phnum; i++) {
+        /* the tag must name the start of a read-only PT_LOAD of the object */
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || ph->p_filesz < sizeof(struct kprw_table))
+        if (ph->p_type != PT_LOAD || ph->p_vaddr != want || (ph->p_flags & PF_W) ||
+            ph->p_filesz < sizeof(struct kprw_table))
             continue;
         const struct kprw_table *t = (const void *)(info->dlpi_addr + ph->p_vaddr);
         if (t->magic != KPRW_MAGIC || !(t->flags & KPRW_T_ADDED_POOL))
