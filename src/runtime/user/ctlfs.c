@@ -486,6 +486,17 @@ static void *server(void *arg)
     return NULL;
 }
 
+/* A forked child: the server thread is not there, and the directory is
+ * the parent's. Holding the connection open would keep anyone who reads
+ * the directory of a parent that died waiting for an answer. (The child
+ * has no directory of its own: its probes and handlers work as before.) */
+void ctlfs_fork_child(void)
+{
+    if (fuse_fd >= 0)
+        close(fuse_fd);
+    fuse_fd = -1;
+}
+
 void ctlfs_start(void)
 {
     if (started)

@@ -145,13 +145,11 @@ static void counters_free(uint64_t *h, uint32_t cap)
         munmap(h, cap * sizeof(uint64_t));
 }
 
-/* A thread exits: add its counts to the totals. */
-static void fold(void *p)
+/* Under rt_lock: thread c is gone; its counts go to the totals, its
+ * return-probe instances back to their kretprobes. Returns its counters,
+ * for the caller to free once the lock is dropped. */
+static uint64_t *forget(struct rt_thread *c, uint32_t *cap)
 {
-    struct rt_thread *c = p;
-    /* marked until the end: the free below may be probed */
-    bool e = rt_enter();
-    rt_lock_take();
     /* hits after this (other destructors) count in the totals directly:
      * listing the thread again would leave it on the list once its TLS
      * is gone */
@@ -165,13 +163,48 @@ static void fold(void *p)
         atomic_fetch_add_explicit(&rt_points[i]->hits, c->hits[i], memory_order_relaxed);
     rt_kretprobe_thread_exit(c);
     uint64_t *h = c->hits;
-    uint32_t cap = c->cap;
+    *cap = c->cap;
     c->hits = NULL;
     c->cap = 0;
     c->listed = 0;
+    return h;
+}
+
+/* A thread exits: add its counts to the totals. */
+static void fold(void *p)
+{
+    /* marked until the end: the free below may be probed */
+    bool e = rt_enter();
+    rt_lock_take();
+    uint32_t cap;
+    uint64_t *h = forget(p, &cap);
     rt_lock_drop();
     counters_free(h, cap);
     rt_leave(e);
+}
+
+/* fork() while other threads run (a threaded program starting a worker or
+ * a helper): the child has only the thread that forked. It must not
+ * inherit rt_lock held by a thread it does not have (its first hit of a
+ * point, or any registration, would wait forever), nor wait for those
+ * threads' handlers (unregister_kprobe would). So rt_lock is held across
+ * fork, as libc does with its own locks, and the child forgets the other
+ * threads as if they had exited (their counts stay in its totals). */
+static void fork_prepare(void) { rt_lock_take(); }
+static void fork_parent(void) { rt_lock_drop(); }
+static void fork_child(void)
+{
+    for (struct rt_thread *c = threads, *next; c; c = next) {
+        next = c->next;
+        if (c != &rt_self) {
+            uint32_t cap;
+            uint64_t *h = forget(c, &cap);
+            counters_free(h, cap);
+        }
+    }
+    trap_fork_child();
+    ctlfs_fork_child();
+    rt_lock_drop();
 }
 
 /* Room for cap counters in this thread's array (under rt_lock); false when
@@ -980,6 +1013,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
     if (!environ && envp)
         environ = envp;
     bool e = rt_enter();   /* the libc it calls may be probed */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     trap_install();
     /* every object loaded at start-up is mapped by now (dlopen above
      * looks again for libraries opened later) */

@@ -129,6 +129,7 @@ void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */
 extern _Atomic int trap_active;        /* SIGTRAP handlers running a probe now */
+void trap_fork_child(void);            /* only this thread's count them now */
 
 /* patch.c: live changes to the code, under rt_lock */
 int patch_apply(struct point *pt);     /* bring the code to the point's wanted state */
@@ -138,6 +139,7 @@ int patch_all(void);
 
 /* ctlfs.c: the control directory */
 void ctlfs_start(void);
+void ctlfs_fork_child(void);           /* the directory and its server stay with the parent */
 
 /* ctl.c: commands and listings shared by the directory and `kprewrite ctl` */
 int ctl_command(const char *line);     /* 0 or -errno */

@@ -44,6 +44,7 @@ static struct sigaction prog_act;      /* the program's SIGTRAP action, as it be
 static _Atomic bool installed;
 pid_t trap_server_tid;
 _Atomic int trap_active;
+static TLS int trapping;               /* this thread's share of trap_active */
 
 static TLS struct point *stepping;     /* a post_handler waits for this thread's single step */
 
@@ -332,7 +333,9 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
     } else if ((si->si_code == SI_KERNEL || si->si_code == TRAP_BRKPT) &&   /* TRAP_BRKPT: valgrind's int3 */
                (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
         atomic_fetch_add_explicit(&trap_active, 1, memory_order_acquire);
+        trapping++;
         probe_hit(pt, g);
+        trapping--;
         atomic_fetch_sub_explicit(&trap_active, 1, memory_order_release);
     } else {
         chain(sig, si, vuc);
@@ -434,4 +437,10 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     return set_mask(how, set, old) < 0 ? errno : 0;
+}
+
+/* A forked child has one thread: the others' traps never end there. */
+void trap_fork_child(void)
+{
+    atomic_store(&trap_active, trapping);
 }
