@@ -1,7 +1,7 @@
 #!/bin/sh
 # Return probes: SYM%return baked, the kretprobe API (return value, data,
 # entry_handler, maxactive/nmissed), recursion, threads, longjmp,
-# siglongjmp, pthread_exit, C++ exceptions, int3 return probes, refusals,
+# siglongjmp, pthread_exit, C++ exceptions, coroutines, int3 return probes, refusals,
 # the shadow-stack refusal, and r lines in the control directory.
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC"
@@ -46,6 +46,25 @@ for v in "-O0 -fno-pie -no-pie" "-O2 -fPIE -pie" "-O2 -fno-pie -no-pie -fcf-prot
     like 'shadow stack.*refused' "$out" "$v: a CET shadow stack: a clear message"
     like '^shstk rc -95$' "$out" "$v: a CET shadow stack: register_kretprobe returns -EOPNOTSUPP"
 done
+
+# coroutines (ucontext): f returns while g, newer, waits on another stack
+C=$D/coro
+if $CC -O2 -mgeneral-regs-only -o "$C" "$SRC/kret-coro.c" $RT 2>"$D/cc.err"; then
+    cp "$C" "$C.orig"
+    "$KPREWRITE" --probe 'f%return' --probe 'g%return' "$C" >/dev/null 2>&1
+    for m in resume local abandon; do
+        case $m in
+        resume) what="a coroutine on mapped memory, resumed after f returned: g returns normally" ;;
+        local) what="a coroutine on an array of main's frame, resumed after f returned" ;;
+        abandon) what="a coroutine whose stack f unmapped before returning: no fault" ;;
+        esac
+        got=$("$C" $m 2>"$D/coro.err"); rc=$?
+        is "$("$C.orig" $m 2>/dev/null)|0|returns 1000 nmissed 0 0" "$got|$rc|$(cat "$D/coro.err")" \
+            "$m: $what (output identical, f's 1000 returns handled)"
+    done
+else
+    skip "ucontext coroutine fixture does not build"; skip "coroutines"; skip "coroutines"
+fi
 
 # refusals, with their reasons
 P=$D/kp-O2-fPIE-pie

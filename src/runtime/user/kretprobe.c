@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "kprewrite/pool.h"
@@ -315,6 +316,20 @@ static void ret_call_cb(void *arg)
     c->rp->handler(c->ri, c->regs);
 }
 
+/* Put ri's return address back where the hook still holds its place, on
+ * a stack that may be gone: a coroutine's, freed while it was suspended.
+ * Through process_vm_readv/writev, which fail instead of faulting. */
+static void unhook_elsewhere(const struct kretprobe_instance *ri)
+{
+    unsigned long v = 0, ret = (unsigned long)ri->ret_addr;
+    struct iovec mine = { &v, sizeof v }, there = { ri->__slot, sizeof v };
+    pid_t self = getpid();
+    if (process_vm_readv(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v || v != ri->__hook)
+        return;
+    mine.iov_base = &ret;
+    if (process_vm_writev(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v) { /* left hooked */ }
+}
+
 /* __kprewrite_return when the returning call is not simply the newest of
  * a thread outside handlers, or a handler needs the vector state saved. */
 static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
@@ -338,12 +353,22 @@ static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
         atomic_signal_fence(memory_order_seq_cst);
     }
     struct kretprobe_instance *d;
+    /* below this, no frame of ours: this function's, and drop()'s under it */
+    uintptr_t ours = (uintptr_t)__builtin_frame_address(0) - 4096;
     while ((d = rt_self.ractive) != ri) {
-        /* newer than our call, so dead. Below us on this stack: that memory
-         * is ours now (this frame), never write it. Above: another stack
-         * that was left (a coroutine may come back): unhook it. */
+        /* newer than our call: dead (left by longjmp or an exception), or
+         * suspended on another stack (a coroutine, which may come back).
+         * Its return address goes back where it was, unless that memory
+         * may be in use: just below our slot, it is this very return's
+         * frame. Above our slot, or far below, it is another stack, or a
+         * dead frame of this one, where the write is harmless. A coroutine
+         * resumed later then returns normally, without its handler (instead
+         * of into a hook no instance stands for). */
         rt_self.ractive = d->__next;
-        drop(d, d->__slot > slot, true);
+        uintptr_t at = (uintptr_t)d->__slot;
+        if (at > (uintptr_t)slot || at < ours)
+            unhook_elsewhere(d);
+        drop(d, false, true);
     }
     rt_self.ractive = ri->__next;
     unsigned long ret = (unsigned long)ri->ret_addr;
