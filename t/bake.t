@@ -121,4 +121,18 @@ want=$("$D/early")
 is "$want" "$("$D/early")" "hits before constructors: output unchanged"
 is 12 "$(KPREWRITE_REPORT=1 "$D/early" 2>&1 >/dev/null | awk '$4 == "early_fn+0x0" { print $6 }')" \
     "hits before constructors: all 12 counted (7 from .preinit_array, 5 from main)"
+
+# a shared library linked with the runtime, opened, closed and opened again
+# by a program that is not (a plugin host): the runtime comes in with the
+# library, and closing the library must unmap neither (the runtime's control
+# thread would run unmapped code; the runtime keeps the library's table)
+mkdir -p "$D/plugin"
+$CC -O2 -shared -fPIC -Wl,-soname,libpb.so -o "$D/plugin/libpb.so" "$SRC/prebuilt-lib.c" -Wl,-u,__kprewrite_pool $RT
+$CC -O2 -DDLOPEN -o "$D/host" "$SRC/prebuilt-lib.c" -ldl
+want=$("$D/host" "$D/plugin/libpb.so")
+"$KPREWRITE" --probe lib_scale "$D/plugin/libpb.so" >/dev/null 2>&1
+out=$(KPREWRITE_REPORT=1 "$D/host" "$D/plugin/libpb.so" "$D/plugin/libpb.so" 2>"$D/plugin/hits"); rc=$?
+is "0|$want
+$want|1554" "$rc|$out|$(awk '$4 == "lib_scale+0x0" { print $6 }' "$D/plugin/hits")" \
+    "a library linked with the runtime, opened twice by a host without it: no crash, output identical, both openings counted"
 done_testing

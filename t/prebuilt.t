@@ -139,6 +139,14 @@ $want" "$("$D/dlopenlib" "$L" "$L")" "opened, closed and opened again: output id
 KPREWRITE_REPORT=1 "$D/dlopenlib" "$L" "$L" >/dev/null 2>"$D/hits"; rc=$?
 is "0 1554 2" "$rc $(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
     "and its probes count both openings (lib_scale 2 x 777, lib_sum 2)"
+# The same from a program not linked with the runtime (a plugin host): the
+# runtime comes in with the library, so closing the library must unmap
+# neither the runtime (under its control thread: a crash) nor the table.
+$CC -O2 -DDLOPEN -o "$D/dlopenplain" "$S/prebuilt-lib.c" -ldl
+out=$(KPREWRITE_REPORT=1 "$D/dlopenplain" "$L" "$L" 2>"$D/hits"); rc=$?
+is "0|$want
+$want|1554 2" "$rc|$out|$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
+    "a program without the runtime opens, closes and opens it: no crash, output identical, both openings counted"
 # More edited tables than the runtime remembers refusing (16): each one is
 # still checked and refused, none armed on trust.
 sec() { readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk -v s="$2" '$1 == s { print $4 }'; }

@@ -449,11 +449,20 @@ static bool add_pool(const struct kprw_table *t)
     return true;
 }
 
+static void pin_new_pools(const struct pool *until);
+
+/* From the pool's constructor in an image linked with the runtime: a
+ * library among them may be opened by a program that does not go through
+ * this runtime's dlopen (one not linked with it: the runtime then came in
+ * with the library), so it is pinned here. */
 EXPORT void __kprewrite_register_pool(const void *table)
 {
     rt_lock_take();
     add_pool(table);
     rt_lock_drop();
+    bool e = rt_enter();
+    pin_new_pools(NULL);
+    rt_leave(e);
 }
 
 
@@ -956,8 +965,17 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
  * are those of refused tables, which are known by address from then on.
  * Called with no lock held: the loader's lock is taken after rt_lock
  * nowhere else. */
-static void pin_new_pools(const struct pool *until, void *(*real)(const char *, int))
+static void *(*libc_dlopen(void))(const char *, int)
 {
+    static void *(*real)(const char *, int);
+    if (!real)
+        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    return real;
+}
+
+static void pin_new_pools(const struct pool *until)
+{
+    void *(*real)(const char *, int) = libc_dlopen();
     for (;;) {
         const void *t = NULL;
         rt_lock_take();
@@ -976,8 +994,8 @@ static void pin_new_pools(const struct pool *until, void *(*real)(const char *, 
             return;
         Dl_info di;
         struct link_map *map = NULL;
-        if (dladdr1(t, &di, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name && map->l_name[0])
-            real(map->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+        if (real && dladdr1(t, &di, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name && map->l_name[0])
+            real(map->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);   /* (its dependencies stay too: the runtime) */
     }
 }
 
@@ -987,9 +1005,7 @@ static void pin_new_pools(const struct pool *until, void *(*real)(const char *, 
  * DT_NEEDED of a prebuilt image), so this definition is the one called. */
 EXPORT void *dlopen(const char *file, int mode)
 {
-    static void *(*real)(const char *, int);
-    if (!real)
-        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    void *(*real)(const char *, int) = libc_dlopen();
     rt_lock_take();
     const struct pool *before = pools;
     rt_lock_drop();
@@ -997,7 +1013,7 @@ EXPORT void *dlopen(const char *file, int mode)
     if (h) {
         bool e = rt_enter();
         dl_iterate_phdr(find_added_pools, NULL);
-        pin_new_pools(before, real);   /* (a library linked with the runtime registered from its constructor) */
+        pin_new_pools(before);   /* (a library linked with the runtime registered from its constructor) */
         rt_leave(e);
     }
     return h;
@@ -1018,6 +1034,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
     /* every object loaded at start-up is mapped by now (dlopen above
      * looks again for libraries opened later) */
     dl_iterate_phdr(find_added_pools, NULL);
+    pin_new_pools(NULL);   /* a prebuilt library that a dlopen of libc's brought in with the runtime */
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
         int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
