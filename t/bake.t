@@ -128,7 +128,7 @@ is 12 "$(KPREWRITE_REPORT=1 "$D/early" 2>&1 >/dev/null | awk '$4 == "early_fn+0x
 # thread would run unmapped code; the runtime keeps the library's table)
 mkdir -p "$D/plugin"
 $CC -O2 -shared -fPIC -Wl,-soname,libpb.so -o "$D/plugin/libpb.so" "$SRC/prebuilt-lib.c" -Wl,-u,__kprewrite_pool $RT
-$CC -O2 -DDLOPEN -o "$D/host" "$SRC/prebuilt-lib.c" -ldl
+$CC -O2 -DDLOPEN -o "$D/host" "$SRC/prebuilt-lib.c" -ldl $KP_SAN_FLAGS   # (an ASan library needs an ASan host)
 want=$("$D/host" "$D/plugin/libpb.so")
 "$KPREWRITE" --probe lib_scale "$D/plugin/libpb.so" >/dev/null 2>&1
 out=$(KPREWRITE_REPORT=1 "$D/host" "$D/plugin/libpb.so" "$D/plugin/libpb.so" 2>"$D/plugin/hits"); rc=$?
