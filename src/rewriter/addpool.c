@@ -5,10 +5,10 @@
  * linking data that must grow (.dynamic for one more DT_NEEDED and the tag
  * naming the table, KPRW_DT_TABLE; .dynstr for the runtime's path) are
  * copied into them and re-pointed; the old copies stay where they were,
- * unused. The program header table keeps its place and
- * its size (moving it, or growing it past the first sections, is what
- * makes strip and the loaders unhappy with patched binaries): the two new
- * PT_LOADs take the slots of two PT_NOTEs, whose notes stay as sections.
+ * unused. The program header table keeps its place and its size (moving
+ * it, or growing it past the first sections, is what makes strip and the
+ * loaders unhappy with patched binaries): the two new PT_LOADs take the
+ * slots of two PT_NOTEs, whose notes stay as sections.
  */
 #include "addpool.h"
 #include "kprewrite/abi.h"

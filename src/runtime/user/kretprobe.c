@@ -327,7 +327,7 @@ static void unhook_elsewhere(const struct kretprobe_instance *ri)
     if (process_vm_readv(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v || v != ri->__hook)
         return;
     mine.iov_base = &ret;
-    if (process_vm_writev(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v) { /* left hooked */ }
+    (void)process_vm_writev(self, &mine, 1, &there, 1, 0);   /* failing, it stays hooked */
 }
 
 /* __kprewrite_return when the returning call is not simply the newest of

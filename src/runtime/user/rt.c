@@ -449,7 +449,7 @@ static bool add_pool(const struct kprw_table *t)
     return true;
 }
 
-static void pin_new_pools(const struct pool *until);
+static void pin_new_pools(void);
 
 /* From the pool's constructor in an image linked with the runtime: a
  * library among them may be opened by a program that does not go through
@@ -461,7 +461,7 @@ EXPORT void __kprewrite_register_pool(const void *table)
     add_pool(table);
     rt_lock_drop();
     bool e = rt_enter();
-    pin_new_pools(NULL);
+    pin_new_pools();
     rt_leave(e);
 }
 
@@ -912,8 +912,9 @@ static void report(void)
 
 /* Pools kprewrite added to prebuilt images (KPRW_T_ADDED_POOL): no
  * constructor registers them; each table starts a non-writable PT_LOAD of
- * its own, which the object's KPRW_DT_TABLE names. Their detours call thunks that read the slots, which stay
- * empty (probes count nothing) until the table is trusted. */
+ * its own, which the object's KPRW_DT_TABLE names. Their detours call
+ * thunks that read the slots, which stay empty (probes count nothing) until
+ * the table is trusted. */
 unsigned long __kprewrite_return(void *vregs);
 
 /* The link-time address of an added pool's table (KPRW_DT_TABLE), from the
@@ -956,15 +957,6 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* The pools armed while a dlopen ran (down to `until`, the first pool
- * before it) belong to objects dlclose could unmap under the runtime, which
- * keeps their tables, states and code for as long as the process runs (the
- * points' records, list, lookups by name; the same library opened again
- * would meet records of the old copy): their objects are made undeletable
- * (RTLD_NODELETE: dlclose then unmaps nothing and runs no destructor). So
- * are those of refused tables, which are known by address from then on.
- * Called with no lock held: the loader's lock is taken after rt_lock
- * nowhere else. */
 static void *(*libc_dlopen(void))(const char *, int)
 {
     static void *(*real)(const char *, int);
@@ -973,13 +965,21 @@ static void *(*libc_dlopen(void))(const char *, int)
     return real;
 }
 
-static void pin_new_pools(const struct pool *until)
+/* Every pool armed (and every table refused) since the last call: their
+ * objects, which dlclose could unmap under the runtime that keeps their
+ * tables, states and code for as long as the process runs (the points'
+ * records, list, lookups by name; the same library opened again would meet
+ * records of the old copy), are made undeletable (RTLD_NODELETE: dlclose
+ * then unmaps nothing and runs no destructor; the main program has no name
+ * to pin, and needs none). Called as pools register and after each dlopen,
+ * with no lock held: the loader's lock is taken after rt_lock nowhere else. */
+static void pin_new_pools(void)
 {
     void *(*real)(const char *, int) = libc_dlopen();
     for (;;) {
         const void *t = NULL;
         rt_lock_take();
-        for (struct pool *p = pools; p && p != until && !t; p = p->next)
+        for (struct pool *p = pools; p && !t; p = p->next)
             if (!p->pinned) {
                 p->pinned = true;
                 t = p->t;
@@ -1006,14 +1006,11 @@ static void pin_new_pools(const struct pool *until)
 EXPORT void *dlopen(const char *file, int mode)
 {
     void *(*real)(const char *, int) = libc_dlopen();
-    rt_lock_take();
-    const struct pool *before = pools;
-    rt_lock_drop();
     void *h = real ? real(file, mode) : NULL;
     if (h) {
         bool e = rt_enter();
         dl_iterate_phdr(find_added_pools, NULL);
-        pin_new_pools(before);   /* (a library linked with the runtime registered from its constructor) */
+        pin_new_pools();
         rt_leave(e);
     }
     return h;
@@ -1034,7 +1031,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
     /* every object loaded at start-up is mapped by now (dlopen above
      * looks again for libraries opened later) */
     dl_iterate_phdr(find_added_pools, NULL);
-    pin_new_pools(NULL);   /* a prebuilt library that a dlopen of libc's brought in with the runtime */
+    pin_new_pools();   /* a prebuilt library that a dlopen of libc's brought in with the runtime */
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
         int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
