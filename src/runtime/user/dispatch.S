@@ -6,7 +6,7 @@
  *
  *   count only   the thread's counter for the point, nothing else
  *   a kretprobe  the point's only handler, with no entry_handler: the
- *                instance is taken in C (kretprobe.c) without pt_regs
+ *                instance is taken without pt_regs (kretprobe-fast.S)
  *   handlers     fill the rest of pt_regs, run the pre_handlers with the
  *                thread marked as running them (the recursion guard, and
  *                what unregister_kprobe waits on), reload bx, bp, r12-r15
@@ -82,7 +82,7 @@ rt_count_window_end:
         jne     .Lfill
         mov     %rcx, %rdi
         lea     FRAME(%rsi), %rsi               /* the return slot: the probed %rsp */
-        jmp     rt_kretprobe_fast_entry         /* (rp, slot, point): ends the mark */
+        jmp     rt_kretprobe_enter              /* (rp, slot, point, rax): ends the mark */
 .Lfill:
         mov     %rbx, PTREGS_BX(%rsi)
         mov     %rbp, PTREGS_BP(%rsi)

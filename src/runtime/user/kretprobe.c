@@ -30,15 +30,20 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
 #include "kprewrite/pool.h"
 #include "rt.h"
+#include "rt-offsets.h"
 
+/* kretprobe-fast.S reads rp, pt and kc_off (rt-offsets.h) */
 struct holder {
     struct kretprobe *_Atomic rp;      /* NULL once unregistered */
     struct point *pt;
+    uint32_t kc_off;                   /* offsetof(struct rt_thread, kc[way]) */
+    uint32_t way;                      /* its home way in each thread's cache */
     size_t isize;                      /* bytes an instance */
     uint32_t n;
-    uint32_t way;                      /* its home way in each thread's cache */
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
     char *mem;
     struct holder *all_next;           /* the list of every holder */
@@ -48,6 +53,31 @@ struct holder {
  * unregister_kretprobe), and reachable from here even when the struct
  * kretprobe was on a stack, so leak checkers see memory kept on purpose. */
 static struct holder *all_holders;
+
+#define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
+CHECK(offsetof(struct point, hook), PT_HOOK);
+CHECK(offsetof(struct kretprobe, handler), KRP_HANDLER);
+CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
+CHECK(offsetof(struct kretprobe_instance, rp), RI_RP);
+CHECK(offsetof(struct kretprobe_instance, ret_addr), RI_RET);
+CHECK(offsetof(struct kretprobe_instance, thread), RI_THREAD);
+CHECK(offsetof(struct kretprobe_instance, __slot), RI_SLOT);
+CHECK(offsetof(struct kretprobe_instance, __hook), RI_HOOK);
+CHECK(offsetof(struct kretprobe_instance, __holder), RI_HOLDER);
+CHECK(offsetof(struct kretprobe_instance, __next), RI_NEXT);
+CHECK(offsetof(struct holder, rp), H_RP);
+CHECK(offsetof(struct holder, pt), H_PT);
+CHECK(offsetof(struct holder, kc_off), H_KC_OFF);
+CHECK(offsetof(struct rt_thread, ractive), TH_RACTIVE);
+CHECK(offsetof(struct rt_thread, listed), TH_LISTED);
+CHECK(offsetof(struct rt_thread, steal), TH_STEAL);
+CHECK(offsetof(struct rt_thread, hot), TH_HOT);
+CHECK(offsetof(struct rt_thread, self), TH_SELF);
+CHECK(offsetof(struct rt_kcache, holder), KC_HOLDER);
+CHECK(offsetof(struct rt_kcache, head), KC_HEAD);
+CHECK(offsetof(struct rt_kcache, n), KC_N);
+CHECK(KPROBE_FLAG_FPU, KPROBE_FLAG_FPU_VALUE);
+CHECK(sizeof(void *), 8);   /* 64-bit loads and stores of the pointers above */
 
 static struct kretprobe_instance *inst(const struct holder *h, uint32_t i)
 {
@@ -86,7 +116,9 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
 /*
  * Per-thread caches. A thread keeps up to KC_MAX free instances of each of
  * a few kretprobes for its next calls, so that a hit costs no atomic
- * operation (two lock cmpxchg were most of a hit's cost). Only the thread
+ * operation (two lock cmpxchg were most of a hit's cost), and one more of
+ * any kretprobe, the last given back (`hot`, where the return's fast path
+ * puts it without first loading which kretprobe it is). Only the thread
  * touches its cache, and only while it runs handlers (rt_self.running
  * set). An entry that finds neither a cached nor a shared free instance
  * takes the cache of another thread that is not running handlers: it sets
@@ -97,9 +129,9 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
  * instance is cached by a thread inside a handler at that moment.
  * Without membarrier (old kernels, some sandboxes) there is no cache.
  */
-#define KC_MAX 2
+#define KC_MAX KC_MAX_VALUE
 #define KC_WAYS (sizeof rt_self.kc / sizeof rt_self.kc[0])
-static int kc_on;   /* 0 unknown, 1 on, -1 off */
+int rt_kc_on;   /* 0 unknown, 1 on, -1 off (read by kretprobe-fast.S) */
 
 static inline struct rt_kcache *kc_way(struct rt_thread *t, const struct holder *h)
 {
@@ -115,24 +147,30 @@ static inline struct rt_kcache *kc_way(struct rt_thread *t, const struct holder 
  * Called when the shared list is empty; never waits. */
 static struct kretprobe_instance *steal(struct holder *h)
 {
-    if (kc_on != 1 || pthread_mutex_trylock(&rt_lock) != 0)
+    if (rt_kc_on != 1 || pthread_mutex_trylock(&rt_lock) != 0)
         return NULL;
     struct kretprobe_instance *got = NULL;
     for (struct rt_thread *t = rt_threads(); t && !got; t = t->next) {
-        struct rt_kcache *w;
-        if (t == &rt_self || !(w = kc_way(t, h)) || !__atomic_load_n(&w->n, __ATOMIC_RELAXED))
+        struct rt_kcache *w = t == &rt_self ? NULL : kc_way(t, h);
+        struct kretprobe_instance *hot = t == &rt_self ? NULL : __atomic_load_n(&t->hot, __ATOMIC_RELAXED);
+        if (!(w && __atomic_load_n(&w->n, __ATOMIC_RELAXED)) && !(hot && hot->__holder == h))
             continue;
         atomic_store_explicit(&t->steal, 1, memory_order_relaxed);
         if (rt_membarrier() && !atomic_load_explicit(&t->running, memory_order_acquire)) {
             struct kretprobe_instance *ri;
-            while ((ri = w->head)) {
+            if ((ri = t->hot) && ri->__holder == h) {
+                t->hot = NULL;
+                got = ri;
+            }
+            while (w && (ri = w->head)) {
                 w->head = ri->__next;
                 if (got)
                     inst_put(h, ri);
                 else
                     got = ri;
             }
-            w->n = 0;
+            if (w)
+                w->n = 0;
         }
         atomic_store_explicit(&t->steal, 0, memory_order_release);
     }
@@ -144,9 +182,13 @@ static struct kretprobe_instance *steal(struct holder *h)
  * another thread's cache. */
 static struct kretprobe_instance *local_get(struct holder *h)
 {
-    if (kc_on == 1 && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+    if (rt_kc_on == 1 && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
         struct rt_kcache *w = kc_way(&rt_self, h);
-        struct kretprobe_instance *ri;
+        struct kretprobe_instance *ri = rt_self.hot;
+        if (ri && ri->__holder == h) {
+            rt_self.hot = NULL;
+            return ri;
+        }
         if (w && (ri = w->head)) {
             w->head = ri->__next;
             w->n--;
@@ -160,7 +202,11 @@ static struct kretprobe_instance *local_get(struct holder *h)
 /* Give an instance back, inside a handler window. */
 static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
 {
-    if (kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+    if (rt_kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+        if (!rt_self.hot) {
+            rt_self.hot = ri;
+            return;
+        }
         struct rt_kcache *w = kc_way(&rt_self, h);
         for (size_t i = 0; !w && i < KC_WAYS; i++) {
             struct rt_kcache *c = &rt_self.kc[(h->way + i) % KC_WAYS];   /* home first */
@@ -255,29 +301,15 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
     return 0;
 }
 
-/* dispatch.S, when the point's only handler is rp and rp has no
- * entry_handler: no pt_regs to fill or reload. The thread is marked as
- * running pt's handlers; this ends the mark. Non-zero: the call is taken.
- * The common case (no older call at this slot, an instance in h's home
- * way) is inline: going through take() costs about 1 ns a hit more
- * (measured), for its unlinking walk and local_get's checks. */
+/* kretprobe-fast.S, when the point's only handler is rp, rp has no
+ * entry_handler and the common case does not hold (see rt_kretprobe_enter):
+ * no pt_regs to fill or reload. The thread is marked as running pt's
+ * handlers; this ends the mark. Non-zero: the call is taken. */
 long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt)
 {
     long taken = 0;
     if (!(__atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED)) {
-        struct holder *h = rp->__holder;
-        struct rt_kcache *w = &rt_self.kc[h->way];
-        struct kretprobe_instance *ri, *a;
-        for (a = rt_self.ractive; a && a->__slot != slot; a = a->__next)
-            ;
-        if (__builtin_expect(!a && w->holder == h && (ri = w->head) &&
-                             !atomic_load_explicit(&rt_self.steal, memory_order_relaxed), 1)) {
-            w->head = ri->__next;
-            w->n--;
-            fill(ri, rp, slot, rt_self.self);   /* a cached instance: the thread is listed */
-        } else {
-            ri = take(rp, slot);
-        }
+        struct kretprobe_instance *ri = take(rp, slot);
         if (ri) {
             hooked(ri, pt);
             taken = 1;
@@ -330,9 +362,10 @@ static void unhook_elsewhere(const struct kretprobe_instance *ri)
     (void)process_vm_writev(self, &mine, 1, &there, 1, 0);   /* failing, it stays hooked */
 }
 
-/* __kprewrite_return when the returning call is not simply the newest of
- * a thread outside handlers, or a handler needs the vector state saved. */
-static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
+/* __kprewrite_return (kretprobe-fast.S) when the returning call is not simply
+ * the newest of a thread outside handlers, or a handler needs the vector
+ * state saved. */
+unsigned long rt_kretprobe_return_slow(struct pt_regs *regs)
 {
     unsigned long *slot = (unsigned long *)((char *)regs + PTREGS_SIZE);
     struct point *outer = atomic_load_explicit(&rt_self.running, memory_order_relaxed);
@@ -396,37 +429,11 @@ static __attribute__((noinline)) unsigned long return_slow(struct pt_regs *regs)
     return ret;
 }
 
-/* Called by the image's return trampoline; returns where the probed
- * function really returns to. regs sits just below the return slot. The
- * common case is inline: the thread's newest call returns, outside any
- * handler, with no FPU handler. */
-EXPORT unsigned long __kprewrite_return(void *vregs)
+/* kretprobe-fast.S, returning a call: give ri back outside the common case
+ * (another way, a full one, a thief at work). */
+void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri)
 {
-    struct pt_regs *regs = vregs;
-    unsigned long *slot = (unsigned long *)((char *)regs + PTREGS_SIZE);
-    struct kretprobe_instance *ri = rt_self.ractive;
-    if (__builtin_expect(!ri || ri->__slot != slot || rt_in_handler, 0))
-        return return_slow(regs);
-    struct holder *h = ri->__holder;
-    atomic_store_explicit(&rt_self.running, h->pt, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
-    if (rp && (rp->kp.flags & KPROBE_FLAG_FPU)) {
-        /* undo the window: the slow path opens it again */
-        atomic_signal_fence(memory_order_seq_cst);
-        atomic_store_explicit(&rt_self.running, NULL, memory_order_relaxed);
-        return return_slow(regs);
-    }
-    rt_self.ractive = ri->__next;
-    unsigned long ret = (unsigned long)ri->ret_addr;
-    if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
-        ret_regs(regs, ret, slot);
-        rp->handler(ri, regs);
-    }
     local_put(h, ri);
-    atomic_signal_fence(memory_order_seq_cst);
-    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
-    return ret;
 }
 
 /* A thread exits (pthread_exit inside probed calls): its frames are gone. */
@@ -438,6 +445,10 @@ void rt_kretprobe_thread_exit(struct rt_thread *t)
         drop(ri, false, false);
     }
     /* under rt_lock, so no thread is stealing */
+    if ((ri = t->hot)) {
+        t->hot = NULL;
+        inst_put(ri->__holder, ri);
+    }
     for (size_t i = 0; i < KC_WAYS; i++) {
         struct rt_kcache *w = &t->kc[i];
         while ((ri = w->head)) {
@@ -495,8 +506,8 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         return -EOPNOTSUPP;
     }
     rt_unwind_hooks_linked();
-    if (!kc_on)   /* per-thread caches need membarrier (see steal) */
-        kc_on = rt_membarrier_ready() ? 1 : -1;
+    if (!rt_kc_on)   /* per-thread caches need membarrier (see steal) */
+        rt_kc_on = rt_membarrier_ready() ? 1 : -1;
     if (rp->maxactive <= 0)
         rp->maxactive = default_maxactive();
     if (rp->maxactive > (1 << 20))
@@ -523,6 +534,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
     if (pt && pt->kind == KPRW_KIND_R && pt->tramp) {
         static uint32_t next_way;   /* the first KC_WAYS kretprobes never share one */
         h->way = next_way++ % KC_WAYS;
+        h->kc_off = (uint32_t)(offsetof(struct rt_thread, kc) + h->way * sizeof(struct rt_kcache));
         h->pt = pt;
         atomic_store(&h->rp, rp);
         rp->__holder = h;

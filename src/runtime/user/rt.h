@@ -76,6 +76,9 @@ struct rt_thread {
     /* free kretprobe instances kept for this thread's next calls (no atomic
      * operation on the free list per hit); kretprobe.c */
     _Atomic int steal;                 /* another thread is taking them: hands off */
+    struct kretprobe_instance *hot;    /* the last one given back, of any kretprobe: at a
+                                          fixed place, so that a hit's return does not
+                                          wait for loads to find where it goes */
     struct rt_kcache {
         void *holder;
         struct kretprobe_instance *head;
@@ -110,7 +113,11 @@ bool rt_membarrier(void);
 void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 /* kretprobe.c */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
-long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt);   /* dispatch.S */
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt);   /* kretprobe-fast.S */
+struct holder;
+extern int rt_kc_on;                   /* per-thread instance caches: 1 on */
+void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri);   /* kretprobe-fast.S */
+unsigned long rt_kretprobe_return_slow(struct pt_regs *regs);   /* kretprobe-fast.S */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
 void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */

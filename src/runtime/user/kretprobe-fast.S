@@ -1,0 +1,180 @@
+/*
+ * The common cases of a return probe's hit, in assembly: a kretprobe hit
+ * is two passes through the runtime (entry and return), and in C each
+ * cost twice its work in prologues, spills and re-derived addresses
+ * (measured: 126 instructions of C a hit, 3.1x a kprobe hit's time).
+ *
+ *   rt_kretprobe_enter   the entry, from dispatch.S, when the point's only
+ *                        handler is a kretprobe with no entry_handler: take
+ *                        an instance from the thread's cache, fill it, put
+ *                        it first on the thread's hooked calls
+ *   __kprewrite_return   the return, from the pool's return frame: the
+ *                        thread's newest hooked call returns, outside any
+ *                        handler, with no FPU handler: run the handler, give
+ *                        the instance back to the cache
+ *
+ * Anything else goes to the C in kretprobe.c, which holds the reasons
+ * (stale instances, an empty cache, a thief at work, the int3 path).
+ */
+#include "rt-offsets.h"
+#include "kprewrite/ptrace.h"
+
+        .text
+/*
+ * rt_kretprobe_enter: rdi = the kretprobe, rsi = the return address's
+ * slot, rdx = the point, rax = rt_self's TLS offset; the thread is marked
+ * as running the point's handlers (what keeps thieves off its cache and
+ * what unregister waits on), which this ends. Returns non-zero when the
+ * call is taken. Reached by a jmp from __kprewrite_dispatch: it may use
+ * the caller-saved registers only (the detour saved those, not the rest).
+ */
+        .globl  rt_kretprobe_enter
+        .hidden rt_kretprobe_enter
+        .type   rt_kretprobe_enter, @function
+        .p2align 5
+rt_kretprobe_enter:
+        testl   $KPROBE_FLAG_DISABLED_VALUE, KP_FLAGS(%rdi)
+        jnz     .Lnot_taken
+        mov     KRP_HOLDER(%rdi), %r8           /* its holder */
+        cmpl    $0, %fs:TH_STEAL(%rax)
+        jne     .Lenter_c
+        mov     %fs:TH_RACTIVE(%rax), %r11      /* the thread's hooked calls */
+        mov     %r11, %rcx
+1:      test    %rcx, %rcx                      /* an older one at this slot is dead: */
+        jz      2f                              /* C reclaims it */
+        cmp     %rsi, RI_SLOT(%rcx)
+        je      .Lenter_c
+        mov     RI_NEXT(%rcx), %rcx
+        jmp     1b
+2:      mov     %fs:TH_HOT(%rax), %r10          /* the last instance given back */
+        test    %r10, %r10
+        jz      3f
+        cmp     %r8, RI_HOLDER(%r10)
+        jne     3f
+        movq    $0, %fs:TH_HOT(%rax)
+        jmp     .Lfill
+3:      mov     H_KC_OFF(%r8), %r9d
+        add     %rax, %r9                       /* the holder's home way: a TLS offset */
+        cmp     %r8, %fs:KC_HOLDER(%r9)
+        jne     .Lenter_c
+        mov     %fs:KC_HEAD(%r9), %r10          /* a cached instance */
+        test    %r10, %r10
+        jz      .Lenter_c
+        mov     RI_NEXT(%r10), %rcx
+        mov     %rcx, %fs:KC_HEAD(%r9)
+        decl    %fs:KC_N(%r9)
+.Lfill:
+        mov     %rdi, RI_RP(%r10)
+        mov     (%rsi), %rcx
+        mov     %rcx, RI_RET(%r10)
+        mov     %fs:TH_SELF(%rax), %rcx         /* set: a thread with a cache is listed */
+        mov     %rcx, RI_THREAD(%r10)
+        mov     %rsi, RI_SLOT(%r10)
+        mov     PT_HOOK(%rdx), %rcx
+        mov     %rcx, RI_HOOK(%r10)
+        mov     %r11, RI_NEXT(%r10)
+        mov     %r10, %fs:TH_RACTIVE(%rax)
+        movq    $0, %fs:TH_RUNNING(%rax)        /* the mark ends after the cache */
+        mov     $1, %eax
+        ret
+.Lnot_taken:
+        movq    $0, %fs:TH_RUNNING(%rax)
+        xor     %eax, %eax
+        ret
+.Lenter_c:
+        jmp     rt_kretprobe_fast_entry         /* (rp, slot, point) */
+        .size   rt_kretprobe_enter, .-rt_kretprobe_enter
+
+/*
+ * unsigned long __kprewrite_return(struct pt_regs *regs): returns where
+ * the probed function really returns to. regs sits just below the return
+ * slot. Its caller, the pool's return frame (src/arch/x86/detour.c), has
+ * saved all fifteen general registers in regs and reloads them from there
+ * afterwards, and keeps regs in %rbx: so this may use every register but
+ * %rbx and %rsp, and needs no saves of its own.
+ */
+        .globl  __kprewrite_return
+        .type   __kprewrite_return, @function
+        .p2align 5
+__kprewrite_return:
+        mov     rt_self@gottpoff(%rip), %rbp
+        mov     %fs:TH_RACTIVE(%rbp), %r12      /* ri: the newest hooked call */
+        test    %r12, %r12
+        jz      .Lret_c
+        lea     PTREGS_SIZE(%rdi), %r13         /* the slot */
+        cmp     %r13, RI_SLOT(%r12)
+        jne     .Lret_c                         /* not the newest: stale ones on top */
+        cmpq    $0, %fs:TH_RUNNING(%rbp)
+        jne     .Lret_c                         /* a return inside a handler */
+        mov     RI_HOLDER(%r12), %r14           /* h */
+        mov     H_PT(%r14), %rax
+        mov     %rax, %fs:TH_RUNNING(%rbp)      /* the mark, then rp is read */
+        mov     H_RP(%r14), %rcx                /* NULL once unregistered */
+        mov     RI_RET(%r12), %r15
+        test    %rcx, %rcx
+        jz      .Lunlink
+        mov     KP_FLAGS(%rcx), %edx
+        test    $KPROBE_FLAG_FPU_VALUE, %edx
+        jnz     .Lunmark                        /* C saves the vector state */
+        mov     RI_NEXT(%r12), %rax
+        mov     %rax, %fs:TH_RACTIVE(%rbp)
+        test    $KPROBE_FLAG_DISABLED_VALUE, %edx
+        jnz     .Lput
+        mov     KRP_HANDLER(%rcx), %rax
+        test    %rax, %rax
+        jz      .Lput
+        /* what a return handler sees besides the registers */
+        mov     %r15, PTREGS_IP(%rdi)
+        lea     8(%r13), %rdx
+        mov     %rdx, PTREGS_SP(%rdi)
+        movq    $-1, PTREGS_ORIG_AX(%rdi)
+        movq    $0x202, PTREGS_FLAGS(%rdi)
+        mov     %rdi, %rsi
+        mov     %r12, %rdi
+        sub     $8, %rsp
+        call    *%rax                           /* handler(ri, regs) */
+        add     $8, %rsp
+.Lput:  /* ri back to the thread's hot place, or to its home way, unless
+         * there is no cache, it is another's or full, or a thief is at work */
+        cmpl    $0, %fs:TH_STEAL(%rbp)
+        jne     .Lput_c
+        cmpq    $0, %fs:TH_HOT(%rbp)
+        jne     1f
+        cmpl    $1, rt_kc_on(%rip)
+        jne     .Lput_c
+        cmpl    $0, %fs:TH_LISTED(%rbp)
+        je      .Lput_c
+        mov     %r12, %fs:TH_HOT(%rbp)
+        jmp     .Lunmark_done
+1:      mov     H_KC_OFF(%r14), %eax
+        add     %rbp, %rax
+        cmp     %r14, %fs:KC_HOLDER(%rax)       /* h's way: the thread is listed */
+        jne     .Lput_c
+        cmpl    $KC_MAX_VALUE, %fs:KC_N(%rax)
+        jae     .Lput_c
+        mov     %fs:KC_HEAD(%rax), %rdx
+        mov     %rdx, RI_NEXT(%r12)
+        mov     %r12, %fs:KC_HEAD(%rax)
+        incl    %fs:KC_N(%rax)
+.Lunmark_done:
+        movq    $0, %fs:TH_RUNNING(%rbp)
+        mov     %r15, %rax
+        ret
+.Lput_c:
+        mov     %r14, %rdi
+        mov     %r12, %rsi
+        sub     $8, %rsp
+        call    rt_kretprobe_put                /* (h, ri) */
+        add     $8, %rsp
+        jmp     .Lunmark_done
+.Lunlink:
+        mov     RI_NEXT(%r12), %rax
+        mov     %rax, %fs:TH_RACTIVE(%rbp)
+        jmp     .Lput
+.Lunmark:
+        movq    $0, %fs:TH_RUNNING(%rbp)        /* C marks the thread again */
+.Lret_c:
+        jmp     rt_kretprobe_return_slow        /* (regs) */
+        .size   __kprewrite_return, .-__kprewrite_return
+
+        .section .note.GNU-stack,"",@progbits
