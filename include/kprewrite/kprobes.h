@@ -70,7 +70,6 @@ struct kretprobe_instance {
     pthread_t thread;            /* the calling thread (the kernel's task) */
     /* private to the runtime */
     unsigned long *__slot;       /* the return address's place on the stack */
-    unsigned long __hook;        /* what the slot holds while hooked */
     void *__holder;
     struct kretprobe_instance *__next;
     unsigned int __free_next;

@@ -63,15 +63,11 @@ rt_kretprobe_enter:
         mov     RI_NEXT(%r10), %rcx
         mov     %rcx, %fs:KC_HEAD(%r9)
         decl    %fs:KC_N(%r9)
-.Lfill:
-        mov     %rdi, RI_RP(%r10)
+.Lfill:  /* rp is set since registration; a cached instance was given back
+         * by this thread, so its thread is set too */
         mov     (%rsi), %rcx
         mov     %rcx, RI_RET(%r10)
-        mov     %fs:TH_SELF(%rax), %rcx         /* set: a thread with a cache is listed */
-        mov     %rcx, RI_THREAD(%r10)
         mov     %rsi, RI_SLOT(%r10)
-        mov     PT_HOOK(%rdx), %rcx
-        mov     %rcx, RI_HOOK(%r10)
         mov     %r11, RI_NEXT(%r10)
         mov     %r10, %fs:TH_RACTIVE(%rax)
         movq    $0, %fs:TH_RUNNING(%rax)        /* the mark ends after the cache */
@@ -82,7 +78,7 @@ rt_kretprobe_enter:
         xor     %eax, %eax
         ret
 .Lenter_c:
-        jmp     rt_kretprobe_fast_entry         /* (rp, slot, point) */
+        jmp     rt_kretprobe_fast_entry         /* (rp, slot) */
         .size   rt_kretprobe_enter, .-rt_kretprobe_enter
 
 /*

@@ -55,14 +55,10 @@ struct holder {
 static struct holder *all_holders;
 
 #define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
-CHECK(offsetof(struct point, hook), PT_HOOK);
 CHECK(offsetof(struct kretprobe, handler), KRP_HANDLER);
 CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
-CHECK(offsetof(struct kretprobe_instance, rp), RI_RP);
 CHECK(offsetof(struct kretprobe_instance, ret_addr), RI_RET);
-CHECK(offsetof(struct kretprobe_instance, thread), RI_THREAD);
 CHECK(offsetof(struct kretprobe_instance, __slot), RI_SLOT);
-CHECK(offsetof(struct kretprobe_instance, __hook), RI_HOOK);
 CHECK(offsetof(struct kretprobe_instance, __holder), RI_HOLDER);
 CHECK(offsetof(struct kretprobe_instance, __next), RI_NEXT);
 CHECK(offsetof(struct holder, rp), H_RP);
@@ -72,7 +68,6 @@ CHECK(offsetof(struct rt_thread, ractive), TH_RACTIVE);
 CHECK(offsetof(struct rt_thread, listed), TH_LISTED);
 CHECK(offsetof(struct rt_thread, steal), TH_STEAL);
 CHECK(offsetof(struct rt_thread, hot), TH_HOT);
-CHECK(offsetof(struct rt_thread, self), TH_SELF);
 CHECK(offsetof(struct rt_kcache, holder), KC_HOLDER);
 CHECK(offsetof(struct rt_kcache, head), KC_HEAD);
 CHECK(offsetof(struct rt_kcache, n), KC_N);
@@ -230,12 +225,20 @@ static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
     inst_put(h, ri);
 }
 
+/* Does v, read at ri's slot, still stand for ri's call: our hook (the
+ * detour's, or the return trampoline of the int3 path)? */
+static bool our_hook(const struct kretprobe_instance *ri, unsigned long v)
+{
+    const struct point *pt = ((const struct holder *)ri->__holder)->pt;
+    return v && (v == pt->hook || v == pt->tramp);
+}
+
 /* Give back an instance whose frame is gone; put its return address back
  * first when asked and the slot still holds our hook. Outside a handler
  * window (unwinding, thread exit): to the shared list. */
 static void drop(struct kretprobe_instance *ri, bool unhook, bool in_window)
 {
-    if (unhook && *ri->__slot == ri->__hook)
+    if (unhook && our_hook(ri, *ri->__slot))
         *ri->__slot = (unsigned long)ri->ret_addr;
     if (in_window)
         local_put(ri->__holder, ri);
@@ -243,7 +246,9 @@ static void drop(struct kretprobe_instance *ri, bool unhook, bool in_window)
         inst_put(ri->__holder, ri);
 }
 
-/* ri now stands for rp's call entering at slot, on thread self. */
+/* ri now stands for rp's call entering at slot, on thread self. (ri->rp
+ * is rp's since registration, and a cached instance's thread is already
+ * self: kretprobe-fast.S skips both.) */
 static inline void fill(struct kretprobe_instance *ri, struct kretprobe *rp, unsigned long *slot, pthread_t self)
 {
     ri->rp = rp;
@@ -276,11 +281,10 @@ static struct kretprobe_instance *take(struct kretprobe *rp, unsigned long *slot
 }
 
 /* The call is taken: its return comes back through the detour (pt->hook). */
-static void hooked(struct kretprobe_instance *ri, const struct point *pt)
+static void hooked(struct kretprobe_instance *ri)
 {
     ri->__next = rt_self.ractive;
     rt_self.ractive = ri;
-    ri->__hook = pt->hook;
 }
 
 /* The entry: a kretprobe's kp.pre_handler (a handler of its point). */
@@ -294,7 +298,7 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
         local_put(rp->__holder, ri);
         return 0;
     }
-    hooked(ri, ((struct holder *)rp->__holder)->pt);
+    hooked(ri);
     /* the dispatcher hands this to the detour, which calls the function
      * from the slot: it returns into the detour (pt->hook) */
     rt_self.hook = ri;
@@ -305,13 +309,13 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
  * entry_handler and the common case does not hold (see rt_kretprobe_enter):
  * no pt_regs to fill or reload. The thread is marked as running pt's
  * handlers; this ends the mark. Non-zero: the call is taken. */
-long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt)
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot)
 {
     long taken = 0;
     if (!(__atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED)) {
         struct kretprobe_instance *ri = take(rp, slot);
         if (ri) {
-            hooked(ri, pt);
+            hooked(ri);
             taken = 1;
         }
     }
@@ -328,7 +332,6 @@ void rt_kretprobe_trap_hook(struct point *pt)
     if (!ri)
         return;
     rt_self.hook = NULL;
-    ri->__hook = pt->tramp;
     *ri->__slot = pt->tramp;
 }
 
@@ -356,7 +359,7 @@ static void unhook_elsewhere(const struct kretprobe_instance *ri)
     unsigned long v = 0, ret = (unsigned long)ri->ret_addr;
     struct iovec mine = { &v, sizeof v }, there = { ri->__slot, sizeof v };
     pid_t self = getpid();
-    if (process_vm_readv(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v || v != ri->__hook)
+    if (process_vm_readv(self, &mine, 1, &there, 1, 0) != (ssize_t)sizeof v || !our_hook(ri, v))
         return;
     mine.iov_base = &ret;
     (void)process_vm_writev(self, &mine, 1, &there, 1, 0);   /* failing, it stays hooked */
@@ -524,6 +527,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
     h->n = (uint32_t)rp->maxactive;
     h->mem = mem;
     for (uint32_t i = 0; i < h->n; i++) {
+        inst(h, i)->rp = rp;
         inst(h, i)->__holder = h;
         inst(h, i)->__free_next = i + 2 <= h->n ? i + 2 : 0;
     }

@@ -13,7 +13,6 @@
 #define PT_HANDLERS 56
 #define PT_FPU 64
 #define PT_CODE 88
-#define PT_HOOK 104
 /* struct kprobe (kprobes.h) */
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 48
@@ -23,13 +22,10 @@
 #define KRP_ENTRY_HANDLER 80
 #define KRP_HOLDER 104
 /* struct kretprobe_instance (kprobes.h) */
-#define RI_RP 0
 #define RI_RET 8
-#define RI_THREAD 16
 #define RI_SLOT 24
-#define RI_HOOK 32
-#define RI_HOLDER 40
-#define RI_NEXT 48
+#define RI_HOLDER 32
+#define RI_NEXT 40
 /* struct holder (kretprobe.c) */
 #define H_RP 0
 #define H_PT 8
@@ -43,7 +39,6 @@
 #define TH_LISTED 12
 #define TH_STEAL 48
 #define TH_HOT 56
-#define TH_SELF 160
 /* struct rt_kcache (rt.h), at H_KC_OFF in struct rt_thread */
 #define KC_HOLDER 0
 #define KC_HEAD 8

@@ -113,7 +113,7 @@ bool rt_membarrier(void);
 void rt_with_xstate_saved(void (*fn)(void *), void *arg);
 /* kretprobe.c */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
-long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot, struct point *pt);   /* kretprobe-fast.S */
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot);   /* kretprobe-fast.S */
 struct holder;
 extern int rt_kc_on;                   /* per-thread instance caches: 1 on */
 void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri);   /* kretprobe-fast.S */
