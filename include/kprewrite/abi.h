@@ -8,8 +8,11 @@
  *   .kprewrite.text   AX  detours and out-of-line copies (filled with int3)
  *   .kprewrite.table  A   struct kprw_table + entries + strings (read-only)
  *   .kprewrite.data   WA  struct kprw_state per probe (live state, counters)
- *   .kprewrite.slot   WA  two pointers: the runtime's dispatcher and its return
- *                         handler, set by the dynamic linker (relocated variables)
+ *   .kprewrite.slot   WA  three pointers: the runtime's dispatcher, its return
+ *                         handler and its return-probe entry, set by the dynamic
+ *                         linker (relocated variables). Pools linked before the
+ *                         third have two: their return probes enter through the
+ *                         dispatcher.
  */
 #ifndef KPREWRITE_ABI_H
 #define KPREWRITE_ABI_H
@@ -63,7 +66,13 @@ enum kprw_table_flags {
      * and the runtime fills them when it finds the table (it starts a
      * read-only PT_LOAD of its own, named by KPRW_DT_TABLE). */
     KPRW_T_ADDED_POOL = 1u << 0,
+    /* Return-probe detours enter through the slots' third pointer
+     * (__kprewrite_kret_enter): the runtime fills it in an added pool. */
+    KPRW_T_KRET_ENTRY = 1u << 1,
 };
+
+/* .kprewrite.slot: the dispatcher, the return handler, the return-probe entry */
+#define KPRW_SLOTS_SIZE 24
 
 /* A dynamic tag (the OS-specific range, which the loaders skip) of an image
  * with an added pool: d_ptr is the table's link-time address. The runtime

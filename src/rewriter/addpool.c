@@ -183,7 +183,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     uint64_t da = up(sz->data ? sz->data : 64, 64);
 
     /* one-note libraries: state and slots after the last rw- PT_LOAD's memory */
-    uint64_t vb_da = up(p.vend, 64), vb_sl = vb_da + da, vb_end = vb_sl + 16;
+    uint64_t vb_da = up(p.vend, 64), vb_sl = vb_da + da, vb_end = vb_sl + KPRW_SLOTS_SIZE;
     /* r-x: the table first (the runtime finds it there), .dynstr, [.dynamic], the detours */
     uint64_t vx = up(two ? p.vend : vb_end, PAGE), fx = up(img->map_size, PAGE);
     uint64_t tb = up(sz->table > sizeof(struct kprw_table) ? sz->table : sizeof(struct kprw_table), 64);
@@ -194,8 +194,8 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
      * memory (no bytes in the file: the runtime fills a state in when its
      * point is first hit) */
     uint64_t vw = up(vx + xsz, PAGE), fw = fx + (vw - vx);
-    uint64_t off_sl = up(dynsz, 8), off_da = up(off_sl + 16, 64);
-    uint64_t wfile = two ? off_sl + 16 : 0, wsz = two ? off_da + da : 0;
+    uint64_t off_sl = up(dynsz, 8), off_da = up(off_sl + KPRW_SLOTS_SIZE, 64);
+    uint64_t wfile = two ? off_sl + KPRW_SLOTS_SIZE : 0, wsz = two ? off_da + da : 0;
     uint64_t dyn_v = two ? vw : vx + off_dyn, dyn_f = two ? fw : fx + off_dyn;
     /* non-allocated: .shstrtab, section headers */
     const struct section *shs = &img->secs[p.eh->e_shstrndx];
@@ -306,11 +306,11 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     sh[n++] = section(name_at[1], SHF_ALLOC, vx, fx, tb, 64);
     if (two) {
         sh[n++] = nobits(name_at[2], vw + off_da, fw + off_da, da, 64);
-        sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, 16, 8);
+        sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, KPRW_SLOTS_SIZE, 8);
     } else {
         uint64_t foff = last->p_offset + (vb_da - last->p_vaddr);   /* where it would be (NOBITS) */
         sh[n++] = nobits(name_at[2], vb_da, foff, da, 64);
-        sh[n++] = nobits(name_at[3], vb_sl, foff + da, 16, 8);
+        sh[n++] = nobits(name_at[3], vb_sl, foff + da, KPRW_SLOTS_SIZE, 8);
     }
 
     Elf64_Ehdr *e = (Elf64_Ehdr *)b;

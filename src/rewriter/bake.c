@@ -285,18 +285,21 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint64_t tramp = 0;
     /* Where detours call the runtime: the slots, or thunks reading them. */
     uint64_t call_dispatch = kernel ? ps->kernel_dispatch : ps->slot->addr,
-             call_return = kernel ? 0 : ps->slot->addr + 8;
+             call_return = kernel ? 0 : ps->slot->addr + 8,
+             /* a pool linked or added before the third slot: the old entry */
+             call_kret = !kernel && ps->slot && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 16 : 0;
     if (ps->added) {
-        for (int th = 0; th < 2; th++) {
+        for (int th = 0; th < (call_kret ? 3 : 2); th++) {
             uint64_t at = ps->text->addr + text_used;
-            size_t len = x86_emit_slot_thunk(at, ps->slot->addr + 8 * (uint64_t)th, det);
+            uint64_t slot = ps->slot->addr + 8 * (uint64_t)th;
+            size_t len = th == 2 ? x86_emit_kret_slot_thunk(at, slot, det) : x86_emit_slot_thunk(at, slot, det);
             if (!len) {
                 snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
                 goto fail;
             }
             if (text_used + len <= text_size)
                 memcpy(text + text_used, det, len);
-            *(th ? &call_return : &call_dispatch) = at;
+            *(th == 2 ? &call_kret : th ? &call_return : &call_dispatch) = at;
             text_used = (text_used + len + 15) & ~(size_t)15;
         }
     }
@@ -380,6 +383,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 .entry_aligned = p->entry_aligned,
                 /* return probes are at function entries: no live flags (ABI) */
                 .ret_slot = p->is_return ? call_return : 0,
+                .kret_slot = p->is_return ? call_kret : 0,
                 .via_thunks = ps->added || kernel,
                 .kernel = kernel,
             };
@@ -511,8 +515,10 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->text_used = (uint32_t)text_used;
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
+        if (call_kret)
+            t->flags |= KPRW_T_KRET_ENTRY;
         if (ps->added) {
-            t->flags = KPRW_T_ADDED_POOL;
+            t->flags |= KPRW_T_ADDED_POOL;
             t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);
         }
     }

@@ -64,7 +64,7 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
     /* measured at the real text address; table and slots placed roughly
      * (only their reach matters, and it is checked again for real) */
     struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
-                   d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000 };
+                   d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000, .size = KPRW_SLOTS_SIZE };
     struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true,
                                 .shared_detours = shared };
     struct bake_result need;

@@ -47,6 +47,17 @@
  * image's trampoline, still used by the int3 path), which costs a
  * mispredicted return at every hit and leaves the buffer off by one. The
  * function sees the same stack: its arguments and frame do not move.
+ *
+ * In a pool with the return-probe entry slot (p->kret_slot), the entry
+ * saves nothing itself: the runtime's __kprewrite_kret_enter keeps every
+ * register but %r11 and the flags, which are dead at a function entry,
+ * saves only what its common case uses, and builds the full frame above
+ * only when it must (measured: a third of a hit's instructions were the
+ * saves and reloads of this entry):
+ *
+ *   lea state(%rip),%r11; call *kret_slot(%rip); test %r11,%r11; jne hooked
+ *   relocated DCR; jmp site+dcr_len
+ *   hooked: as above
  */
 #include "detour.h"
 #include "decode.h"
@@ -144,7 +155,7 @@ static void push_pop(struct buf *b, int reg, bool pop)
     b1(b, (uint8_t)((pop ? 0x58 : 0x50) | (reg & 7)));
 }
 
-static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk);
+static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk, bool aligned);
 
 /* The arithmetic flags into %ecx as an eflags image (ah | OF << 11 | IF |
  * 2), without pushfq; clobbers %rax, %rdx. Then stored to pt_regs.flags. */
@@ -286,6 +297,16 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         return 0;
     }
     const int red_zone = p->kernel ? 0 : 128;
+    size_t jne_at = 0;
+    if (p->ret_slot && p->kret_slot && !p->kernel) {
+        b1(&b, 0x4c); b1(&b, 0x8d); b1(&b, 0x1d);               /* lea state(%rip),%r11 */
+        if (!rel32(&b, p->state) || !call_slot(&b, p->kret_slot, p->via_thunks))
+            goto far;
+        static const uint8_t test[] = { 0x4d, 0x85, 0xdb };     /* test %r11,%r11 */
+        bn(&b, test, sizeof test);
+        b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
+        goto dcr;
+    }
 
     lea_rsp(&b, RSP, -(red_zone + UPPER));
     for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
@@ -333,7 +354,6 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     }
     for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
         push_pop(&b, pushed[i], true);
-    size_t jne_at = 0;
     if (p->ret_slot) {
         static const uint8_t test[] = { 0x48, 0x83, 0x3c, 0x24, 0x00 }; /* cmpq $0,(%rsp): orig_ax */
         bn(&b, test, sizeof test);
@@ -342,6 +362,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     if (p->ret_slot) {
         b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
     }
+dcr:
     *dcr_off = b.n;
     if (!copy_back(&b, p->dcr, p->dcr_len, p->site, err, errlen))
         return 0;
@@ -356,7 +377,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         if (!rel32(&b, p->at + *dcr_off))
             goto far;
         *hook_off = b.n;
-        if (!return_frame(&b, p->ret_slot, p->via_thunks))
+        if (!return_frame(&b, p->ret_slot, p->via_thunks, p->entry_aligned))
             goto far;
         b1(&b, 0xc3);                                           /* ret: to the caller */
     }
@@ -542,7 +563,7 @@ bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t e
  * the real return address), store that at S, restore the registers (a
  * handler's writes take effect), leave %rsp = S + 8 - 8 = S ready for
  * `ret`. Returns false when slot is out of reach. */
-static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk)
+static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk, bool aligned)
 {
     lea_rsp(b, RSP, -(8 + UPPER));
     for (size_t i = 0; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
@@ -550,11 +571,14 @@ static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk)
     static const uint8_t call_prep[] = { 0x48, 0x89, 0xe7,        /* mov %rsp,%rdi */
                                          0x48, 0x89, 0xe3,        /* mov %rsp,%rbx */
                                          0x48, 0x83, 0xe4, 0xf0 }; /* and $-16,%rsp */
-    bn(b, call_prep, sizeof call_prep);
+    /* A function entered with %rsp = 8 mod 16 (the ABI; the analysis
+     * proved it) returns here with pt_regs 16-aligned: no realignment */
+    bn(b, call_prep, aligned ? 3 : sizeof call_prep);
     if (!call_slot(b, slot, via_thunk))                         /* call *slot(%rip) */
         return false;
     static const uint8_t after[] = { 0x48, 0x89, 0xdc };        /* mov %rbx,%rsp */
-    bn(b, after, sizeof after);
+    if (!aligned)
+        bn(b, after, sizeof after);
     mov_rsp(b, RAX, PTREGS_SIZE, false);                        /* mov %rax,PTREGS_SIZE(%rsp) */
     for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > 0;)
         push_pop(b, tramp_pushed[i], true);
@@ -565,11 +589,31 @@ static bool return_frame(struct buf *b, uint64_t slot, bool via_thunk)
 size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    if (!return_frame(&b, slot, via_thunk))
+    if (!return_frame(&b, slot, via_thunk, false))
         return 0;
     static const uint8_t jmp_back[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, /* lea 8(%rsp),%rsp */
                                         0xff, 0x64, 0x24, 0xf8 };     /* jmp *-8(%rsp) */
     bn(&b, jmp_back, sizeof jmp_back);
+    return b.n;
+}
+
+size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
+    uint64_t end = b.at + b.n + 5;                              /* rip-relative from after the imm8 */
+    int64_t d = (int64_t)(slot - end);
+    if (d != (int32_t)d)
+        return 0;
+    b32(&b, (uint32_t)(int32_t)d);
+    b1(&b, 0x00);
+    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
+    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
+    if (!rel32(&b, slot))
+        return 0;
+    static const uint8_t rest[] = { 0x45, 0x31, 0xdb,           /* 1: xor %r11d,%r11d */
+                                    0xc3 };                     /* ret */
+    bn(&b, rest, sizeof rest);
     return b.n;
 }
 

@@ -16,6 +16,9 @@ struct detour_params {
     bool entry_aligned;       /* %rsp = 8 mod 16 at the site (function entry) */
     uint64_t ret_slot;        /* return probes (a function entry): the pointer to the
                                  runtime's return handler; 0 for a plain kprobe */
+    uint64_t kret_slot;       /* return probes: the pointer to the runtime's return-probe
+                                 entry (__kprewrite_kret_enter), or 0 in a pool that
+                                 predates it: the detour then goes through slot */
     bool via_thunks;          /* slot and ret_slot are code to call (nop; call rel32), not
                                  pointers: thunks (x86_emit_slot_thunk) in an image the
                                  runtime was not linked into, whose slots the runtime fills
@@ -71,6 +74,10 @@ size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8
  * which the detour has saved. Returns its length, 0 when out of reach. */
 #define SLOT_THUNK_MAX 32
 size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
+/* The same for the return-probe entry, whose callers save nothing: it
+ * clobbers only %r11 (0 while the slot is empty: the call is not taken)
+ * and the flags. */
+size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
 /* Does the instruction (n bytes at p) switch stacks: load %rsp from
  * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another

@@ -29,8 +29,11 @@
         .text
         .globl  __kprewrite_dispatch
         .type   __kprewrite_dispatch, @function
+        .globl  rt_dispatch                     /* the same, for calls from the runtime */
+        .hidden rt_dispatch
         .p2align 5
 __kprewrite_dispatch:
+rt_dispatch:
         mov     ST_RT(%rdi), %rdx               /* struct point */
         test    %rdx, %rdx
         jz      .Lslow

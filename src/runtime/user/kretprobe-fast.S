@@ -82,6 +82,176 @@ rt_kretprobe_enter:
         .size   rt_kretprobe_enter, .-rt_kretprobe_enter
 
 /*
+ * __kprewrite_kret_enter: a return probe's detour calls this at the probed
+ * function's entry (x86_emit_detour), through the pool's third slot, with
+ * %r11 = the probe's state. It keeps every register but %r11 and the
+ * flags (both dead at a function entry, by the ABI) and answers in %r11:
+ * non-zero when a kretprobe took the call (the detour then calls the
+ * function from the return slot, so that it returns into the detour).
+ *
+ * Here: the point's only handler an enabled kretprobe with no
+ * entry_handler (pt->kret), or no handler at all. The hit is counted,
+ * then the instance comes from the thread's hot place or home way, or
+ * from C (rt_kretprobe_take_c) when neither has one. Anything else builds
+ * the pt_regs an ordinary detour builds (below the red zone, as if the
+ * detour had) and goes through __kprewrite_dispatch; pt_regs.r11 then
+ * shows the state's address, not the probed code's (dead) r11.
+ */
+#define KSAVED 6                                /* registers pushed below */
+#define KSLOT ((KSAVED + 1) * 8)                /* the return slot: the probed %rsp */
+#define UPPER (PTREGS_SIZE - PTREGS_ORIG_AX)    /* pt_regs above the pushed registers */
+        .globl  __kprewrite_kret_enter
+        .type   __kprewrite_kret_enter, @function
+        .p2align 5
+__kprewrite_kret_enter:
+        push    %rax
+        push    %rcx
+        push    %rdx
+        push    %rsi
+        push    %rdi
+        push    %r8
+        mov     ST_RT(%r11), %rdx               /* the point */
+        test    %rdx, %rdx
+        jz      .Lk_slow
+        mov     rt_self@gottpoff(%rip), %rax
+        cmpq    $0, %fs:TH_RUNNING(%rax)        /* a hit inside a handler */
+        jne     .Lk_slow
+        mov     PT_ID(%rdx), %ecx
+        cmp     %fs:TH_CAP(%rax), %ecx          /* no counter for it yet */
+        jae     .Lk_slow
+        mov     %rdx, %fs:TH_RUNNING(%rax)      /* the mark, before the handlers are read */
+        mov     PT_KRET(%rdx), %rsi             /* h */
+        test    %rsi, %rsi
+        jnz     1f
+        cmpq    $0, PT_HANDLERS(%rdx)           /* handlers, but not only a plain kretprobe */
+        jne     .Lk_unmark_slow
+1:
+/* as in dispatch.S: patch.c waits until no thread is in here */
+        .globl  rt_kret_count_window, rt_kret_count_window_end
+        .hidden rt_kret_count_window, rt_kret_count_window_end
+rt_kret_count_window:
+        cmpl    $CODE_DISABLED_VALUE, PT_CODE(%rdx)
+        je      .Lk_none                        /* was in the detour when disabled */
+        mov     %fs:TH_HITS(%rax), %rdi
+        addq    $1, (%rdi,%rcx,8)
+rt_kret_count_window_end:
+        /* counted: from here on, C (.Lk_c) is the way out, not the
+         * dispatcher, and the state in %r11 is no longer needed */
+        test    %rsi, %rsi
+        jz      .Lk_none                        /* count only */
+        lea     KSLOT(%rsp), %rcx               /* the slot */
+        cmpl    $0, %fs:TH_STEAL(%rax)
+        jne     .Lk_c
+        mov     %fs:TH_RACTIVE(%rax), %r8       /* the thread's hooked calls */
+        test    %r8, %r8
+        jnz     .Lk_walk
+.Lk_hot:
+        mov     %fs:TH_HOT(%rax), %rdi          /* the last instance given back */
+        test    %rdi, %rdi
+        jz      .Lk_way
+        cmp     %rsi, RI_HOLDER(%rdi)
+        jne     .Lk_way
+        movq    $0, %fs:TH_HOT(%rax)
+.Lk_fill:  /* as .Lfill above */
+        mov     (%rcx), %rdx
+        mov     %rdx, RI_RET(%rdi)
+        mov     %rcx, RI_SLOT(%rdi)
+        mov     %r8, RI_NEXT(%rdi)
+        mov     %rdi, %fs:TH_RACTIVE(%rax)
+        movq    $0, %fs:TH_RUNNING(%rax)
+        mov     $1, %r11d
+.Lk_out:
+        pop     %r8
+        pop     %rdi
+        pop     %rsi
+        pop     %rdx
+        pop     %rcx
+        pop     %rax
+        ret
+.Lk_walk:
+        mov     %r8, %rdi
+1:      cmp     %rcx, RI_SLOT(%rdi)             /* an older call at this slot is dead: */
+        je      .Lk_c                           /* C reclaims it */
+        mov     RI_NEXT(%rdi), %rdi
+        test    %rdi, %rdi
+        jnz     1b
+        jmp     .Lk_hot
+.Lk_way:
+        mov     H_KC_OFF(%rsi), %edx
+        add     %rax, %rdx                      /* the holder's home way: a TLS offset */
+        cmp     %rsi, %fs:KC_HOLDER(%rdx)
+        jne     .Lk_c
+        mov     %fs:KC_HEAD(%rdx), %rdi
+        test    %rdi, %rdi
+        jz      .Lk_c
+        mov     RI_NEXT(%rdi), %r11
+        mov     %r11, %fs:KC_HEAD(%rdx)
+        decl    %fs:KC_N(%rdx)
+        jmp     .Lk_fill
+.Lk_none:
+        movq    $0, %fs:TH_RUNNING(%rax)
+        xor     %r11d, %r11d
+        jmp     .Lk_out
+.Lk_c:  /* counted: C finds an instance, or counts a miss; it ends the mark */
+        push    %r9
+        push    %r10
+        push    %rbx
+        mov     %rsp, %rbx
+        and     $-16, %rsp                      /* whatever the caller's alignment */
+        mov     %rsi, %rdi
+        mov     %rcx, %rsi
+        call    rt_kretprobe_take_c             /* (h, slot) */
+        mov     %rbx, %rsp
+        pop     %rbx
+        pop     %r10
+        pop     %r9
+        mov     %rax, %r11
+        jmp     .Lk_out
+.Lk_unmark_slow:
+        movq    $0, %fs:TH_RUNNING(%rax)
+.Lk_slow:
+        pop     %r8
+        pop     %rdi
+        pop     %rsi
+        pop     %rdx
+        pop     %rcx
+        pop     %rax
+        /* the frame of an ordinary detour, whose %rsp would be ours + 8 */
+        lea     -(128 + UPPER - 8)(%rsp), %rsp
+        push    %rdi
+        push    %rsi
+        push    %rdx
+        push    %rcx
+        push    %rax
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+        lea     -PTREGS_R11(%rsp), %rsp
+        mov     %r11, %rdi
+        mov     %rsp, %rsi
+        and     $-16, %rsp                      /* as the detour does for a caller */
+        push    %rsi                            /* that broke the ABI's alignment */
+        push    %rsi
+        call    rt_dispatch                     /* (state, regs): did a kretprobe take it? */
+        pop     %rsp
+        mov     %rax, PTREGS_ORIG_AX(%rsp)
+        lea     PTREGS_R11(%rsp), %rsp
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rax
+        pop     %rcx
+        pop     %rdx
+        pop     %rsi
+        pop     %rdi
+        mov     (%rsp), %r11                    /* the answer, at orig_ax */
+        lea     (128 + UPPER - 8)(%rsp), %rsp
+        ret
+        .size   __kprewrite_kret_enter, .-__kprewrite_kret_enter
+
+/*
  * unsigned long __kprewrite_return(struct pt_regs *regs): returns where
  * the probed function really returns to. regs sits just below the return
  * slot. Its caller, the pool's return frame (src/arch/x86/detour.c), has
@@ -104,21 +274,13 @@ __kprewrite_return:
         jne     .Lret_c                         /* a return inside a handler */
         mov     RI_HOLDER(%r12), %r14           /* h */
         mov     H_PT(%r14), %rax
-        mov     %rax, %fs:TH_RUNNING(%rbp)      /* the mark, then rp is read */
-        mov     H_RP(%r14), %rcx                /* NULL once unregistered */
+        mov     %rax, %fs:TH_RUNNING(%rbp)      /* the mark, then the handler is read */
+        mov     H_FAST(%r14), %rax              /* the handler; NULL: C decides */
+        test    %rax, %rax                      /* (disabled, FPU, unregistered) */
+        jz      .Lunmark
         mov     RI_RET(%r12), %r15
-        test    %rcx, %rcx
-        jz      .Lunlink
-        mov     KP_FLAGS(%rcx), %edx
-        test    $KPROBE_FLAG_FPU_VALUE, %edx
-        jnz     .Lunmark                        /* C saves the vector state */
-        mov     RI_NEXT(%r12), %rax
-        mov     %rax, %fs:TH_RACTIVE(%rbp)
-        test    $KPROBE_FLAG_DISABLED_VALUE, %edx
-        jnz     .Lput
-        mov     KRP_HANDLER(%rcx), %rax
-        test    %rax, %rax
-        jz      .Lput
+        mov     RI_NEXT(%r12), %rcx
+        mov     %rcx, %fs:TH_RACTIVE(%rbp)
         /* what a return handler sees besides the registers */
         mov     %r15, PTREGS_IP(%rdi)
         lea     8(%r13), %rdx
@@ -163,10 +325,6 @@ __kprewrite_return:
         call    rt_kretprobe_put                /* (h, ri) */
         add     $8, %rsp
         jmp     .Lunmark_done
-.Lunlink:
-        mov     RI_NEXT(%r12), %rax
-        mov     %rax, %fs:TH_RACTIVE(%rbp)
-        jmp     .Lput
 .Lunmark:
         movq    $0, %fs:TH_RUNNING(%rbp)        /* C marks the thread again */
 .Lret_c:

@@ -36,12 +36,15 @@
 #include "rt.h"
 #include "rt-offsets.h"
 
-/* kretprobe-fast.S reads rp, pt and kc_off (rt-offsets.h) */
+/* kretprobe-fast.S reads rp, pt, kc_off and fast (rt-offsets.h) */
 struct holder {
     struct kretprobe *_Atomic rp;      /* NULL once unregistered */
     struct point *pt;
     uint32_t kc_off;                   /* offsetof(struct rt_thread, kc[way]) */
     uint32_t way;                      /* its home way in each thread's cache */
+    kretprobe_handler_t _Atomic fast;  /* what a return's fast path calls: rp's
+                                          handler, or NULL when C decides
+                                          (disabled, FPU, unregistered) */
     size_t isize;                      /* bytes an instance */
     uint32_t n;
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
@@ -55,15 +58,14 @@ struct holder {
 static struct holder *all_holders;
 
 #define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
-CHECK(offsetof(struct kretprobe, handler), KRP_HANDLER);
 CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
 CHECK(offsetof(struct kretprobe_instance, ret_addr), RI_RET);
 CHECK(offsetof(struct kretprobe_instance, __slot), RI_SLOT);
 CHECK(offsetof(struct kretprobe_instance, __holder), RI_HOLDER);
 CHECK(offsetof(struct kretprobe_instance, __next), RI_NEXT);
-CHECK(offsetof(struct holder, rp), H_RP);
 CHECK(offsetof(struct holder, pt), H_PT);
 CHECK(offsetof(struct holder, kc_off), H_KC_OFF);
+CHECK(offsetof(struct holder, fast), H_FAST);
 CHECK(offsetof(struct rt_thread, ractive), TH_RACTIVE);
 CHECK(offsetof(struct rt_thread, listed), TH_LISTED);
 CHECK(offsetof(struct rt_thread, steal), TH_STEAL);
@@ -71,7 +73,6 @@ CHECK(offsetof(struct rt_thread, hot), TH_HOT);
 CHECK(offsetof(struct rt_kcache, holder), KC_HOLDER);
 CHECK(offsetof(struct rt_kcache, head), KC_HEAD);
 CHECK(offsetof(struct rt_kcache, n), KC_N);
-CHECK(KPROBE_FLAG_FPU, KPROBE_FLAG_FPU_VALUE);
 CHECK(sizeof(void *), 8);   /* 64-bit loads and stores of the pointers above */
 
 static struct kretprobe_instance *inst(const struct holder *h, uint32_t i)
@@ -324,6 +325,24 @@ long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot)
     return taken;
 }
 
+/* kretprobe-fast.S (__kprewrite_kret_enter), the hit counted, when the
+ * thread has no instance of h at hand or an older call waits at this slot.
+ * The thread is marked as running h's point; this ends the mark.
+ * Non-zero: the call is taken. */
+long rt_kretprobe_take_c(struct holder *h, unsigned long *slot)
+{
+    long taken = 0;
+    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
+    struct kretprobe_instance *ri;
+    if (rp && (ri = take(rp, slot))) {
+        hooked(ri);
+        taken = 1;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
+    return taken;
+}
+
 /* The int3 path ran the handlers: a call taken there returns through the
  * image's trampoline instead (a replaced return address). */
 void rt_kretprobe_trap_hook(struct point *pt)
@@ -549,6 +568,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         if (rc < 0) {
             rp->__holder = NULL;
         } else {
+            rt_kretprobe_changed(rp);
             h->all_next = all_holders;
             all_holders = h;
         }
@@ -567,6 +587,7 @@ EXPORT void unregister_kretprobe(struct kretprobe *rp)
         return;
     struct holder *h = rp->__holder;
     atomic_store_explicit(&h->rp, NULL, memory_order_release);
+    atomic_store_explicit(&h->fast, NULL, memory_order_release);
     unregister_kprobe(&rp->kp);   /* waits for entry and return handlers */
     rp->__holder = NULL;
     /* Calls hooked before this may still return through the trampoline:
@@ -592,6 +613,26 @@ EXPORT void unregister_kretprobes(struct kretprobe **rps, int num)
 {
     for (int i = 0; rps && i < num; i++)
         unregister_kretprobe(rps[i]);
+}
+
+static int no_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+    (void)ri, (void)regs;
+    return 0;
+}
+
+/* rp was registered, unregistered, enabled or disabled: what its returns'
+ * fast path calls. Under rt_lock. */
+void rt_kretprobe_changed(struct kretprobe *rp)
+{
+    struct holder *h = rp->__holder;
+    if (!h)
+        return;
+    unsigned f = __atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED);
+    kretprobe_handler_t fn = NULL;
+    if (atomic_load(&h->rp) && !(f & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_FPU)))
+        fn = rp->handler ? rp->handler : no_handler;
+    atomic_store_explicit(&h->fast, fn, memory_order_release);
 }
 
 EXPORT int enable_kretprobe(struct kretprobe *rp) { return rp ? enable_kprobe(&rp->kp) : -EINVAL; }

@@ -109,12 +109,15 @@ static int step_down(struct point *pt, enum code_state want)
     return 0;
 }
 
-/* dispatch.S: between reading a point's state and counting its hit */
+/* dispatch.S and kretprobe-fast.S: between reading a point's state and
+ * counting its hit */
 extern const char rt_count_window[], rt_count_window_end[];
+extern const char rt_kret_count_window[], rt_kret_count_window_end[];
 
 static bool inside_count_window(uintptr_t ip)
 {
-    return ip >= (uintptr_t)rt_count_window && ip < (uintptr_t)rt_count_window_end;
+    return (ip >= (uintptr_t)rt_count_window && ip < (uintptr_t)rt_count_window_end) ||
+           (ip >= (uintptr_t)rt_kret_count_window && ip < (uintptr_t)rt_kret_count_window_end);
 }
 
 static struct point **pending;

@@ -13,12 +13,12 @@
 #define PT_HANDLERS 56
 #define PT_FPU 64
 #define PT_CODE 88
+#define PT_KRET 112
 /* struct kprobe (kprobes.h) */
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 48
 #define KP_NEXT 64
 /* struct kretprobe (kprobes.h) */
-#define KRP_HANDLER 72
 #define KRP_ENTRY_HANDLER 80
 #define KRP_HOLDER 104
 /* struct kretprobe_instance (kprobes.h) */
@@ -27,9 +27,9 @@
 #define RI_HOLDER 32
 #define RI_NEXT 40
 /* struct holder (kretprobe.c) */
-#define H_RP 0
 #define H_PT 8
 #define H_KC_OFF 16
+#define H_FAST 24
 /* struct rt_thread (rt.h) */
 #define TH_HITS 0
 #define TH_CAP 8
@@ -48,6 +48,5 @@
 #define CODE_DISABLED_VALUE 2          /* enum code_state CODE_DISABLED */
 #define KPRW_F_FLAGS_SAVED_VALUE 2     /* abi.h */
 #define KPROBE_FLAG_DISABLED_VALUE 2   /* kprobes.h */
-#define KPROBE_FLAG_FPU_VALUE 0x100    /* kprobes.h */
 #define KC_MAX_VALUE 2                 /* kretprobe.c: cached instances a way */
 #endif

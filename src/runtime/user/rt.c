@@ -107,6 +107,7 @@ CHECK(offsetof(struct point, id), PT_ID);
 CHECK(offsetof(struct point, handlers), PT_HANDLERS);
 CHECK(offsetof(struct point, fpu), PT_FPU);
 CHECK(offsetof(struct point, code), PT_CODE);
+CHECK(offsetof(struct point, kret), PT_KRET);
 CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
 CHECK(offsetof(struct kprobe, flags), KP_FLAGS);
 CHECK(offsetof(struct kprobe, __next), KP_NEXT);
@@ -727,7 +728,22 @@ int rt_register_kprobe_at(struct kprobe *kp, struct point *pt)
         pp = (struct kprobe *_Atomic *)&(*pp)->__next;
     kp->__next = NULL;
     atomic_store_explicit(pp, kp, memory_order_release);
+    rt_point_changed(pt);
     return 0;
+}
+
+/* What a return probe's entry fast path reads (kretprobe-fast.S): the
+ * holder of the point's only handler when that is an enabled kretprobe
+ * with no entry_handler. Under rt_lock. */
+void rt_point_changed(struct point *pt)
+{
+    struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_relaxed);
+    void *h = NULL;
+    if (kp && !kp->__next && kp->pre_handler == rt_kretprobe_entry &&
+        !(__atomic_load_n(&kp->flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED) &&
+        !((struct kretprobe *)kp)->entry_handler)
+        h = ((struct kretprobe *)kp)->__holder;
+    atomic_store_explicit(&pt->kret, h, memory_order_release);
 }
 
 /* membarrier(PRIVATE_EXPEDITED) needs the process registered first (it
@@ -789,6 +805,7 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
             }
     }
     if (found) {
+        rt_point_changed(pt);
         if (kp->flags & KPROBE_FLAG_FPU)
             atomic_fetch_sub(&pt->fpu, 1);
         if (kp->post_handler && pt->npost) {
@@ -836,7 +853,13 @@ EXPORT int enable_kprobe(struct kprobe *kp)
 {
     if (!kp || !kp->__point)
         return -EINVAL;
+    rt_lock_take();
     __atomic_and_fetch(&kp->flags, ~(unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    if (kp->pre_handler == rt_kretprobe_entry)
+        rt_kretprobe_changed((struct kretprobe *)kp);
+    if (kp->__point)
+        rt_point_changed(kp->__point);
+    rt_lock_drop();
     return 0;
 }
 
@@ -844,7 +867,13 @@ EXPORT int disable_kprobe(struct kprobe *kp)
 {
     if (!kp || !kp->__point)
         return -EINVAL;
+    rt_lock_take();
     __atomic_or_fetch(&kp->flags, (unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    if (kp->pre_handler == rt_kretprobe_entry)
+        rt_kretprobe_changed((struct kretprobe *)kp);
+    if (kp->__point)
+        rt_point_changed(kp->__point);
+    rt_lock_drop();
     return 0;
 }
 
@@ -949,6 +978,8 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
         rt_lock_take();
         if (add_pool(t)) {   /* checked: the slots are in a writable segment of that object */
             void *_Atomic *slot = (void *_Atomic *)((char *)t + t->slot_rel);
+            if (t->flags & KPRW_T_KRET_ENTRY)   /* the pool has the third slot */
+                atomic_store(&slot[2], (void *)__kprewrite_kret_enter);
             atomic_store(&slot[1], (void *)__kprewrite_return);
             atomic_store(&slot[0], (void *)__kprewrite_dispatch);
         }

@@ -41,6 +41,9 @@ struct point {
     uintptr_t tramp;                   /* kind 'r': the image's return trampoline */
     uintptr_t hook;                    /* kind 'r', optimized: where the function returns
                                           into the detour when the call was taken */
+    void *_Atomic kret;                /* kind 'r': the holder of its only handler when
+                                          that is an enabled kretprobe with no
+                                          entry_handler (kretprobe-fast.S), else NULL */
     bool verified;                     /* the site was seen holding what code says */
     char fde_name[FDE_NAME_MAX];       /* name, for a function without a symbol */
 };
@@ -118,6 +121,9 @@ struct holder;
 extern int rt_kc_on;                   /* per-thread instance caches: 1 on */
 void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri);   /* kretprobe-fast.S */
 unsigned long rt_kretprobe_return_slow(struct pt_regs *regs);   /* kretprobe-fast.S */
+void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
+long rt_kretprobe_take_c(struct holder *h, unsigned long *slot);   /* kretprobe-fast.S */
+void rt_kretprobe_changed(struct kretprobe *rp);   /* (un)registered, enabled, disabled; under rt_lock */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
 void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */

@@ -165,7 +165,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     struct kprw_state *st = (void *)at(t, t->state_rel);
     if (t->nentries && !in_segment(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st, PF_R | PF_W, PF_X))
         return "the state array lies outside a writable, non-executable segment";
-    if ((t->flags & KPRW_T_ADDED_POOL) && !in_segment(&o, at(t, t->slot_rel), 16, PF_R | PF_W, PF_X))
+    if ((t->flags & KPRW_T_ADDED_POOL) && !in_segment(&o, at(t, t->slot_rel), (t->flags & KPRW_T_KRET_ENTRY) ? KPRW_SLOTS_SIZE : 16, PF_R | PF_W, PF_X))
         return "the slots lie outside a writable, non-executable segment";
     if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
         return "the return trampoline lies outside executable code";
