@@ -37,22 +37,8 @@ rt_dispatch:
         mov     ST_RT(%rdi), %rdx               /* struct point */
         test    %rdx, %rdx
         jz      .Lslow
-        mov     rt_self@gottpoff(%rip), %rax
-        cmpq    $0, %fs:TH_RUNNING(%rax)        /* a hit inside a handler */
-        jne     .Lslow
-        mov     PT_ID(%rdx), %ecx
-        cmp     %fs:TH_CAP(%rax), %ecx          /* no counter for it yet */
-        jae     .Lslow
-/* A thread stopped in here may count a hit after its point was disabled:
- * patch.c waits until no thread is (rt_count_window). */
-        .globl  rt_count_window, rt_count_window_end
-        .hidden rt_count_window, rt_count_window_end
-rt_count_window:
-        cmpl    $CODE_DISABLED_VALUE, PT_CODE(%rdx)
-        je      .Lret                           /* was in the detour when disabled */
-        mov     %fs:TH_HITS(%rax), %r8
-        addq    $1, (%r8,%rcx,8)
-rt_count_window_end:
+        THREAD_COUNTER .Lslow
+        COUNT_WINDOW rt_count_window, .Lret, %r8
         cmpq    $0, PT_HANDLERS(%rdx)
         jne     .Lhandlers
 .Lret:

@@ -100,6 +100,14 @@ rt_kretprobe_enter:
 #define KSAVED 6                                /* registers pushed below */
 #define KSLOT ((KSAVED + 1) * 8)                /* the return slot: the probed %rsp */
 #define UPPER (PTREGS_SIZE - PTREGS_ORIG_AX)    /* pt_regs above the pushed registers */
+.macro KRESTORE                                 /* the KSAVED registers */
+        pop     %r8
+        pop     %rdi
+        pop     %rsi
+        pop     %rdx
+        pop     %rcx
+        pop     %rax
+.endm
         .globl  __kprewrite_kret_enter
         .type   __kprewrite_kret_enter, @function
         .p2align 5
@@ -113,28 +121,14 @@ __kprewrite_kret_enter:
         mov     ST_RT(%r11), %rdx               /* the point */
         test    %rdx, %rdx
         jz      .Lk_slow
-        mov     rt_self@gottpoff(%rip), %rax
-        cmpq    $0, %fs:TH_RUNNING(%rax)        /* a hit inside a handler */
-        jne     .Lk_slow
-        mov     PT_ID(%rdx), %ecx
-        cmp     %fs:TH_CAP(%rax), %ecx          /* no counter for it yet */
-        jae     .Lk_slow
+        THREAD_COUNTER .Lk_slow
         mov     %rdx, %fs:TH_RUNNING(%rax)      /* the mark, before the handlers are read */
         mov     PT_KRET(%rdx), %rsi             /* h */
         test    %rsi, %rsi
         jnz     1f
         cmpq    $0, PT_HANDLERS(%rdx)           /* handlers, but not only a plain kretprobe */
         jne     .Lk_unmark_slow
-1:
-/* as in dispatch.S: patch.c waits until no thread is in here */
-        .globl  rt_kret_count_window, rt_kret_count_window_end
-        .hidden rt_kret_count_window, rt_kret_count_window_end
-rt_kret_count_window:
-        cmpl    $CODE_DISABLED_VALUE, PT_CODE(%rdx)
-        je      .Lk_none                        /* was in the detour when disabled */
-        mov     %fs:TH_HITS(%rax), %rdi
-        addq    $1, (%rdi,%rcx,8)
-rt_kret_count_window_end:
+1:      COUNT_WINDOW rt_kret_count_window, .Lk_none, %rdi
         /* counted: from here on, C (.Lk_c) is the way out, not the
          * dispatcher, and the state in %r11 is no longer needed */
         test    %rsi, %rsi
@@ -161,12 +155,7 @@ rt_kret_count_window_end:
         movq    $0, %fs:TH_RUNNING(%rax)
         mov     $1, %r11d
 .Lk_out:
-        pop     %r8
-        pop     %rdi
-        pop     %rsi
-        pop     %rdx
-        pop     %rcx
-        pop     %rax
+        KRESTORE
         ret
 .Lk_walk:
         mov     %r8, %rdi
@@ -210,12 +199,7 @@ rt_kret_count_window_end:
 .Lk_unmark_slow:
         movq    $0, %fs:TH_RUNNING(%rax)
 .Lk_slow:
-        pop     %r8
-        pop     %rdi
-        pop     %rsi
-        pop     %rdx
-        pop     %rcx
-        pop     %rax
+        KRESTORE
         /* the frame of an ordinary detour, whose %rsp would be ours + 8 */
         lea     -(128 + UPPER - 8)(%rsp), %rsp
         push    %rdi

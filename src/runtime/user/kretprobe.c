@@ -57,23 +57,22 @@ struct holder {
  * kretprobe was on a stack, so leak checkers see memory kept on purpose. */
 static struct holder *all_holders;
 
-#define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
-CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
-CHECK(offsetof(struct kretprobe_instance, ret_addr), RI_RET);
-CHECK(offsetof(struct kretprobe_instance, __slot), RI_SLOT);
-CHECK(offsetof(struct kretprobe_instance, __holder), RI_HOLDER);
-CHECK(offsetof(struct kretprobe_instance, __next), RI_NEXT);
-CHECK(offsetof(struct holder, pt), H_PT);
-CHECK(offsetof(struct holder, kc_off), H_KC_OFF);
-CHECK(offsetof(struct holder, fast), H_FAST);
-CHECK(offsetof(struct rt_thread, ractive), TH_RACTIVE);
-CHECK(offsetof(struct rt_thread, listed), TH_LISTED);
-CHECK(offsetof(struct rt_thread, steal), TH_STEAL);
-CHECK(offsetof(struct rt_thread, hot), TH_HOT);
-CHECK(offsetof(struct rt_kcache, holder), KC_HOLDER);
-CHECK(offsetof(struct rt_kcache, head), KC_HEAD);
-CHECK(offsetof(struct rt_kcache, n), KC_N);
-CHECK(sizeof(void *), 8);   /* 64-bit loads and stores of the pointers above */
+OFFSET_CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
+OFFSET_CHECK(offsetof(struct kretprobe_instance, ret_addr), RI_RET);
+OFFSET_CHECK(offsetof(struct kretprobe_instance, __slot), RI_SLOT);
+OFFSET_CHECK(offsetof(struct kretprobe_instance, __holder), RI_HOLDER);
+OFFSET_CHECK(offsetof(struct kretprobe_instance, __next), RI_NEXT);
+OFFSET_CHECK(offsetof(struct holder, pt), H_PT);
+OFFSET_CHECK(offsetof(struct holder, kc_off), H_KC_OFF);
+OFFSET_CHECK(offsetof(struct holder, fast), H_FAST);
+OFFSET_CHECK(offsetof(struct rt_thread, ractive), TH_RACTIVE);
+OFFSET_CHECK(offsetof(struct rt_thread, listed), TH_LISTED);
+OFFSET_CHECK(offsetof(struct rt_thread, steal), TH_STEAL);
+OFFSET_CHECK(offsetof(struct rt_thread, hot), TH_HOT);
+OFFSET_CHECK(offsetof(struct rt_kcache, holder), KC_HOLDER);
+OFFSET_CHECK(offsetof(struct rt_kcache, head), KC_HEAD);
+OFFSET_CHECK(offsetof(struct rt_kcache, n), KC_N);
+OFFSET_CHECK(sizeof(void *), 8);   /* 64-bit loads and stores of the pointers above */
 
 static struct kretprobe_instance *inst(const struct holder *h, uint32_t i)
 {

@@ -49,4 +49,33 @@
 #define KPRW_F_FLAGS_SAVED_VALUE 2     /* abi.h */
 #define KPROBE_FLAG_DISABLED_VALUE 2   /* kprobes.h */
 #define KC_MAX_VALUE 2                 /* kretprobe.c: cached instances a way */
+#ifndef __ASSEMBLER__
+/* for the C files' compile-time checks of the offsets above */
+#define OFFSET_CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
+#else
+/* rdx = a point. rax = rt_self's TLS offset, ecx = the point's id; to
+ * \slow on a hit inside a handler or in a thread with no counter for it. */
+.macro THREAD_COUNTER slow
+        mov     rt_self@gottpoff(%rip), %rax
+        cmpq    $0, %fs:TH_RUNNING(%rax)        /* a hit inside a handler */
+        jne     \slow
+        mov     PT_ID(%rdx), %ecx
+        cmp     %fs:TH_CAP(%rax), %ecx          /* no counter for it yet */
+        jae     \slow
+.endm
+
+/* Then count the hit, or go to \off if the point's code is disabled. A
+ * thread stopped between \name and \name\()_end may count a hit after
+ * its point was disabled: patch.c waits until no thread is there. */
+.macro COUNT_WINDOW name, off, tmp
+        .globl  \name, \name\()_end
+        .hidden \name, \name\()_end
+\name:
+        cmpl    $CODE_DISABLED_VALUE, PT_CODE(%rdx)
+        je      \off                            /* was in the detour when disabled */
+        mov     %fs:TH_HITS(%rax), \tmp
+        addq    $1, (\tmp,%rcx,8)
+\name\()_end:
+.endm
+#endif
 #endif

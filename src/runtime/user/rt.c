@@ -99,26 +99,25 @@ static struct rt_thread *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-#define CHECK(a, b) _Static_assert((a) == (b), #a " != " #b " (rt-offsets.h)")
-CHECK(offsetof(struct kprw_state, rt), ST_RT);
-CHECK(offsetof(struct point, addr), PT_ADDR);
-CHECK(offsetof(struct point, flags), PT_FLAGS);
-CHECK(offsetof(struct point, id), PT_ID);
-CHECK(offsetof(struct point, handlers), PT_HANDLERS);
-CHECK(offsetof(struct point, fpu), PT_FPU);
-CHECK(offsetof(struct point, code), PT_CODE);
-CHECK(offsetof(struct point, kret), PT_KRET);
-CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
-CHECK(offsetof(struct kprobe, flags), KP_FLAGS);
-CHECK(offsetof(struct kprobe, __next), KP_NEXT);
-CHECK(offsetof(struct kretprobe, entry_handler), KRP_ENTRY_HANDLER);
-CHECK(offsetof(struct rt_thread, hits), TH_HITS);
-CHECK(offsetof(struct rt_thread, cap), TH_CAP);
-CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
-CHECK(offsetof(struct rt_thread, hook), TH_HOOK);
-CHECK(CODE_DISABLED, CODE_DISABLED_VALUE);
-CHECK(KPRW_F_FLAGS_SAVED, KPRW_F_FLAGS_SAVED_VALUE);
-CHECK(KPROBE_FLAG_DISABLED, KPROBE_FLAG_DISABLED_VALUE);
+OFFSET_CHECK(offsetof(struct kprw_state, rt), ST_RT);
+OFFSET_CHECK(offsetof(struct point, addr), PT_ADDR);
+OFFSET_CHECK(offsetof(struct point, flags), PT_FLAGS);
+OFFSET_CHECK(offsetof(struct point, id), PT_ID);
+OFFSET_CHECK(offsetof(struct point, handlers), PT_HANDLERS);
+OFFSET_CHECK(offsetof(struct point, fpu), PT_FPU);
+OFFSET_CHECK(offsetof(struct point, code), PT_CODE);
+OFFSET_CHECK(offsetof(struct point, kret), PT_KRET);
+OFFSET_CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
+OFFSET_CHECK(offsetof(struct kprobe, flags), KP_FLAGS);
+OFFSET_CHECK(offsetof(struct kprobe, __next), KP_NEXT);
+OFFSET_CHECK(offsetof(struct kretprobe, entry_handler), KRP_ENTRY_HANDLER);
+OFFSET_CHECK(offsetof(struct rt_thread, hits), TH_HITS);
+OFFSET_CHECK(offsetof(struct rt_thread, cap), TH_CAP);
+OFFSET_CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
+OFFSET_CHECK(offsetof(struct rt_thread, hook), TH_HOOK);
+OFFSET_CHECK(CODE_DISABLED, CODE_DISABLED_VALUE);
+OFFSET_CHECK(KPRW_F_FLAGS_SAVED, KPRW_F_FLAGS_SAVED_VALUE);
+OFFSET_CHECK(KPROBE_FLAG_DISABLED, KPROBE_FLAG_DISABLED_VALUE);
 
 static void fold(void *p);
 static void make_key(void) { pthread_key_create(&exit_key, fold); }
