@@ -287,7 +287,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint64_t call_dispatch = kernel ? ps->kernel_dispatch : ps->slot->addr,
              call_return = kernel ? 0 : ps->slot->addr + 8,
              /* a pool linked or added before the third slot: the old entry */
-             call_kret = !kernel && ps->slot && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 16 : 0;
+             call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 16 : 0;
     if (ps->added) {
         for (int th = 0; th < (call_kret ? 3 : 2); th++) {
             uint64_t at = ps->text->addr + text_used;

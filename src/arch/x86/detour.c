@@ -115,15 +115,19 @@ static void lea_rsp(struct buf *b, int reg, int32_t disp)
     b32(b, (uint32_t)disp);
 }
 
-/* rel32 from the end of an instruction ending at b->at+b->n+4 to target */
-static bool rel32(struct buf *b, uint64_t target)
+/* A rel32 to target from the end of the instruction, which ends tail
+ * bytes (an immediate) after these 4 */
+static bool rel32_tail(struct buf *b, uint64_t target, unsigned tail)
 {
-    int64_t d = (int64_t)(target - (b->at + b->n + 4));
+    int64_t d = (int64_t)(target - (b->at + b->n + 4 + tail));
     if (d != (int32_t)d)
         return false;
     b32(b, (uint32_t)(int32_t)d);
     return true;
 }
+
+/* rel32 from the end of an instruction ending at b->at+b->n+4 to target */
+static bool rel32(struct buf *b, uint64_t target) { return rel32_tail(b, target, 0); }
 
 /* Call the runtime through the pointer at addr (call *addr(%rip)), or, in
  * an image the runtime was not linked into, call the thunk at addr (nop;
@@ -601,11 +605,8 @@ size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 {
     struct buf b = { out, 0, at };
     b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
-    uint64_t end = b.at + b.n + 5;                              /* rip-relative from after the imm8 */
-    int64_t d = (int64_t)(slot - end);
-    if (d != (int32_t)d)
+    if (!rel32_tail(&b, slot, 1))
         return 0;
-    b32(&b, (uint32_t)(int32_t)d);
     b1(&b, 0x00);
     b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
     b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */

@@ -19,6 +19,60 @@
 #include "rt-offsets.h"
 #include "kprewrite/ptrace.h"
 
+/*
+ * Take a free instance of holder \h for the call whose return address is
+ * at \slot, and make it the thread's newest hooked call (\ri). rax =
+ * rt_self's TLS offset. To \miss, having changed nothing, when a thief is
+ * at work, an older call waits at \slot (C reclaims it), or neither the
+ * thread's hot place nor \h's home way has one. \ractive, \way and \tmp
+ * are scratch. TAKE_CACHED is the common path, TAKE_CACHED_COLD the rest,
+ * placed apart by the caller. ri->rp is set since registration, and a
+ * cached instance was given back by this thread, so its thread is set too.
+ */
+.macro TAKE_CACHED name, h, slot, ri, ractive, tmp, miss
+        cmpl    $0, %fs:TH_STEAL(%rax)
+        jne     \miss
+        mov     %fs:TH_RACTIVE(%rax), \ractive  /* the thread's hooked calls */
+        test    \ractive, \ractive
+        jnz     .L\name\()_walk
+.L\name\()_hot:
+        mov     %fs:TH_HOT(%rax), \ri           /* the last instance given back */
+        test    \ri, \ri
+        jz      .L\name\()_way
+        cmp     \h, RI_HOLDER(\ri)
+        jne     .L\name\()_way
+        movq    $0, %fs:TH_HOT(%rax)
+.L\name\()_fill:
+        mov     (\slot), \tmp
+        mov     \tmp, RI_RET(\ri)
+        mov     \slot, RI_SLOT(\ri)
+        mov     \ractive, RI_NEXT(\ri)
+        mov     \ri, %fs:TH_RACTIVE(%rax)
+.endm
+
+.macro TAKE_CACHED_COLD name, h, slot, ri, ractive, way, tmp, miss
+.L\name\()_walk:
+        mov     \ractive, \ri
+1:      cmp     \slot, RI_SLOT(\ri)             /* an older call at this slot is dead: */
+        je      \miss                           /* C reclaims it */
+        mov     RI_NEXT(\ri), \ri
+        test    \ri, \ri
+        jnz     1b
+        jmp     .L\name\()_hot
+.L\name\()_way:
+        movslq  H_KC_OFF(\h), \way
+        add     %rax, \way                      /* the holder's home way: a TLS offset */
+        cmp     \h, %fs:KC_HOLDER(\way)
+        jne     \miss
+        mov     %fs:KC_HEAD(\way), \ri
+        test    \ri, \ri
+        jz      \miss
+        mov     RI_NEXT(\ri), \tmp
+        mov     \tmp, %fs:KC_HEAD(\way)
+        decl    %fs:KC_N(\way)
+        jmp     .L\name\()_fill
+.endm
+
         .text
 /*
  * rt_kretprobe_enter: rdi = the kretprobe, rsi = the return address's
@@ -36,43 +90,11 @@ rt_kretprobe_enter:
         testl   $KPROBE_FLAG_DISABLED_VALUE, KP_FLAGS(%rdi)
         jnz     .Lnot_taken
         mov     KRP_HOLDER(%rdi), %r8           /* its holder */
-        cmpl    $0, %fs:TH_STEAL(%rax)
-        jne     .Lenter_c
-        mov     %fs:TH_RACTIVE(%rax), %r11      /* the thread's hooked calls */
-        mov     %r11, %rcx
-1:      test    %rcx, %rcx                      /* an older one at this slot is dead: */
-        jz      2f                              /* C reclaims it */
-        cmp     %rsi, RI_SLOT(%rcx)
-        je      .Lenter_c
-        mov     RI_NEXT(%rcx), %rcx
-        jmp     1b
-2:      mov     %fs:TH_HOT(%rax), %r10          /* the last instance given back */
-        test    %r10, %r10
-        jz      3f
-        cmp     %r8, RI_HOLDER(%r10)
-        jne     3f
-        movq    $0, %fs:TH_HOT(%rax)
-        jmp     .Lfill
-3:      mov     H_KC_OFF(%r8), %r9d
-        add     %rax, %r9                       /* the holder's home way: a TLS offset */
-        cmp     %r8, %fs:KC_HOLDER(%r9)
-        jne     .Lenter_c
-        mov     %fs:KC_HEAD(%r9), %r10          /* a cached instance */
-        test    %r10, %r10
-        jz      .Lenter_c
-        mov     RI_NEXT(%r10), %rcx
-        mov     %rcx, %fs:KC_HEAD(%r9)
-        decl    %fs:KC_N(%r9)
-.Lfill:  /* rp is set since registration; a cached instance was given back
-         * by this thread, so its thread is set too */
-        mov     (%rsi), %rcx
-        mov     %rcx, RI_RET(%r10)
-        mov     %rsi, RI_SLOT(%r10)
-        mov     %r11, RI_NEXT(%r10)
-        mov     %r10, %fs:TH_RACTIVE(%rax)
+        TAKE_CACHED enter, %r8, %rsi, %r10, %r11, %rcx, .Lenter_c
         movq    $0, %fs:TH_RUNNING(%rax)        /* the mark ends after the cache */
         mov     $1, %eax
         ret
+        TAKE_CACHED_COLD enter, %r8, %rsi, %r10, %r11, %r9, %rcx, .Lenter_c
 .Lnot_taken:
         movq    $0, %fs:TH_RUNNING(%rax)
         xor     %eax, %eax
@@ -134,49 +156,13 @@ __kprewrite_kret_enter:
         test    %rsi, %rsi
         jz      .Lk_none                        /* count only */
         lea     KSLOT(%rsp), %rcx               /* the slot */
-        cmpl    $0, %fs:TH_STEAL(%rax)
-        jne     .Lk_c
-        mov     %fs:TH_RACTIVE(%rax), %r8       /* the thread's hooked calls */
-        test    %r8, %r8
-        jnz     .Lk_walk
-.Lk_hot:
-        mov     %fs:TH_HOT(%rax), %rdi          /* the last instance given back */
-        test    %rdi, %rdi
-        jz      .Lk_way
-        cmp     %rsi, RI_HOLDER(%rdi)
-        jne     .Lk_way
-        movq    $0, %fs:TH_HOT(%rax)
-.Lk_fill:  /* as .Lfill above */
-        mov     (%rcx), %rdx
-        mov     %rdx, RI_RET(%rdi)
-        mov     %rcx, RI_SLOT(%rdi)
-        mov     %r8, RI_NEXT(%rdi)
-        mov     %rdi, %fs:TH_RACTIVE(%rax)
+        TAKE_CACHED kret, %rsi, %rcx, %rdi, %r8, %r11, .Lk_c
         movq    $0, %fs:TH_RUNNING(%rax)
         mov     $1, %r11d
 .Lk_out:
         KRESTORE
         ret
-.Lk_walk:
-        mov     %r8, %rdi
-1:      cmp     %rcx, RI_SLOT(%rdi)             /* an older call at this slot is dead: */
-        je      .Lk_c                           /* C reclaims it */
-        mov     RI_NEXT(%rdi), %rdi
-        test    %rdi, %rdi
-        jnz     1b
-        jmp     .Lk_hot
-.Lk_way:
-        mov     H_KC_OFF(%rsi), %edx
-        add     %rax, %rdx                      /* the holder's home way: a TLS offset */
-        cmp     %rsi, %fs:KC_HOLDER(%rdx)
-        jne     .Lk_c
-        mov     %fs:KC_HEAD(%rdx), %rdi
-        test    %rdi, %rdi
-        jz      .Lk_c
-        mov     RI_NEXT(%rdi), %r11
-        mov     %r11, %fs:KC_HEAD(%rdx)
-        decl    %fs:KC_N(%rdx)
-        jmp     .Lk_fill
+        TAKE_CACHED_COLD kret, %rsi, %rcx, %rdi, %r8, %rdx, %r11, .Lk_c
 .Lk_none:
         movq    $0, %fs:TH_RUNNING(%rax)
         xor     %r11d, %r11d

@@ -27,10 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <stddef.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include <stddef.h>
 
 #include "kprewrite/pool.h"
 #include "rt.h"
@@ -305,33 +304,11 @@ int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs)
     return 0;
 }
 
-/* kretprobe-fast.S, when the point's only handler is rp, rp has no
- * entry_handler and the common case does not hold (see rt_kretprobe_enter):
- * no pt_regs to fill or reload. The thread is marked as running pt's
- * handlers; this ends the mark. Non-zero: the call is taken. */
-long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot)
+/* Take an instance for rp's call at slot (none: rp NULL, or a miss
+ * counted), hook the call, end the thread's mark. Non-zero: taken. */
+static long take_and_unmark(struct kretprobe *rp, unsigned long *slot)
 {
     long taken = 0;
-    if (!(__atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED)) {
-        struct kretprobe_instance *ri = take(rp, slot);
-        if (ri) {
-            hooked(ri);
-            taken = 1;
-        }
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
-    return taken;
-}
-
-/* kretprobe-fast.S (__kprewrite_kret_enter), the hit counted, when the
- * thread has no instance of h at hand or an older call waits at this slot.
- * The thread is marked as running h's point; this ends the mark.
- * Non-zero: the call is taken. */
-long rt_kretprobe_take_c(struct holder *h, unsigned long *slot)
-{
-    long taken = 0;
-    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
     struct kretprobe_instance *ri;
     if (rp && (ri = take(rp, slot))) {
         hooked(ri);
@@ -340,6 +317,25 @@ long rt_kretprobe_take_c(struct holder *h, unsigned long *slot)
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
     return taken;
+}
+
+/* kretprobe-fast.S (rt_kretprobe_enter, the dispatcher's path), when the
+ * point's only handler is rp, rp has no entry_handler and the common case
+ * does not hold: no pt_regs to fill or reload. The thread is marked as
+ * running pt's handlers; this ends the mark. Non-zero: the call is taken. */
+long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot)
+{
+    bool off = __atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED) & KPROBE_FLAG_DISABLED;
+    return take_and_unmark(off ? NULL : rp, slot);
+}
+
+/* kretprobe-fast.S (__kprewrite_kret_enter), the hit counted, when the
+ * thread has no instance of h at hand or an older call waits at this slot.
+ * The thread is marked as running h's point; this ends the mark.
+ * Non-zero: the call is taken. */
+long rt_kretprobe_take_c(struct holder *h, unsigned long *slot)
+{
+    return take_and_unmark(atomic_load_explicit(&h->rp, memory_order_acquire), slot);
 }
 
 /* The int3 path ran the handlers: a call taken there returns through the

@@ -848,33 +848,27 @@ EXPORT void unregister_kprobes(struct kprobe **kps, int num)
         unregister_kprobe(kps[i]);
 }
 
-EXPORT int enable_kprobe(struct kprobe *kp)
+/* enable_kprobe / disable_kprobe: the flag, then what the fast paths
+ * precompute from it (kretprobe-fast.S). */
+static int set_disabled(struct kprobe *kp, bool disabled)
 {
     if (!kp || !kp->__point)
         return -EINVAL;
     rt_lock_take();
-    __atomic_and_fetch(&kp->flags, ~(unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    if (disabled)
+        __atomic_or_fetch(&kp->flags, (unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
+    else
+        __atomic_and_fetch(&kp->flags, ~(unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
     if (kp->pre_handler == rt_kretprobe_entry)
         rt_kretprobe_changed((struct kretprobe *)kp);
-    if (kp->__point)
+    if (kp->__point)   /* unregistered since the check above */
         rt_point_changed(kp->__point);
     rt_lock_drop();
     return 0;
 }
 
-EXPORT int disable_kprobe(struct kprobe *kp)
-{
-    if (!kp || !kp->__point)
-        return -EINVAL;
-    rt_lock_take();
-    __atomic_or_fetch(&kp->flags, (unsigned)KPROBE_FLAG_DISABLED, __ATOMIC_RELEASE);
-    if (kp->pre_handler == rt_kretprobe_entry)
-        rt_kretprobe_changed((struct kretprobe *)kp);
-    if (kp->__point)
-        rt_point_changed(kp->__point);
-    rt_lock_drop();
-    return 0;
-}
+EXPORT int enable_kprobe(struct kprobe *kp) { return set_disabled(kp, false); }
+EXPORT int disable_kprobe(struct kprobe *kp) { return set_disabled(kp, true); }
 
 /* Under rt_lock. */
 void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
@@ -943,7 +937,6 @@ static void report(void)
  * its own, which the object's KPRW_DT_TABLE names. Their detours call
  * thunks that read the slots, which stay empty (probes count nothing) until
  * the table is trusted. */
-unsigned long __kprewrite_return(void *vregs);
 
 /* The link-time address of an added pool's table (KPRW_DT_TABLE), from the
  * object's dynamic section, which the loader has read already; 0: none. */
