@@ -95,30 +95,43 @@ cp "$P.orig" "$D/twice"
 like '  k  square\+0x0  \[OPTIMIZED\]' "$(cat "$D/report")" "a second run keeps the kprobe"
 is "recurse rc 0 value 40 returns 10 entries 10 nmissed 32" "$("$D/twice" recurse 2>&1)" "and its return probe works"
 
-# How return-probe detours enter the runtime: through the pool's third
-# slot (__kprewrite_kret_enter, lea state,%r11; nothing saved by the
-# detour) or, in a pool linked before that slot existed, through the
-# dispatcher with the caller-saved registers pushed
+# How return-probe detours enter and leave the runtime. A current pool:
+# the entry through the third slot (__kprewrite_kret_enter, lea
+# state,%r11; nothing saved by the detour), the return by a jump through
+# the fourth (__kprewrite_kret_return, which builds the frame). A pool
+# linked before the fourth slot: the same entry, and the detour carries
+# the return frame (the registers pushed, a call through the second slot).
+# Before the third: the entry through the dispatcher too.
 r11='lea +(-?0x[0-9a-f]+)?\(%rip\),%r11'
+jmpslot='jmp +\*(0x[0-9a-f]+)?\(%rip\)'
 dis=$(objdump -d -j .kprewrite.text "$P" 2>/dev/null)
 like "$r11" "$dis" "return-probe detours enter through the runtime's return-probe entry"
-O=$D/oldpool
-if $CC -O2 -fPIE -pie -mgeneral-regs-only -I"$KP_SRCDIR/include" -o "$O" "$SRC/kret-prog.c" "$SRC/kret-asm.S" \
-    "$SRC/pool-2slots.c" -L"$KP_BUILDDIR/.libs" -L"$KP_BUILDDIR" -lkprewrite-rt -lpthread $KP_SAN_FLAGS 2>"$D/cc.err"; then
+like "$jmpslot" "$dis" "return-probe detours jump to the runtime's return frame"
+for slots in 3 2; do
+    O=$D/oldpool$slots
+    if ! $CC -O2 -fPIE -pie -mgeneral-regs-only -I"$KP_SRCDIR/include" -DOLD_SLOTS=$slots -o "$O" "$SRC/kret-prog.c" \
+        "$SRC/kret-asm.S" "$SRC/pool-old.c" -L"$KP_BUILDDIR/.libs" -L"$KP_BUILDDIR" -lkprewrite-rt -lpthread \
+        $KP_SAN_FLAGS 2>"$D/cc.err"; then
+        for i in 1 2 3 4 5 6 7; do skip "$slots-slot pool fixture does not build ($(head -n 1 "$D/cc.err"))"; done
+        continue
+    fi
     want=$("$O")
     # shellcheck disable=SC2086
     "$KPREWRITE" $PROBES "$O" >"$D/report" 2>"$D/err"
-    like '^[0-9a-f]+  r  square\+0x[04]  \[OPTIMIZED\]' "$(cat "$D/report")" "two-slot pool: square%return is optimized"
+    like '^[0-9a-f]+  r  square\+0x[04]  \[OPTIMIZED\]' "$(cat "$D/report")" "$slots-slot pool: square%return is optimized"
     dis=$(objdump -d -j .kprewrite.text "$O" 2>/dev/null)
-    if echo "$dis" | grep -Eq "$r11"; then ok 1 "two-slot pool: the detours enter through the dispatcher"
-    else like 'push +%r11' "$dis" "two-slot pool: the detours enter through the dispatcher"; fi
-    is "$want" "$("$O")" "two-slot pool: output identical"
-    is "api ok" "$("$O" api 2>&1)" "two-slot pool: the kretprobe API"
-    is "threads rc 0 returns 400000 bad 0 nmissed 0" "$(KRET_NO_ENTRY=1 "$O" threads 2>&1)" "two-slot pool: 4 threads x 100000 calls"
-    is "longjmp rc 0 value 3 returns 4 entries 0 nmissed 0" "$(KRET_NO_ENTRY=1 "$O" longjmp 2>&1)" "two-slot pool: longjmp"
-else
-    for i in 1 2 3 4 5 6; do skip "two-slot pool fixture does not build ($(head -n 1 "$D/cc.err"))"; done
-fi
+    if [ $slots = 3 ]; then
+        like "$r11" "$dis" "3-slot pool: the detours enter through the return-probe entry"
+    elif echo "$dis" | grep -Eq "$r11"; then ok 1 "2-slot pool: the detours enter through the dispatcher"
+    else like 'push +%r11' "$dis" "2-slot pool: the detours enter through the dispatcher"; fi
+    if echo "$dis" | grep -Eq "$jmpslot"; then ok 1 "$slots-slot pool: the detours carry the return frame"
+    else like 'push +%r15' "$dis" "$slots-slot pool: the detours carry the return frame"; fi
+    is "$want" "$("$O")" "$slots-slot pool: output identical"
+    is "api ok" "$("$O" api 2>&1)" "$slots-slot pool: the kretprobe API"
+    is "threads rc 0 returns 400000 bad 0 nmissed 0" "$(KRET_NO_ENTRY=1 "$O" threads 2>&1)" \
+        "$slots-slot pool: 4 threads x 100000 calls"
+    is "longjmp rc 0 value 3 returns 4 entries 0 nmissed 0" "$(KRET_NO_ENTRY=1 "$O" longjmp 2>&1)" "$slots-slot pool: longjmp"
+done
 
 # C++: a throw from thrower() through inner() and outer(), all three return-probed
 if [ -n "$CXX" ] && command -v "${CXX%% *}" >/dev/null; then

@@ -124,6 +124,8 @@ hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION
 }
 v=$(sed -n 's/^#define KPRW_VERSION \([0-9]*\).*/\1/p' "$KP_SRCDIR/include/kprewrite/abi.h")
 hostile version $((TOFF + 4)) '\143\000' "table version 99, this runtime reads version $v" "wrong version"
+hostile flags $((TOFF + 43)) '\200' "table flags 0x80000000, unknown to this runtime \(0x[0-9a-f]+\)" \
+    "a flag a newer kprewrite would set"
 hostile nentries $((TOFF + 8)) '\377\377\377\017' '268435455 entries run past the read-only segment holding the table' \
     "entry count past the end"
 hostile site $E '\000\000\000\100' "entry $e \(p1\+0x0\): site outside executable code" \

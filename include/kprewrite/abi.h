@@ -8,11 +8,13 @@
  *   .kprewrite.text   AX  detours and out-of-line copies (filled with int3)
  *   .kprewrite.table  A   struct kprw_table + entries + strings (read-only)
  *   .kprewrite.data   WA  struct kprw_state per probe (live state, counters)
- *   .kprewrite.slot   WA  three pointers: the runtime's dispatcher, its return
- *                         handler and its return-probe entry, set by the dynamic
- *                         linker (relocated variables). Pools linked before the
- *                         third have two: their return probes enter through the
- *                         dispatcher.
+ *   .kprewrite.slot   WA  four pointers: the runtime's dispatcher, its return
+ *                         handler, its return-probe entry and its return-probe
+ *                         return, set by the dynamic linker (relocated
+ *                         variables). Pools linked before the fourth have no
+ *                         return: their detours carry the return frame; pools
+ *                         linked before the third have two, and their return
+ *                         probes enter through the dispatcher.
  */
 #ifndef KPREWRITE_ABI_H
 #define KPREWRITE_ABI_H
@@ -69,10 +71,19 @@ enum kprw_table_flags {
     /* Return-probe detours enter through the slots' third pointer
      * (__kprewrite_kret_enter): the runtime fills it in an added pool. */
     KPRW_T_KRET_ENTRY = 1u << 1,
+    /* Return-probe detours jump to the slots' fourth pointer
+     * (__kprewrite_kret_return) when the function returns: the runtime
+     * fills it in an added pool. */
+    KPRW_T_KRET_RETURN = 1u << 2,
 };
+/* The flags this version reads. A runtime refuses a table with others: a
+ * newer kprewrite's detours may rely on slots it would not fill. */
+#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN)
 
-/* .kprewrite.slot: the dispatcher, the return handler, the return-probe entry */
-#define KPRW_SLOTS_SIZE 24
+/* .kprewrite.slot: the dispatcher, the return handler, the return-probe
+ * entry and return. A slot section of 16 or 24 bytes is an older pool's. */
+#define KPRW_SLOTS_SIZE 32
+#define KPRW_SLOTS_KRET_ENTRY 24      /* the size with the entry */
 
 /* A dynamic tag (the OS-specific range, which the loaders skip) of an image
  * with an added pool: d_ptr is the table's link-time address. The runtime

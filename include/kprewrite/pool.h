@@ -27,14 +27,15 @@ void __kprewrite_register_pool(const void *table);
 void __kprewrite_dispatch(void *state, void *regs);
 unsigned long __kprewrite_return(void *regs);
 void __kprewrite_kret_enter(void);   /* its own convention: see kretprobe-fast.S */
+void __kprewrite_kret_return(void);  /* jumped to, not called: see kretprobe-fast.S */
 
 #define KPREWRITE_POOL_STR_(x) #x
 #define KPREWRITE_POOL_STR(x) KPREWRITE_POOL_STR_(x)
 
 /* The sections are plain PROGBITS so kprewrite can fill them in the file;
  * the slot holds ordinary relocated pointers to the runtime's dispatcher,
- * its return handler (for return probes' trampoline) and its return-probe
- * entry. */
+ * its return handler (for return probes' trampoline), its return-probe
+ * entry and its return-probe return. */
 #define KPREWRITE_POOL(text, table, data)                                              \
     __asm__(".pushsection .kprewrite.text,\"ax\",@progbits\n"                          \
             ".balign 4096\n"                                                             \
@@ -54,6 +55,7 @@ void __kprewrite_kret_enter(void);   /* its own convention: see kretprobe-fast.S
             ".quad __kprewrite_dispatch\n"                                               \
             ".quad __kprewrite_return\n"                                                 \
             ".quad __kprewrite_kret_enter\n"                                             \
+            ".quad __kprewrite_kret_return\n"                                            \
             ".popsection\n"                                                              \
             ".globl __kprewrite_pool\n"                                                  \
             ".hidden __kprewrite_pool\n"                                                 \

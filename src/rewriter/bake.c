@@ -287,7 +287,9 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint64_t call_dispatch = kernel ? ps->kernel_dispatch : ps->slot->addr,
              call_return = kernel ? 0 : ps->slot->addr + 8,
              /* a pool linked or added before the third slot: the old entry */
-             call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 16 : 0;
+             call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_ENTRY ? ps->slot->addr + 16 : 0,
+             /* before the fourth: the detour carries the return frame */
+             jmp_kret_return = !kernel && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 24 : 0;
     if (ps->added) {
         for (int th = 0; th < (call_kret ? 3 : 2); th++) {
             uint64_t at = ps->text->addr + text_used;
@@ -384,6 +386,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 /* return probes are at function entries: no live flags (ABI) */
                 .ret_slot = p->is_return ? call_return : 0,
                 .kret_slot = p->is_return ? call_kret : 0,
+                .kret_return_slot = p->is_return ? jmp_kret_return : 0,
                 .via_thunks = ps->added || kernel,
                 .kernel = kernel,
             };
@@ -517,6 +520,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
         if (call_kret)
             t->flags |= KPRW_T_KRET_ENTRY;
+        if (jmp_kret_return)
+            t->flags |= KPRW_T_KRET_RETURN;
         if (ps->added) {
             t->flags |= KPRW_T_ADDED_POOL;
             t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);

@@ -58,6 +58,13 @@
  *   lea state(%rip),%r11; call *kret_slot(%rip); test %r11,%r11; jne hooked
  *   relocated DCR; jmp site+dcr_len
  *   hooked: as above
+ *
+ * And in a pool with the return slot (p->kret_return_slot), the return
+ * frame is the runtime's __kprewrite_kret_return, jumped to rather than
+ * called (a call and a return less a hit, 0.4 ns of 8.4 measured):
+ *
+ *   hooked: lea 8(%rsp),%rsp; call <relocated DCR>
+ *   hook:   jmp *kret_return_slot(%rip)
  */
 #include "detour.h"
 #include "decode.h"
@@ -381,9 +388,15 @@ dcr:
         if (!rel32(&b, p->at + *dcr_off))
             goto far;
         *hook_off = b.n;
-        if (!return_frame(&b, p->ret_slot, p->via_thunks, p->entry_aligned))
-            goto far;
-        b1(&b, 0xc3);                                           /* ret: to the caller */
+        if (p->kret_return_slot) {
+            b1(&b, 0xff); b1(&b, 0x25);                         /* jmp *kret_return_slot(%rip) */
+            if (!rel32(&b, p->kret_return_slot))
+                goto far;
+        } else {
+            if (!return_frame(&b, p->ret_slot, p->via_thunks, p->entry_aligned))
+                goto far;
+            b1(&b, 0xc3);                                       /* ret: to the caller */
+        }
     }
     return b.n;
 far:

@@ -19,6 +19,11 @@ struct detour_params {
     uint64_t kret_slot;       /* return probes: the pointer to the runtime's return-probe
                                  entry (__kprewrite_kret_enter), or 0 in a pool that
                                  predates it: the detour then goes through slot */
+    uint64_t kret_return_slot; /* return probes: the pointer to the runtime's return frame
+                                 (__kprewrite_kret_return), which a hooked call's return
+                                 jumps to; or 0 in a pool that predates it: the detour
+                                 then carries the frame, which calls ret_slot. Always a
+                                 pointer (read only after the entry took the call) */
     bool via_thunks;          /* slot and ret_slot are code to call (nop; call rel32), not
                                  pointers: thunks (x86_emit_slot_thunk) in an image the
                                  runtime was not linked into, whose slots the runtime fills

@@ -970,7 +970,11 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
         rt_lock_take();
         if (add_pool(t)) {   /* checked: the slots are in a writable segment of that object */
             void *_Atomic *slot = (void *_Atomic *)((char *)t + t->slot_rel);
-            if (t->flags & KPRW_T_KRET_ENTRY)   /* the pool has the third slot */
+            /* the return before the entry: a detour jumps to the return
+             * only after the entry took its call */
+            if (t->flags & KPRW_T_KRET_RETURN)   /* the pool has the fourth slot */
+                atomic_store(&slot[3], (void *)__kprewrite_kret_return);
+            if (t->flags & KPRW_T_KRET_ENTRY)    /* the pool has the third slot */
                 atomic_store(&slot[2], (void *)__kprewrite_kret_enter);
             atomic_store(&slot[1], (void *)__kprewrite_return);
             atomic_store(&slot[0], (void *)__kprewrite_dispatch);

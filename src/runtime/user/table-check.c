@@ -78,6 +78,12 @@ static bool zero_filled(const struct object *o, uintptr_t a, uint64_t len)
     return false;
 }
 
+/* An added pool's slot section: the pointers its flags say the runtime fills. */
+static uint64_t slots_size(uint32_t flags)
+{
+    return (flags & KPRW_T_KRET_RETURN) ? KPRW_SLOTS_SIZE : (flags & KPRW_T_KRET_ENTRY) ? KPRW_SLOTS_KRET_ENTRY : 16;
+}
+
 static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
 {
     int hint = -1;
@@ -149,6 +155,11 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
         snprintf(why, len, "table version %u, this runtime reads version %u", t->version, KPRW_VERSION);
         return why;
     }
+    if (t->flags & ~(uint32_t)KPRW_T_KNOWN) {
+        snprintf(why, len, "table flags 0x%x, unknown to this runtime (0x%x)", t->flags & ~(uint32_t)KPRW_T_KNOWN,
+                 (unsigned)KPRW_T_KNOWN);
+        return why;
+    }
     if (t->entry_size != sizeof(struct kprw_entry)) {
         snprintf(why, len, "entry size %u, expected %zu", t->entry_size, sizeof(struct kprw_entry));
         return why;
@@ -165,7 +176,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     struct kprw_state *st = (void *)at(t, t->state_rel);
     if (t->nentries && !in_segment(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st, PF_R | PF_W, PF_X))
         return "the state array lies outside a writable, non-executable segment";
-    if ((t->flags & KPRW_T_ADDED_POOL) && !in_segment(&o, at(t, t->slot_rel), (t->flags & KPRW_T_KRET_ENTRY) ? KPRW_SLOTS_SIZE : 16, PF_R | PF_W, PF_X))
+    if ((t->flags & KPRW_T_ADDED_POOL) && !in_segment(&o, at(t, t->slot_rel), slots_size(t->flags), PF_R | PF_W, PF_X))
         return "the slots lie outside a writable, non-executable segment";
     if (t->tramp_rel && !in_segment(&o, at(t, t->tramp_rel), 1, PF_R | PF_X, PF_W))
         return "the return trampoline lies outside executable code";

@@ -1,6 +1,8 @@
-/* A pool as libkprewrite-pool reserved it before the return-probe entry
- * (two slots: the dispatcher and the return handler), for t/kretprobe.t:
- * return probes baked into it must enter through the dispatcher. */
+/* A pool as libkprewrite-pool reserved it before the return-probe return
+ * (OLD_SLOTS 3: the dispatcher, the return handler and the return-probe
+ * entry) or before the entry too (OLD_SLOTS 2), for t/kretprobe.t: return
+ * probes baked into it must carry the return frame in their detours, and
+ * with two slots enter through the dispatcher. */
 #include "kprewrite/pool.h"
 
 __asm__(".pushsection .kprewrite.text,\"ax\",@progbits\n"
@@ -20,6 +22,9 @@ __asm__(".pushsection .kprewrite.text,\"ax\",@progbits\n"
         ".balign 8\n"
         ".quad __kprewrite_dispatch\n"
         ".quad __kprewrite_return\n"
+#if OLD_SLOTS > 2
+        ".quad __kprewrite_kret_enter\n"
+#endif
         ".popsection\n");
 extern const char old_pool_table[] __attribute__((visibility("hidden")));
 
