@@ -145,6 +145,8 @@ if [ -n "$CXX" ] && command -v "${CXX%% *}" >/dev/null; then
         is "$want" "$("$X")" "C++ $v: output identical, 100 exceptions caught, destructors run"
         is "$want
 returns 600 bad 0 nmissed 0 0 0" "$("$X" probe 2>&1)" "C++ $v: exceptions through return-probed frames with handlers registered; no instance lost (maxactive 1)"
+        like '^compete bad 0 accounted all$' "$("$X" probe compete 2>&1 | tail -n 1)" \
+            "C++ $v: then two threads compete for the instances the throws freed: one user each, every entry accounted"
     done
     X=$D/kt-static
     $CXX -O2 -mgeneral-regs-only -I"$KP_SRCDIR/include" -o "$X" "$SRC/kret-throw.cc" -Wl,-u,__kprewrite_pool \

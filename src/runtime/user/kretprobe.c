@@ -112,7 +112,11 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
  * a few kretprobes for its next calls, so that a hit costs no atomic
  * operation (two lock cmpxchg were most of a hit's cost), and one more of
  * any kretprobe, the last given back (`hot`, where the return's fast path
- * puts it without first loading which kretprobe it is). Only the thread
+ * puts it without first loading which kretprobe it is). The hot instance
+ * stays in place while a call of the thread uses it (its __slot set) and
+ * is free again when __slot is NULL, so that neither taking nor giving it
+ * back writes `hot` (each store a hit saves counts, see
+ * kretprobe-fast.S); it is never on the shared list. Only the thread
  * touches its cache, and only while it runs handlers (rt_self.running
  * set). An entry that finds neither a cached nor a shared free instance
  * takes the cache of another thread that is not running handlers: it sets
@@ -147,12 +151,12 @@ static struct kretprobe_instance *steal(struct holder *h)
     for (struct rt_thread *t = rt_threads(); t && !got; t = t->next) {
         struct rt_kcache *w = t == &rt_self ? NULL : kc_way(t, h);
         struct kretprobe_instance *hot = t == &rt_self ? NULL : __atomic_load_n(&t->hot, __ATOMIC_RELAXED);
-        if (!(w && __atomic_load_n(&w->n, __ATOMIC_RELAXED)) && !(hot && hot->__holder == h))
+        if (!(w && __atomic_load_n(&w->n, __ATOMIC_RELAXED)) && !(hot && hot->__holder == h && !hot->__slot))
             continue;
         atomic_store_explicit(&t->steal, 1, memory_order_relaxed);
         if (rt_membarrier() && !atomic_load_explicit(&t->running, memory_order_acquire)) {
             struct kretprobe_instance *ri;
-            if ((ri = t->hot) && ri->__holder == h) {
+            if ((ri = t->hot) && ri->__holder == h && !ri->__slot) {   /* free, not in use */
                 t->hot = NULL;
                 got = ri;
             }
@@ -179,10 +183,8 @@ static struct kretprobe_instance *local_get(struct holder *h)
     if (rt_kc_on == 1 && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
         struct rt_kcache *w = kc_way(&rt_self, h);
         struct kretprobe_instance *ri = rt_self.hot;
-        if (ri && ri->__holder == h) {
-            rt_self.hot = NULL;
-            return ri;
-        }
+        if (ri && ri->__holder == h && !ri->__slot)
+            return ri;   /* stays hot: the caller's fill makes it in use */
         if (w && (ri = w->head)) {
             w->head = ri->__next;
             w->n--;
@@ -196,8 +198,16 @@ static struct kretprobe_instance *local_get(struct holder *h)
 /* Give an instance back, inside a handler window. */
 static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
 {
-    if (rt_kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed)) {
+    bool usable = rt_kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed);
+    if (rt_self.hot == ri) {
+        ri->__slot = NULL;   /* free, and still hot */
+        if (usable)
+            return;
+        rt_self.hot = NULL;
+    }
+    if (usable) {
         if (!rt_self.hot) {
+            ri->__slot = NULL;
             rt_self.hot = ri;
             return;
         }
@@ -239,10 +249,13 @@ static void drop(struct kretprobe_instance *ri, bool unhook, bool in_window)
 {
     if (unhook && our_hook(ri, *ri->__slot))
         *ri->__slot = (unsigned long)ri->ret_addr;
-    if (in_window)
+    if (in_window) {
         local_put(ri->__holder, ri);
-    else
-        inst_put(ri->__holder, ri);
+        return;
+    }
+    if (rt_self.hot == ri)   /* to the shared list: no longer hot */
+        rt_self.hot = NULL;
+    inst_put(ri->__holder, ri);
 }
 
 /* ri now stands for rp's call entering at slot, on thread self. (ri->rp
@@ -456,15 +469,15 @@ void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri)
 /* A thread exits (pthread_exit inside probed calls): its frames are gone. */
 void rt_kretprobe_thread_exit(struct rt_thread *t)
 {
-    struct kretprobe_instance *ri;
+    /* under rt_lock, so no thread is stealing. The hot instance first:
+     * when in use, the calls below give it back */
+    struct kretprobe_instance *ri = t->hot;
+    t->hot = NULL;
+    if (ri && !ri->__slot)
+        inst_put(ri->__holder, ri);
     while ((ri = t->ractive)) {
         t->ractive = ri->__next;
         drop(ri, false, false);
-    }
-    /* under rt_lock, so no thread is stealing */
-    if ((ri = t->hot)) {
-        t->hot = NULL;
-        inst_put(ri->__holder, ri);
     }
     for (size_t i = 0; i < KC_WAYS; i++) {
         struct rt_kcache *w = &t->kc[i];
