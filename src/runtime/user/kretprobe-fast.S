@@ -22,6 +22,47 @@
 #include "rt-offsets.h"
 #include "kprewrite/ptrace.h"
 
+/* The general registers in pt_regs order, as a detour pushes them: the
+ * caller-saved (di ... r11), then the callee-saved (bx ... r15) */
+.macro PUSH_CALLER_SAVED
+        push    %rdi
+        push    %rsi
+        push    %rdx
+        push    %rcx
+        push    %rax
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+.endm
+.macro POP_CALLER_SAVED
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rax
+        pop     %rcx
+        pop     %rdx
+        pop     %rsi
+        pop     %rdi
+.endm
+.macro PUSH_CALLEE_SAVED
+        push    %rbx
+        push    %rbp
+        push    %r12
+        push    %r13
+        push    %r14
+        push    %r15
+.endm
+.macro POP_CALLEE_SAVED
+        pop     %r15
+        pop     %r14
+        pop     %r13
+        pop     %r12
+        pop     %rbp
+        pop     %rbx
+.endm
+
 /*
  * Take a free instance of holder \h for the call whose return address is
  * at \slot, and make it the thread's newest hooked call (\ri). rax =
@@ -210,15 +251,7 @@ __kprewrite_kret_enter:
         KRESTORE
         /* the frame of an ordinary detour, whose %rsp would be ours + 8 */
         lea     -(128 + UPPER - 8)(%rsp), %rsp
-        push    %rdi
-        push    %rsi
-        push    %rdx
-        push    %rcx
-        push    %rax
-        push    %r8
-        push    %r9
-        push    %r10
-        push    %r11
+        PUSH_CALLER_SAVED
         lea     -PTREGS_R11(%rsp), %rsp
         mov     %r11, %rdi
         mov     %rsp, %rsi
@@ -229,15 +262,7 @@ __kprewrite_kret_enter:
         pop     %rsp
         mov     %rax, PTREGS_ORIG_AX(%rsp)
         lea     PTREGS_R11(%rsp), %rsp
-        pop     %r11
-        pop     %r10
-        pop     %r9
-        pop     %r8
-        pop     %rax
-        pop     %rcx
-        pop     %rdx
-        pop     %rsi
-        pop     %rdi
+        POP_CALLER_SAVED
         mov     (%rsp), %r11                    /* the answer, at orig_ax */
         lea     (128 + UPPER - 8)(%rsp), %rsp
         ret
@@ -372,21 +397,8 @@ __kprewrite_return:
         .p2align 5
 __kprewrite_kret_return:
         lea     -(8 + UPPER)(%rsp), %rsp        /* S - 8 .. S: ss ... orig_ax */
-        push    %rdi
-        push    %rsi
-        push    %rdx
-        push    %rcx
-        push    %rax
-        push    %r8
-        push    %r9
-        push    %r10
-        push    %r11
-        push    %rbx
-        push    %rbp
-        push    %r12
-        push    %r13
-        push    %r14
-        push    %r15
+        PUSH_CALLER_SAVED
+        PUSH_CALLEE_SAVED
         mov     %rsp, %rdi                      /* regs */
         mov     %rsp, %rbx
         and     $-16, %rsp                      /* whatever the function's alignment */
@@ -396,21 +408,8 @@ __kprewrite_kret_return:
 .Lframe_done:
         mov     %rbx, %rsp
         mov     %rax, PTREGS_SIZE(%rsp)         /* at S */
-        pop     %r15
-        pop     %r14
-        pop     %r13
-        pop     %r12
-        pop     %rbp
-        pop     %rbx
-        pop     %r11
-        pop     %r10
-        pop     %r9
-        pop     %r8
-        pop     %rax
-        pop     %rcx
-        pop     %rdx
-        pop     %rsi
-        pop     %rdi
+        POP_CALLEE_SAVED
+        POP_CALLER_SAVED
         lea     UPPER(%rsp), %rsp               /* %rsp = S */
         ret
         .size   __kprewrite_kret_return, .-__kprewrite_kret_return
