@@ -75,10 +75,14 @@ enum kprw_table_flags {
      * (__kprewrite_kret_return) when the function returns: the runtime
      * fills it in an added pool. */
     KPRW_T_KRET_RETURN = 1u << 2,
+    /* Return-probe detours save %r11 around the entry's call, pass the
+     * state's address + 1 in %r11 and read the answer from ZF. */
+    KPRW_T_KRET_R11 = 1u << 3,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
- * newer kprewrite's detours may rely on slots it would not fill. */
-#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN)
+ * newer kprewrite's detours may rely on slots it would not fill, or on a
+ * calling convention it does not follow. */
+#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
 
 /* .kprewrite.slot: the dispatcher, the return handler, the return-probe
  * entry and return. A slot section of 16 or 24 bytes is an older pool's. */

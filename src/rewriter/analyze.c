@@ -472,7 +472,7 @@ static void judge(struct state *s, struct probe *p)
             return;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
-        if (in.kind == XK_CALL && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
+        if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
             has_call = true;
             /* A call before the end of the DCR returns into it: with the
              * original bytes back (a disabled probe), a thread could sit

@@ -519,7 +519,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
         if (call_kret)
-            t->flags |= KPRW_T_KRET_ENTRY;
+            t->flags |= KPRW_T_KRET_ENTRY | KPRW_T_KRET_R11;
         if (jmp_kret_return)
             t->flags |= KPRW_T_KRET_RETURN;
         if (ps->added) {

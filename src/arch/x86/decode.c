@@ -26,7 +26,10 @@ static void init_once(void)
 
 static enum x86_kind classify(const ZydisDecodedInstruction *zi)
 {
-    bool rel = zi->attributes & ZYDIS_ATTRIB_IS_RELATIVE;
+    /* A direct branch carries its displacement as a relative immediate.
+     * (ZYDIS_ATTRIB_IS_RELATIVE is also set for RIP-relative memory
+     * operands: jmp *disp(%rip) is indirect.) */
+    bool rel = zi->raw.imm[0].is_relative;
     bool far = zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
 
     switch (zi->mnemonic) {

@@ -49,15 +49,24 @@
  * function sees the same stack: its arguments and frame do not move.
  *
  * In a pool with the return-probe entry slot (p->kret_slot), the entry
- * saves nothing itself: the runtime's __kprewrite_kret_enter keeps every
- * register but %r11 and the flags, which are dead at a function entry,
- * saves only what its common case uses, and builds the full frame above
- * only when it must (measured: a third of a hit's instructions were the
- * saves and reloads of this entry):
+ * saves only %r11: the runtime's __kprewrite_kret_enter keeps every other
+ * register (the flags are dead at a function entry), saves only what its
+ * common case uses, and builds the full frame above only when it must
+ * (measured: a third of a hit's instructions were the saves and reloads
+ * of this entry). It answers in ZF; the state's address + 1 tells it that
+ * %r11 was saved (the return slot is above it):
  *
- *   lea state(%rip),%r11; call *kret_slot(%rip); test %r11,%r11; jne hooked
+ *   push %r11; lea state+1(%rip),%r11; call *kret_slot(%rip); pop %r11
+ *   jne hooked
  *   relocated DCR; jmp site+dcr_len
  *   hooked: as above
+ *
+ * No register may change that the original instructions leave alone:
+ * GCC's -fipa-ra lets a caller keep values in caller-saved registers
+ * across a call to a function it knows does not touch them. Flags are
+ * another matter: GCC treats them as clobbered by every call (they are a
+ * fixed register, which -fipa-ra never counts as preserved), so at an
+ * entry and after a return they are dead.
  *
  * And in a pool with the return slot (p->kret_return_slot), the return
  * frame is the runtime's __kprewrite_kret_return, jumped to rather than
@@ -191,25 +200,98 @@ static const uint8_t flags_restore[] = {
     0x9e,                   /* sahf: SF ZF AF PF CF */
 };
 
-/* A direct call whose return address is ret (the original code), not the
- * copy: unwinders, C++ exceptions and backtraces keep seeing the probed
- * function. Flags are untouched:
+/* A call whose return address is ret (the original code), not the copy:
+ * unwinders, C++ exceptions and backtraces keep seeing the probed
+ * function. Registers and flags are untouched:
  *   lea -8(%rsp),%rsp; push %rax; lea ret(%rip),%rax; mov %rax,8(%rsp);
- *   pop %rax; jmp target */
-static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
+ *   pop %rax; then jmp target, or jmp *OP for an indirect call */
+static bool emulated_call_head(struct buf *b, uint64_t ret)
 {
     static const uint8_t head[] = { 0x48, 0x8d, 0x64, 0x24, 0xf8, 0x50, 0x48, 0x8d, 0x05 };
-    static const uint8_t store[] = { 0x48, 0x89, 0x44, 0x24, 0x08, 0x58, 0xe9 };
+    static const uint8_t store[] = { 0x48, 0x89, 0x44, 0x24, 0x08, 0x58 };
     bn(b, head, sizeof head);
     if (!rel32(b, ret))
         return false;
     bn(b, store, sizeof store);
+    return true;
+}
+
+static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
+{
+    if (!emulated_call_head(b, ret))
+        return false;
+    b1(b, 0xe9);
     return rel32(b, target);
 }
 
-/* Copy one DCR instruction to b, relocated for its new address. A direct
- * call that ends the copy (ret_to != 0) returns straight to ret_to, the
- * original code after the DCR; other calls return into the copy. */
+/* The jmp that ends an emulated indirect call: `call *OP` (ff /2) becomes
+ * `jmp *OP` (ff /4) through the same operand, as the call would have read
+ * it: a RIP-relative displacement re-pointed for the new address, and an
+ * %rsp-based one raised by the 8 bytes the emulation pushed (the call reads
+ * its operand before it pushes). False when that cannot be encoded. */
+static bool indirect_call_to_jmp(struct buf *b, const uint8_t *p, unsigned len, uint64_t from)
+{
+    static ZydisDecoder dec;
+    static bool ready;
+    if (!ready) {
+        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, len, &zi, ops)) || zi.mnemonic != ZYDIS_MNEMONIC_CALL ||
+        zi.opcode != 0xff || !(zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) || zi.raw.modrm.reg != 2)
+        return false;
+    const ZydisDecodedOperand *op = &ops[0];
+    unsigned m = zi.raw.modrm.offset;
+    size_t start = b->n;
+    bn(b, p, m + 1);
+    b->p[start + m] = (uint8_t)((p[m] & ~0x38) | (4 << 3));        /* ff /4: jmp */
+    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        if (op->reg.value == ZYDIS_REGISTER_RSP)
+            return false;                                           /* the pushes moved it */
+        return true;
+    }
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
+        return false;
+    if (op->mem.base == ZYDIS_REGISTER_RIP) {
+        bn(b, p + m + 1, len - (m + 1));
+        int32_t disp;
+        memcpy(&disp, p + zi.raw.disp.offset, 4);
+        uint64_t target = from + len + (int64_t)disp;
+        int64_t nd = (int64_t)(target - (b->at + b->n));
+        if (nd != (int32_t)nd)
+            return false;
+        int32_t nd32 = (int32_t)nd;
+        memcpy(b->p + start + zi.raw.disp.offset, &nd32, 4);
+        return true;
+    }
+    if (op->mem.base != ZYDIS_REGISTER_RSP && op->mem.index != ZYDIS_REGISTER_RSP) {
+        bn(b, p + m + 1, len - (m + 1));                            /* same operand */
+        return true;
+    }
+    if (op->mem.base != ZYDIS_REGISTER_RSP || !zi.raw.sib.offset)
+        return false;
+    /* %rsp as the base: ModRM mod 00/01/10, a SIB byte, then disp0/8/32 */
+    bn(b, p + m + 1, 1);                                            /* the SIB */
+    int64_t disp = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
+    disp += 8;
+    uint8_t mod = disp == (int8_t)disp ? 1 : 2;
+    if (disp != (int32_t)disp)
+        return false;
+    b->p[start + m] = (uint8_t)((b->p[start + m] & 0x3f) | (mod << 6));
+    if (mod == 1)
+        b1(b, (uint8_t)disp);
+    else
+        b32(b, (uint32_t)(int32_t)disp);
+    return true;
+}
+
+/* Copy one DCR instruction to b, relocated for its new address. A call
+ * must end the copy (ret_to, the original code after the DCR, != 0): it is
+ * emulated so that the callee returns straight to ret_to, never into the
+ * pool (which has no unwind information: a C++ throw through such a frame
+ * would terminate, and backtraces would stop there). */
 static bool relocate(struct buf *b, const uint8_t *p, const struct x86_insn *ip, uint64_t ret_to,
                      char *err, size_t errlen)
 {
@@ -223,14 +305,21 @@ static bool relocate(struct buf *b, const uint8_t *p, const struct x86_insn *ip,
             goto far;
         return true;
     case XK_CALL:
-        if (ret_to) {
-            if (!emulated_call(b, in.target, ret_to))
-                goto far;
-            return true;
-        }
-        b1(b, 0xe8);
-        if (!rel32(b, in.target))
+        if (!ret_to)
+            goto call_inside;
+        if (!emulated_call(b, in.target, ret_to))
             goto far;
+        return true;
+    case XK_CALL_IND:
+        if (!ret_to)
+            goto call_inside;
+        if (!emulated_call_head(b, ret_to))
+            goto far;
+        if (!indirect_call_to_jmp(b, p, len, from)) {
+            snprintf(err, errlen, "indirect call at 0x%llx: its operand cannot be read the same way out of line",
+                     (unsigned long long)from);
+            return false;
+        }
         return true;
     case XK_JCC: {
         /* condition code: 7x (rel8) or 0f 8x (rel32), after any prefixes */
@@ -267,6 +356,10 @@ static bool relocate(struct buf *b, const uint8_t *p, const struct x86_insn *ip,
     return true;
 far:
     snprintf(err, errlen, "instruction at 0x%llx: target out of rel32 reach from the pool",
+             (unsigned long long)from);
+    return false;
+call_inside:
+    snprintf(err, errlen, "call at 0x%llx is not the last instruction copied: it would return into the pool",
              (unsigned long long)from);
     return false;
 }
@@ -310,11 +403,11 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     const int red_zone = p->kernel ? 0 : 128;
     size_t jne_at = 0;
     if (p->ret_slot && p->kret_slot && !p->kernel) {
-        b1(&b, 0x4c); b1(&b, 0x8d); b1(&b, 0x1d);               /* lea state(%rip),%r11 */
-        if (!rel32(&b, p->state) || !call_slot(&b, p->kret_slot, p->via_thunks))
+        push_pop(&b, R11, false);                               /* push %r11 */
+        b1(&b, 0x4c); b1(&b, 0x8d); b1(&b, 0x1d);               /* lea state+1(%rip),%r11 */
+        if (!rel32(&b, p->state + 1) || !call_slot(&b, p->kret_slot, p->via_thunks))
             goto far;
-        static const uint8_t test[] = { 0x4d, 0x85, 0xdb };     /* test %r11,%r11 */
-        bn(&b, test, sizeof test);
+        push_pop(&b, R11, true);                                /* pop %r11: ZF stays */
         b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
         goto dcr;
     }

@@ -161,17 +161,26 @@ rt_kretprobe_enter:
  * __kprewrite_kret_enter: a return probe's detour calls this at the probed
  * function's entry (x86_emit_detour), through the pool's third slot, with
  * %r11 = the probe's state. It keeps every register but %r11 and the
- * flags (both dead at a function entry, by the ABI) and answers in %r11:
- * non-zero when a kretprobe took the call (the detour then calls the
- * function from the return slot, so that it returns into the detour).
+ * flags and answers in %r11 and ZF: non-zero (ZF clear) when a kretprobe
+ * took the call (the detour then calls the function from the return
+ * slot, so that it returns into the detour).
+ *
+ * The detour saves %r11 itself (push %r11 before the call, pop after it):
+ * GCC's -fipa-ra lets a caller keep a value in any register a callee is
+ * known to leave alone, r11 included, so a probe may change no register
+ * the original instructions did not. Such a detour passes the state's
+ * address + 1 (states are 8-aligned): the return slot is then 8 bytes
+ * further up, above the saved %r11. Detours baked before that pass the
+ * state itself, and lose %r11.
  *
  * Here: the point's only handler an enabled kretprobe with no
  * entry_handler (pt->kret), or no handler at all. The hit is counted,
  * then the instance comes from the thread's hot place or home way, or
  * from C (rt_kretprobe_take_c) when neither has one. Anything else builds
  * the pt_regs an ordinary detour builds (below the red zone, as if the
- * detour had) and goes through __kprewrite_dispatch; pt_regs.r11 then
- * shows the state's address, not the probed code's (dead) r11.
+ * detour had) and goes through __kprewrite_dispatch; pt_regs.r11 shows
+ * the probed code's r11 (the saved one; a handler's write to it takes
+ * effect), or, from an older detour, the state's address.
  */
 #define KSAVED 5                                /* registers pushed below */
 #define KSLOT ((KSAVED + 1) * 8)                /* the return slot: the probed %rsp */
@@ -183,6 +192,37 @@ rt_kretprobe_enter:
         pop     %rcx
         pop     %rax
 .endm
+/* The slow way: the frame of an ordinary detour, whose %rsp would be
+ * the probed %rsp, \above bytes over ours (the detour's return address,
+ * and the r11 it saved when it did), and the dispatcher. */
+.macro KSLOW_FRAME above
+        lea     -(128 + UPPER - \above)(%rsp), %rsp
+        PUSH_CALLER_SAVED
+        lea     -PTREGS_R11(%rsp), %rsp
+        mov     %r11, %rdi
+        and     $-8, %rdi                       /* the state */
+.if \above == 16
+        mov     (PTREGS_SIZE + 128 - 8)(%rsp), %rax  /* the probed code's r11 */
+        mov     %rax, PTREGS_R11(%rsp)
+.endif
+        mov     %rsp, %rsi
+        and     $-16, %rsp                      /* as the detour does for a caller */
+        push    %rsi                            /* that broke the ABI's alignment */
+        push    %rsi
+        call    rt_dispatch                     /* (state, regs): did a kretprobe take it? */
+        pop     %rsp
+        mov     %rax, PTREGS_ORIG_AX(%rsp)
+.if \above == 16
+        mov     PTREGS_R11(%rsp), %rax          /* a handler's write takes effect: */
+        mov     %rax, (PTREGS_SIZE + 128 - 8)(%rsp)  /* the detour pops it */
+.endif
+        lea     PTREGS_R11(%rsp), %rsp
+        POP_CALLER_SAVED
+        mov     (%rsp), %r11                    /* the answer, at orig_ax */
+        lea     (128 + UPPER - \above)(%rsp), %rsp
+        test    %r11, %r11
+        ret
+.endm
         .globl  __kprewrite_kret_enter
         .type   __kprewrite_kret_enter, @function
         .p2align 5
@@ -192,7 +232,9 @@ __kprewrite_kret_enter:
         push    %rdx
         push    %rsi
         push    %rdi
-        mov     ST_RT(%r11), %rdx               /* the point */
+        mov     %r11, %rdx
+        and     $-8, %rdx                       /* the state, without the tag */
+        mov     ST_RT(%rdx), %rdx               /* the point */
         test    %rdx, %rdx
         jz      .Lk_slow
         THREAD_COUNTER .Lk_slow
@@ -214,11 +256,15 @@ __kprewrite_kret_enter:
         test    %rdx, %rdx
         jz      .Lk_none
         lea     KSLOT(%rsp), %rcx               /* the slot */
-        TAKE_CACHED kret, %rdx, %rcx, %rdi, %rsi, %r11, .Lk_c
+        test    $1, %r11b                       /* above the detour's saved r11 */
+        jz      2f
+        add     $8, %rcx
+2:      TAKE_CACHED kret, %rdx, %rcx, %rdi, %rsi, %r11, .Lk_c
         movq    $0, %fs:TH_RUNNING(%rax)
         mov     $1, %r11d
 .Lk_out:
         KRESTORE
+        test    %r11, %r11                      /* the answer in ZF too */
         ret
         TAKE_CACHED_COLD kret, %rdx, %rcx, %rdi, %rsi, %r11, .Lk_c
 .Lk_none:
@@ -245,23 +291,11 @@ __kprewrite_kret_enter:
         jmp     .Lk_out
 .Lk_slow:
         KRESTORE
-        /* the frame of an ordinary detour, whose %rsp would be ours + 8 */
-        lea     -(128 + UPPER - 8)(%rsp), %rsp
-        PUSH_CALLER_SAVED
-        lea     -PTREGS_R11(%rsp), %rsp
-        mov     %r11, %rdi
-        mov     %rsp, %rsi
-        and     $-16, %rsp                      /* as the detour does for a caller */
-        push    %rsi                            /* that broke the ABI's alignment */
-        push    %rsi
-        call    rt_dispatch                     /* (state, regs): did a kretprobe take it? */
-        pop     %rsp
-        mov     %rax, PTREGS_ORIG_AX(%rsp)
-        lea     PTREGS_R11(%rsp), %rsp
-        POP_CALLER_SAVED
-        mov     (%rsp), %r11                    /* the answer, at orig_ax */
-        lea     (128 + UPPER - 8)(%rsp), %rsp
-        ret
+        test    $1, %r11b
+        jnz     .Lk_slow_saved
+        KSLOW_FRAME 8
+.Lk_slow_saved:
+        KSLOW_FRAME 16
         .size   __kprewrite_kret_enter, .-__kprewrite_kret_enter
 
 /*
