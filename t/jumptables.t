@@ -90,12 +90,15 @@ $CC -o "$D/ptr" "$D/ptr.s" "$D/m2.c"
 like 'f\+0x0  \[OPTIMIZED\]' "$(check1 "$D/ptr" f)" \
     "a jump through a pointer argument: no address inside f is taken, so it leaves f"
 
-# Tail calls through a function pointer leave their function, unless some
-# address inside it is taken (labels as values): then any byte could be the
-# target. Both kinds, as PIE and not.
+# An indirect jump lands on an address the image materializes: a tail call
+# through a function pointer, a computed goto through a table of labels.
+# Only such an address on an instruction of the DCR after its first keeps a
+# probe int3 (cgoto2); arithmetic on an address the function takes of
+# itself (selfgo) could land on any instruction of a DCR of more than one.
+# Both kinds, as PIE and not.
 cat >"$D/ind.s" <<'ASM'
 	.text
-	.globl tail, cgoto, selfgo
+	.globl tail, cgoto, cgoto2, selfgo
 	.type tail,@function
 tail:                                   # tail(obj): return obj->vtbl->fn(obj)
 	mov (%rdi), %rax
@@ -112,11 +115,19 @@ cgoto:                                  # cgoto(i): goto *tab[i]
 2:	mov $2, %eax
 	ret
 	.size cgoto, .-cgoto
+	.type cgoto2,@function
+cgoto2:                                 # the same, with a label on its second instruction
+	xor %eax, %eax
+3:	lea tab2(%rip), %rdx
+	mov (%rdx,%rdi,8), %rax
+	jmp *%rax
+	.size cgoto2, .-cgoto2
 	.type selfgo,@function
 selfgo:                                 # goto *(&&selfgo + i): its own start, plus arithmetic
-	lea selfgo(%rip), %rax
-	add %rdi, %rax
-	jmp *%rax
+	xor %eax, %eax
+	lea selfgo(%rip), %rdx
+	add %rdi, %rdx
+	jmp *%rdx
 	.size selfgo, .-selfgo
 	.type one,@function
 one:	mov $1, %eax
@@ -125,6 +136,7 @@ one:	mov $1, %eax
 	.section .data.rel.ro,"aw"
 	.balign 8
 tab:	.quad 1b, 2b
+tab2:	.quad 3b
 	.globl vtbl
 vtbl:	.quad 0, one
 	.section .note.GNU-stack,"",@progbits
@@ -134,11 +146,14 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     cf=${pie%/*}; lf=${pie#*/}
     $CC $cf $lf -o "$D/ind$cf" "$D/ind.s" "$D/m3.c"
     ok $("$D/ind$cf"; echo $?) "$cf: the fixture runs"
-    out=$("$KPREWRITE" --check --summary --probe tail --probe cgoto --probe selfgo "$D/ind$cf")
+    out=$("$KPREWRITE" --check --summary --probe tail --probe cgoto --probe cgoto2 --probe selfgo "$D/ind$cf")
     like 'tail\+0x0  \[OPTIMIZED\]' "$out" "$cf: a tail call through a vtable leaves its function: optimized"
-    like 'cgoto\+0x0  \[INT3\] indirect-jump' "$out" "$cf: a computed goto (its labels' addresses in data) is not trusted"
-    like 'selfgo\+0x0  \[INT3\] indirect-jump' "$out" "$cf: a function taking its own start is not trusted either"
-    like 'indirect jumps proven to leave their function, 2 unproven' "$out" "$cf: the summary counts them"
+    like 'cgoto\+0x0  \[OPTIMIZED\]' "$out" "$cf: a computed goto whose labels lie past the DCR: optimized"
+    like "cgoto2\\+0x0  \\[INT3\\] jump-into-dcr \\(address 0x0*$(addr_of "$D/ind$cf" cgoto2 | sed 's/^0*//' | awk '{ printf "%x", strtonum("0x"$1) + 2 }') is taken" \
+        "$out" "$cf: a label of a computed goto on the DCR's second instruction: int3, naming the address"
+    like 'selfgo\+0x0  \[INT3\] indirect-jump' "$out" "$cf: arithmetic on the function's own start: int3"
+    like '3 indirect jumps through loaded pointers, 0 tail calls \(frame at entry\), 0 onto taken addresses, 1 unproven' \
+        "$out" "$cf: the summary counts them"
     like 'tail\+0x0  \[INT3\] indirect-jump' "$("$KPREWRITE" --check --strict-indirect --probe tail "$D/ind$cf")" \
         "$cf: --strict-indirect keeps the tail call int3"
 done

@@ -31,6 +31,16 @@ struct ref {
     uint64_t target, from;
     uint8_t kind;            /* enum ref_kind */
     uint8_t table;           /* REF_TABLE: enum ktable_id */
+    uint8_t width;           /* REF_JTABLE: the entry's size (4: relative to base) */
+    bool retargetable;       /* REF_JTABLE: from a table bounded by its check */
+    uint64_t entry, base;    /* REF_JTABLE: the entry's address, the table's */
+};
+
+/* A jump table entry (REF_JTABLE). */
+struct ref_table {
+    uint64_t entry, base;
+    uint8_t width;
+    bool relative, bounded;
 };
 
 struct refs { struct ref *v; size_t n, cap; };
@@ -64,7 +74,22 @@ static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_ki
         s->refs.v = v;
         s->refs.cap = cap;
     }
-    s->refs.v[s->refs.n++] = (struct ref){ target, from, (uint8_t)kind, table };
+    s->refs.v[s->refs.n++] = (struct ref){ target, from, (uint8_t)kind, table, 0, false, 0, 0 };
+    return true;
+}
+
+static bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t)
+{
+    size_t before = s->refs.n;
+    if (!add_ref(s, target, from, REF_JTABLE, 0))
+        return false;
+    if (s->refs.n > before) {
+        struct ref *r = &s->refs.v[s->refs.n - 1];
+        r->width = t->width;
+        r->retargetable = t->bounded && (t->relative ? t->width == 4 : t->width == 8);
+        r->entry = t->entry;
+        r->base = t->relative ? t->base : 0;
+    }
     return true;
 }
 
@@ -87,61 +112,127 @@ static bool got_slot(const struct image *img, uint64_t slot)
     return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
 }
 
-/* Can no indirect jump land strictly inside a member of the family of
- * head? True when no code address inside one is taken anywhere (taken.c).
- * User images only: a kernel computes addresses in ways this does not see
- * (its tables, alternatives), so there every unproven jump stays one. */
-static bool family_untaken(struct state *s, size_t head)
+/* The code addresses the image materializes (taken.c), built once. User
+ * images only: a kernel computes addresses in ways this does not see (its
+ * tables, alternatives), so there every unproven jump stays one. */
+static const struct taken *taken_set(struct state *s)
 {
     if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
-        return false;
+        return NULL;
     if (s->taken_state == 0) {
         char e[200];
         s->taken_state = taken_build(&s->taken, s->img, s->sy, e, sizeof e) < 0 ? -1 : 1;
         if (s->taken_state < 0)
-            return false;
+            return NULL;
     }
-    for (size_t j = 0; j < s->sy->nfuncs; j++) {
-        const struct func *m = &s->sy->funcs[j];
-        if (m->parent == head && taken_inside(&s->taken, m->start, m->end))
-            return false;
-    }
-    return true;
+    return &s->taken;
 }
 
-/* The indirect jumps of one function: recover tables, or taint the family. */
+/* Does a member of the family of head materialize an address inside a
+ * member (or its own start, a base it may add offsets to)? Then a jump it
+ * computes may land anywhere in the family. */
+static bool family_takes_inside(struct state *s, size_t head)
+{
+    const struct taken *t = taken_set(s);
+    if (!t)
+        return true;
+    for (size_t j = 0; j < s->sy->nfuncs; j++) {
+        const struct func *m = &s->sy->funcs[j];
+        if (m->parent == head && (taken_inside(t, m->start, m->end) || taken_self(t, m->start)))
+            return true;
+    }
+    return false;
+}
+
+/* The jump table reader's view: bytes of the image, and whether an
+ * address lies in the family of the jump's function (a switch table's
+ * targets all do: its own labels, or its .cold part's). */
+struct jt_ctx {
+    const struct image *img;
+    const struct symbols *sy;
+    size_t head;
+};
+static const uint8_t *jt_read(void *c, uint64_t vaddr, size_t *avail)
+{
+    return image_read(((struct jt_ctx *)c)->img, vaddr, avail);
+}
+static bool jt_is_code(void *c, uint64_t vaddr)
+{
+    return image_is_exec_addr(((struct jt_ctx *)c)->img, vaddr);
+}
+static bool in_family(const struct state *s, size_t head, uint64_t vaddr)
+{
+    const struct func *f = symbols_func_at(s->sy, vaddr);
+    return f && f->parent == head;
+}
+
+/* Is the frame at insns' address as it was at the function's entry (CFA =
+ * %rsp + 8, by the function's own .eh_frame)? An indirect jump there is a
+ * sibling call, as objtool decides. */
+static bool frame_at_entry(const struct state *s, uint64_t addr)
+{
+    struct eh_cfa c = symbols_cfa_at(s->sy, addr);
+    return c.known && c.reg == 7 && c.off == 8;
+}
+
+/* The indirect jumps of one function: recover tables, prove where the
+ * others go, or taint the family (every probe there with a DCR of more
+ * than one instruction becomes int3). */
 static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n,
                           uint64_t *local, size_t nlocal)
 {
     const struct func *fn = &s->sy->funcs[fi];
+    bool user = s->img->kind != IMG_VMLINUX, strict = s->taken_state < 0 && user;
+    struct jt_ctx jc = { s->img, s->sy, fn->parent };
     sort_array(local, nlocal, sizeof *local, cmp_u64);
     for (size_t k = 0; k < n; k++) {
         if (insns[k].kind != XK_JMP_IND)
             continue;
         struct x86_ijmp_result r;
-        x86_indirect_jump(insns, n, k, local, nlocal, image_read_cb, image_is_code_cb, (void *)s->img, &r);
+        x86_indirect_jump(insns, n, k, local, nlocal, jt_read, jt_is_code, &jc, &r);
         bool proven = false;
         if (r.kind == X86_IJMP_TABLE) {
             proven = true;
             for (unsigned e = 0; e < r.entries; e++)
                 if (!image_is_exec_addr(s->img, r.targets[e]))
                     proven = false;
-            for (unsigned e = 0; proven && e < r.entries; e++)
-                if (!add_ref(s, r.targets[e], insns[k].addr, REF_JTABLE, 0)) {
+            for (unsigned e = 0; proven && e < r.entries; e++) {
+                /* entries of a table bounded by its check may be re-pointed.
+                 * A table read while its entries land in code may run on
+                 * into other tables: of those, only targets in the jump's
+                 * own function (or its pieces) can be real ones, as
+                 * compilers put no other targets in a switch table */
+                if (r.bounded_by_entries && !in_family(s, fn->parent, r.targets[e]))
+                    continue;
+                struct ref_table t = { r.table + (uint64_t)e * r.width, r.table, (uint8_t)r.width,
+                                       r.relative, !r.bounded_by_entries };
+                if (!add_ref_table(s, r.targets[e], insns[k].addr, &t)) {
                     free(r.targets);
                     return -1;
                 }
+            }
             if (proven)
                 s->st->jump_tables++;
         } else if (r.kind == X86_IJMP_SLOT) {
-            proven = got_slot(s->img, r.slot);
+            proven = got_slot(s->img, r.slot) || (user && !strict);
+        } else if (r.kind == X86_IJMP_LOAD && user && !strict) {
+            /* a pointer loaded from memory: an address the image materializes
+             * (checked against every DCR: judge) */
+            proven = true;
+            s->st->ijmp_load++;
         }
         /* IBT images: a tracked indirect jump can only land on an endbr64,
          * and every endbr64 is already a target (see decode_function). */
         if (!proven && s->img->ibt && !(insns[k].flags & XF_NOTRACK))
             proven = true;
         free(r.targets);
-        if (!proven && family_untaken(s, fn->parent)) {
+        if (!proven && user && !strict && r.kind == X86_IJMP_UNKNOWN && !r.arith &&
+            frame_at_entry(s, insns[k].addr)) {
+            proven = true;   /* a tail call: its target is a function (or any taken address) */
+            s->st->ijmp_tail++;
+        }
+        if (!proven && user && !strict && !family_takes_inside(s, fn->parent)) {
+            /* no base to compute from: it lands on a taken address */
             proven = true;
             s->st->ijmp_outside++;
         }
@@ -497,9 +588,22 @@ static void judge(struct state *s, struct probe *p)
         set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
         return;
     }
-    if (s->taint[fn->parent]) {
+    /* An indirect jump lands on an instruction: inside a DCR of one, it
+     * could only land in the middle of it */
+    if (s->taint[fn->parent] && j - i > 1) {
         set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
         return;
+    }
+    /* An indirect jump elsewhere may land on any address the image
+     * materializes: one on an instruction of the DCR after its first */
+    const struct taken *tk = taken_set(s);
+    for (size_t k = i + 1; tk && k < j; k++) {
+        uint64_t a = fn->start + f->insns[k].off;
+        if (taken_inside(tk, a - 1, a + 1)) {
+            set(p, V_INT3, KP_R_JUMP_INTO_DCR, "address 0x%llx is taken (an indirect jump may land there)",
+                (unsigned long long)a);
+            return;
+        }
     }
     const struct ref *r = ref_into(&s->refs, p->addr, p->addr + len);
     if (r) {

@@ -11,8 +11,10 @@ struct analysis_stats {
     size_t insns_decoded;
     size_t jump_tables;       /* recovered */
     size_t ijmp_unknown;      /* indirect jumps left unproven */
-    size_t ijmp_outside;      /* proven to leave their function: no address inside
-                                 it is taken anywhere (taken.c) */
+    size_t ijmp_outside;      /* proven to land on a taken address: their family
+                                 materializes no address inside itself (taken.c) */
+    size_t ijmp_load;         /* through a pointer loaded from memory */
+    size_t ijmp_tail;         /* tail calls: the frame at its entry state (CFI) */
     size_t landing_pads;
 };
 

@@ -221,6 +221,9 @@ struct cie {
     bool has_z;      /* augmentation data present (FDEs carry an aug length) */
     uint8_t fde_enc; /* 'R' */
     uint8_t lsda_enc;/* 'L', PE_omit when absent */
+    size_t insns;    /* the initial instructions: insns..end */
+    uint64_t code_align;
+    int64_t data_align;
 };
 
 static int cie_enc_error(int r, uint8_t enc, size_t off, char *err, size_t errlen)
@@ -256,10 +259,12 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
             goto trunc;
         aug += 2;
     }
-    if (!rd_uleb(&c, &u) || !rd_sleb(&c, &u)) /* code / data alignment */
+    if (!rd_uleb(&c, &ci->code_align) || !rd_sleb(&c, &u)) /* code / data alignment */
         goto trunc;
+    ci->data_align = (int64_t)u;
     if (ver == 1 ? !rd_u8(&c, &b) : !rd_uleb(&c, &u)) /* return address register */
         goto trunc;
+    ci->insns = c.pos;
     if (*aug == 'z') {
         ci->has_z = true;
         aug++;
@@ -268,6 +273,7 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
         if (u > c.lim - c.pos)
             goto trunc;
         c.lim = c.pos + (size_t)u;
+        ci->insns = c.lim;   /* after the augmentation data */
     }
     for (; *aug; aug++) {
         int r;
@@ -304,6 +310,8 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
         }
     }
 done:
+    if (!ci->has_z)
+        ci->insns = c.pos;
     ci->parsed = true;
     return 0;
 trunc:
@@ -443,6 +451,7 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
             fde_enc_error(r, ci->fde_enc, rec, err, errlen);
             goto out;
         }
+        size_t rec_end = c.lim, insns = c.pos;
         if (ci->has_z) {
             uint64_t alen;
             if (!rd_uleb(&c, &alen) || alen > c.lim - c.pos) {
@@ -450,6 +459,7 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
                 goto out;
             }
             c.lim = c.pos + (size_t)alen;
+            insns = c.lim;
         }
         if (ci->lsda_enc != PE_omit) {
             r = rd_encoded(&c, vaddr, ci->lsda_enc, false, &lsda);
@@ -479,7 +489,11 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         }
         if (nout && start < out[nout - 1].start)
             sorted = false;
-        out[nout++] = (struct eh_fde){ start, start + range, lsda };
+        if (!ci->has_z)
+            insns = c.pos;
+        out[nout++] = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end,
+                                       (uint32_t)insns, (uint32_t)rec_end, (int32_t)ci->data_align,
+                                       (uint32_t)ci->code_align };
     }
 
     if (!sorted)
@@ -496,6 +510,113 @@ out:
     free(out);
     free(cies.v);
     return rc;
+}
+
+/* ---- call frame instructions: the CFA rule at a pc ---------------------- */
+
+#define CFA_STACK 16   /* remember_state depth kept */
+
+struct cfa_run {
+    struct eh_cfa cfa;
+    struct eh_cfa saved[CFA_STACK];
+    unsigned depth;
+    uint64_t loc;
+};
+
+/* Runs the instructions data[from..to) until loc passes pc. Returns 1 when
+ * it stopped there, 0 at their end, -1 on malformed or unsupported ones
+ * (the CFA is then unknown). */
+static int cfa_run(const uint8_t *data, size_t from, size_t to, const struct eh_fde *f, uint64_t pc,
+                   struct cfa_run *r)
+{
+    struct cur c = { data, from, to };
+    uint64_t a, b;
+    uint8_t op, u8;
+    while (c.pos < c.lim) {
+        if (!rd_u8(&c, &op))
+            return -1;
+        uint64_t adv = 0;
+        switch (op >> 6) {
+        case 1: adv = op & 0x3f; goto advance;                       /* advance_loc */
+        case 2: if (!rd_uleb(&c, &a)) return -1; continue;           /* offset */
+        case 3: continue;                                            /* restore */
+        default: break;
+        }
+        switch (op) {
+        case 0x00: continue;                                         /* nop */
+        case 0x02: if (!rd_u8(&c, &u8)) return -1; adv = u8; goto advance;
+        case 0x03: if (!rd_le(&c, 2, &adv)) return -1; goto advance;
+        case 0x04: if (!rd_le(&c, 4, &adv)) return -1; goto advance;
+        case 0x05: case 0x09: case 0x11: case 0x14: case 0x15: case 0x2f:   /* two operands */
+            if (!rd_uleb(&c, &a) || !rd_uleb(&c, &b)) return -1;
+            continue;
+        case 0x06: case 0x07: case 0x08: case 0x2e:                  /* one operand */
+            if (!rd_uleb(&c, &a)) return -1;
+            continue;
+        case 0x0a:                                                   /* remember_state */
+            if (r->depth < CFA_STACK)
+                r->saved[r->depth] = r->cfa;
+            r->depth++;
+            continue;
+        case 0x0b:                                                   /* restore_state */
+            if (r->depth == 0 || r->depth > CFA_STACK)
+                return -1;
+            r->cfa = r->saved[--r->depth];
+            continue;
+        case 0x0c:                                                   /* def_cfa */
+            if (!rd_uleb(&c, &a) || !rd_uleb(&c, &b)) return -1;
+            r->cfa = (struct eh_cfa){ true, (unsigned)a, (int64_t)b };
+            continue;
+        case 0x12:                                                   /* def_cfa_sf */
+            if (!rd_uleb(&c, &a) || !rd_sleb(&c, &b)) return -1;
+            r->cfa = (struct eh_cfa){ true, (unsigned)a, (int64_t)b * f->data_align };
+            continue;
+        case 0x0d:                                                   /* def_cfa_register */
+            if (!rd_uleb(&c, &a)) return -1;
+            r->cfa.reg = (unsigned)a;
+            continue;
+        case 0x0e:                                                   /* def_cfa_offset */
+            if (!rd_uleb(&c, &a)) return -1;
+            r->cfa.off = (int64_t)a;
+            continue;
+        case 0x13:                                                   /* def_cfa_offset_sf */
+            if (!rd_sleb(&c, &a)) return -1;
+            r->cfa.off = (int64_t)a * f->data_align;
+            continue;
+        case 0x0f:                                                   /* def_cfa_expression */
+            if (!rd_uleb(&c, &a) || a > c.lim - c.pos) return -1;
+            c.pos += (size_t)a;
+            r->cfa.known = false;
+            continue;
+        case 0x10: case 0x16:                                        /* (val_)expression */
+            if (!rd_uleb(&c, &a) || !rd_uleb(&c, &b) || b > c.lim - c.pos) return -1;
+            c.pos += (size_t)b;
+            continue;
+        default:                                                     /* set_loc, vendor ops */
+            return -1;
+        }
+    advance:
+        if (r->loc + adv * f->code_align > pc)
+            return 1;
+        r->loc += adv * f->code_align;
+    }
+    return 0;
+}
+
+struct eh_cfa eh_cfa_at(const uint8_t *data, size_t size, const struct eh_fde *fde, uint64_t pc)
+{
+    struct cfa_run r = { .loc = fde->start };
+    struct eh_cfa unknown = { false, 0, 0 };
+    if (fde->cie_insns > fde->cie_insns_end || fde->cie_insns_end > size || fde->insns > fde->insns_end ||
+        fde->insns_end > size || pc < fde->start || pc >= fde->end || fde->code_align == 0)
+        return unknown;
+    /* the initial instructions describe the entry: no advance expected */
+    if (cfa_run(data, fde->cie_insns, fde->cie_insns_end, fde, fde->start, &r) != 0)
+        return unknown;
+    r.depth = 0;
+    if (cfa_run(data, fde->insns, fde->insns_end, fde, pc, &r) < 0)
+        return unknown;
+    return r.cfa;
 }
 
 /* ---- LSDA (.gcc_except_table) ------------------------------------------ */

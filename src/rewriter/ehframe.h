@@ -1,6 +1,7 @@
 /* .eh_frame FDE ranges and .gcc_except_table (LSDA) landing pads. */
 #ifndef KPREWRITE_EHFRAME_H
 #define KPREWRITE_EHFRAME_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +13,20 @@ struct eh_fde {
     uint64_t start;   /* pc_begin */
     uint64_t end;     /* pc_begin + pc_range */
     uint64_t lsda;    /* LSDA address, 0 when the FDE has none */
+    /* the call frame instructions, as offsets in the section: the CIE's
+     * initial ones, then the FDE's (eh_cfa_at) */
+    uint32_t cie_insns, cie_insns_end, insns, insns_end;
+    int32_t data_align;
+    uint32_t code_align;
+};
+
+/* The rule for the canonical frame address at one pc: register (DWARF
+ * numbering: 7 is %rsp) + offset; known false when the FDE computes it by
+ * an expression, or its instructions are malformed or unsupported. */
+struct eh_cfa {
+    bool known;
+    unsigned reg;
+    int64_t off;
 };
 
 /* Parse a whole .eh_frame section (data/size, loaded at vaddr). On success
@@ -19,6 +34,11 @@ struct eh_fde {
  * -1 and writes a one-line message to err. Never reads outside data. */
 int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
                   struct eh_fde **fdes, size_t *n, char *err, size_t errlen);
+
+/* The CFA rule at pc (fde->start <= pc < fde->end) of an FDE that
+ * eh_frame_fdes returned for data/size: runs the CIE's initial
+ * instructions, then the FDE's, up to pc. Never reads outside data. */
+struct eh_cfa eh_cfa_at(const uint8_t *data, size_t size, const struct eh_fde *fde, uint64_t pc);
 
 /* Landing pads named by the LSDA at lsda for the function starting at
  * func_start: returns 0 and a malloc'ed array of addresses (may be empty), or

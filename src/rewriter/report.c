@@ -149,8 +149,9 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
         fprintf(out, "}");
     }
     fprintf(out, ", \"tactics\": {\"jump\": %zu, \"padding\": %zu}", c.verdict[V_OPTIMIZED] - c.padding, c.padding);
-    fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, "
-            "\"landing_pads\": %zu}\n}\n", st->jump_tables, st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
+    fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_loaded\": %zu, \"indirect_jumps_tail\": %zu, "
+            "\"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
+            st->jump_tables, st->ijmp_load, st->ijmp_tail, st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
 }
 
 void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st)
@@ -167,9 +168,10 @@ void report_summary(FILE *out, const struct probe_list *probes, const struct ana
     fprintf(out, "summary: tactics: %zu plain jump, %zu jump into the padding after the function\n",
             c.verdict[V_OPTIMIZED] - c.padding, c.padding);
     fprintf(out, "summary: %zu functions decoded, %zu instructions, %zu jump tables recovered, "
-            "%zu indirect jumps proven to leave their function, %zu unproven, %zu landing pads\n",
-            st->funcs_decoded, st->insns_decoded, st->jump_tables, st->ijmp_outside, st->ijmp_unknown,
-            st->landing_pads);
+            "%zu indirect jumps through loaded pointers, %zu tail calls (frame at entry), "
+            "%zu onto taken addresses, %zu unproven, %zu landing pads\n",
+            st->funcs_decoded, st->insns_decoded, st->jump_tables, st->ijmp_load, st->ijmp_tail,
+            st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
 }
 
 enum exit_status report_exit_status(const struct probe_list *probes)

@@ -344,7 +344,8 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     sy->fde_names = fde_names;
     set_parents(sy);
     free(raws.p);
-    free(fdes);
+    sy->fdes = fdes;   /* kept for the CFA rules (symbols_cfa_at) */
+    sy->eh = eh && eh->data && eh->size ? eh : NULL;
     return 0;
 oom:
     snprintf(err, errlen, "%s: out of memory building the function list", img->path);
@@ -362,12 +363,28 @@ fail:
 
 void symbols_free(struct symbols *sy)
 {
+    free(sy->fdes);
     free(sy->funcs);
     free(sy->names);
     free(sy->addrs);
     free(sy->strings);
     free(sy->fde_names);
     memset(sy, 0, sizeof *sy);
+}
+
+struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc)
+{
+    struct eh_cfa unknown = { false, 0, 0 };
+    size_t a = 0, b = sy->nfdes;
+    if (!sy->eh || !sy->fdes)
+        return unknown;
+    while (a < b) {   /* the last FDE starting at or before pc */
+        size_t m = (a + b) / 2;
+        if (sy->fdes[m].start <= pc) a = m + 1; else b = m;
+    }
+    if (a == 0 || pc >= sy->fdes[a - 1].end)
+        return unknown;
+    return eh_cfa_at(sy->eh->data, sy->eh->size, &sy->fdes[a - 1], pc);
 }
 
 const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr)

@@ -2,6 +2,7 @@
  * and .eh_frame FDEs; lookups by name, glob and address. */
 #ifndef KPREWRITE_SYMBOLS_H
 #define KPREWRITE_SYMBOLS_H
+#include "ehframe.h"
 #include "image.h"
 
 enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE };
@@ -32,12 +33,16 @@ struct symbols {
     char *strings;             /* storage for System.map names */
     char *fde_names;           /* storage for fde@ names */
     size_t nfdes;              /* FDEs seen in .eh_frame */
+    struct eh_fde *fdes;       /* them, sorted by start */
+    const struct section *eh;  /* .eh_frame, when it has any */
 };
 
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
                  char *err, size_t errlen);
 void symbols_free(struct symbols *sy);
 
+/* The CFA rule at pc, by the FDE covering it (unknown without one). */
+struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc);
 /* Function covering addr, or NULL. */
 const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr);
 /* Function name entry (any alias) named name, or NULL. */

@@ -77,9 +77,27 @@ static void relocations(struct grow *g, const struct image *img)
     }
 }
 
+/* Code outside every function (crt stubs, the PLT, data in code) of a
+ * non-PIE executable: any 4 bytes may be an immediate holding an address. */
+static void code_outside_functions(struct grow *g, const struct image *img, const struct symbols *sy,
+                                   const struct section *s)
+{
+    for (uint64_t o = 0; o + 4 <= s->size; o++) {
+        const struct func *fn = symbols_func_at(sy, s->addr + o);
+        if (fn) {
+            o = fn->end - s->addr - 1;   /* skip it; the loop adds one */
+            continue;
+        }
+        uint32_t w;
+        memcpy(&w, s->data + o, 4);
+        put(g, img, w);
+        put(g, img, (uint64_t)(int64_t)(int32_t)w);
+    }
+}
+
 int taken_build(struct taken *t, const struct image *img, const struct symbols *sy, char *err, size_t errlen)
 {
-    struct grow g = { 0 };
+    struct grow g = { 0 }, self = { 0 };
     bool exec32 = img->kind == IMG_EXEC;   /* non-PIE: 32-bit absolute addresses exist */
     memset(t, 0, sizeof *t);
     for (size_t i = 0; i < img->nsecs; i++) {
@@ -94,15 +112,17 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
                 put(&g, img, w);
             }
         }
-        if (exec32) {
-            /* data: aligned 32-bit words; code: any 4 bytes (an immediate) */
-            for (uint64_t o = code ? 0 : (4 - s->addr % 4) % 4; o + 4 <= s->size; o += code ? 1 : 4) {
+        if (exec32 && !code) {
+            /* data: aligned 32-bit words (the code's constants come below) */
+            for (uint64_t o = (4 - s->addr % 4) % 4; o + 4 <= s->size; o += 4) {
                 uint32_t w;
                 memcpy(&w, s->data + o, 4);
                 put(&g, img, w);
                 put(&g, img, (uint64_t)(int64_t)(int32_t)w);
             }
         }
+        if (exec32 && code)
+            code_outside_functions(&g, img, sy, s);
     }
     relocations(&g, img);
     /* RIP-relative operands of the code (lea label(%rip), a pointer in .text) */
@@ -118,40 +138,70 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
                 a++;   /* data in code: resynchronize, a superset either way */
                 continue;
             }
+            if (exec32) {
+                /* non-PIE: an immediate or a displacement may be an address */
+                uint64_t vals[3];
+                unsigned nv = x86_insn_constants(p, avail, vals);
+                for (unsigned k = 0; k < nv; k++) {
+                    put(&g, img, vals[k]);
+                    put(&g, img, vals[k] & 0xffffffffu);
+                }
+            }
             if (in.flags & XF_RIPREL) {
                 int32_t d;
                 memcpy(&d, p + in.disp_off, 4);
                 uint64_t to = a + len + (int64_t)d;
                 /* a function taking its own start may add offsets to it
-                 * (goto *(&&first_label + offset[i])): count it as inside */
-                put(&g, img, to == sy->funcs[f].start && to + 1 < sy->funcs[f].end ? to + 1 : to);
+                 * (goto *(&&first_label + offset[i])): noted apart */
+                put(&g, img, to);
+                if (to == sy->funcs[f].start && (!self.n || self.v[self.n - 1] != to))
+                    put(&self, img, to);
             }
             a += len;
         }
     }
-    if (g.oom) {
+    if (g.oom || self.oom) {
         free(g.v);
+        free(self.v);
         snprintf(err, errlen, "%s: out of memory indexing code addresses", img->path);
         return -1;
     }
     sort_array(g.v, g.n, sizeof *g.v, cmp_u64);
     t->v = g.v;
     t->n = g.n;
+    t->self = self.v;   /* in function order: sorted */
+    t->nself = self.n;
     return 0;
 }
 
-bool taken_inside(const struct taken *t, uint64_t lo, uint64_t hi)
+uint64_t taken_first_inside(const struct taken *t, uint64_t lo, uint64_t hi)
 {
     size_t a = 0, b = t->n;
     while (a < b) {   /* first v > lo */
         size_t m = (a + b) / 2;
         if (t->v[m] <= lo) a = m + 1; else b = m;
     }
-    return a < t->n && t->v[a] < hi;
+    return a < t->n && t->v[a] < hi ? t->v[a] : 0;
+}
+
+bool taken_self(const struct taken *t, uint64_t start)
+{
+    size_t a = 0, b = t->nself;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (t->self[m] < start) a = m + 1; else b = m;
+    }
+    return a < t->nself && t->self[a] == start;
+}
+
+bool taken_inside(const struct taken *t, uint64_t lo, uint64_t hi)
+{
+    return taken_first_inside(t, lo, hi) != 0;
 }
 
 void taken_free(struct taken *t)
 {
     free(t->v);
+    free(t->self);
     memset(t, 0, sizeof *t);
 }

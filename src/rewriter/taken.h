@@ -10,6 +10,9 @@
 struct taken {
     uint64_t *v;   /* sorted code addresses */
     size_t n;
+    uint64_t *self;   /* sorted starts of functions that take their own start
+                         (which may be a base for offsets: goto *(&&l + off[i])) */
+    size_t nself;
 };
 
 /* Every code address a user image could hand to an indirect jump without
@@ -21,5 +24,9 @@ struct taken {
 int taken_build(struct taken *t, const struct image *img, const struct symbols *sy, char *err, size_t errlen);
 /* Is some taken address v with lo < v < hi? */
 bool taken_inside(const struct taken *t, uint64_t lo, uint64_t hi);
+/* The first such address, or 0. */
+uint64_t taken_first_inside(const struct taken *t, uint64_t lo, uint64_t hi);
+/* Does the function starting at start take its own start? */
+bool taken_self(const struct taken *t, uint64_t start);
 void taken_free(struct taken *t);
 #endif

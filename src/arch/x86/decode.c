@@ -119,6 +119,27 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
     return zi.length;
 }
 
+unsigned x86_insn_constants(const uint8_t *p, size_t avail, uint64_t vals[3])
+{
+    ZydisDecoderContext ctx;
+    ZydisDecodedInstruction zi;
+    unsigned n = 0;
+
+    init_once();
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)))
+        return 0;
+    for (int i = 0; i < 2 && n < 3; i++)
+        if (zi.raw.imm[i].size >= 32 && !zi.raw.imm[i].is_relative)
+            vals[n++] = zi.raw.imm[i].is_signed ? (uint64_t)zi.raw.imm[i].value.s : zi.raw.imm[i].value.u;
+    bool riprel = (zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) && zi.raw.modrm.mod == 0 && zi.raw.modrm.rm == 5 &&
+                  !(zi.attributes & ZYDIS_ATTRIB_HAS_SIB);
+    if (zi.raw.disp.size == 32 && !riprel && n < 3)
+        vals[n++] = (uint64_t)zi.raw.disp.value;
+    else if (zi.raw.disp.size == 64 && n < 3)
+        vals[n++] = (uint64_t)zi.raw.disp.value;    /* moffs */
+    return n;
+}
+
 const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf, size_t size)
 {
     ZydisDecoderContext ctx;

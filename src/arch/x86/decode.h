@@ -51,6 +51,12 @@ struct x86_insn {
  * Returns its length, or 0 when the bytes are not a valid instruction. */
 unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out);
 
+/* The constants an instruction holds that could be absolute addresses:
+ * its immediates and the displacements of its memory operands that are
+ * not RIP-relative (as a non-PIE executable addresses code and data), each
+ * as written (sign-extended to 64 bits). Returns how many (at most 3). */
+unsigned x86_insn_constants(const uint8_t *p, size_t avail, uint64_t vals[3]);
+
 /* AT&T text of the instruction at p, e.g. "push %rbp". Returns buf. */
 const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf, size_t size);
 

@@ -71,51 +71,99 @@ static bool rip_slot(const ZydisDecodedOperand *op, const struct x86_insn *in, u
     return true;
 }
 
-static bool same_slot(const struct x86_insn *in, const ZydisDecodedOperand *op, uint64_t mem)
+/* A memory operand the index was loaded from: base + index * scale + disp,
+ * a RIP-relative one by its absolute address. */
+struct memop {
+    ZydisRegister base, index;
+    uint8_t scale;
+    int64_t disp;            /* the absolute address when base is RIP */
+};
+
+static bool memop_of(const ZydisDecodedOperand *op, const struct x86_insn *in, struct memop *m)
 {
-    uint64_t a;
-    return rip_slot(op, in, &a) && a == mem;
+    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY || op->mem.segment == ZYDIS_REGISTER_FS ||
+        op->mem.segment == ZYDIS_REGISTER_GS)
+        return false;
+    m->base = op->mem.base == ZYDIS_REGISTER_NONE ? ZYDIS_REGISTER_NONE : big(op->mem.base);
+    m->index = op->mem.index == ZYDIS_REGISTER_NONE ? ZYDIS_REGISTER_NONE : big(op->mem.index);
+    m->scale = op->mem.index == ZYDIS_REGISTER_NONE ? 0 : op->mem.scale;
+    m->disp = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
+    if (m->base == ZYDIS_REGISTER_RIP) {
+        if (m->index != ZYDIS_REGISTER_NONE)
+            return false;
+        m->disp = (int64_t)(in->addr + in->len + (uint64_t)m->disp);
+    }
+    return m->base != ZYDIS_REGISTER_RSP;   /* pushes and calls move it */
 }
 
+static bool same_mem(const struct x86_insn *in, const ZydisDecodedOperand *op, const struct memop *m)
+{
+    struct memop o;
+    return memop_of(op, in, &o) && o.base == m->base && o.index == m->index && o.scale == m->scale &&
+           o.disp == m->disp;
+}
+
+struct bstate {
+    ZydisRegister idx;      /* register holding the index */
+    unsigned width;         /* zero-extended from this many bits (0: no) */
+    struct memop mem;       /* the index was loaded from this memory operand */
+    bool have_mem;
+    ZydisMnemonic guard;    /* the unsigned jcc seen, waiting for its cmp */
+};
+
 /* Is f a copy that the bound may be read through: mov/movzx/movsxd from a
- * register (follow it), or a load from a RIP-relative slot (compare that)? */
-static bool copies_index(const struct full *f, const struct x86_insn *in, ZydisRegister *idx,
-                         unsigned *width, uint64_t *mem, bool *have_mem)
+ * register (follow it), or a load from memory (compare that)? */
+static bool copies_index(const struct full *f, const struct x86_insn *in, struct bstate *st)
 {
     ZydisMnemonic m = f->zi.mnemonic;
     const ZydisDecodedOperand *src = &f->ops[1];
-    if (f->ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER || *have_mem)
+    if (f->ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER || st->have_mem)
         return false;
     if (src->type == ZYDIS_OPERAND_TYPE_REGISTER) {
         if (m == ZYDIS_MNEMONIC_MOVZX) {
-            *width = src->size;
+            st->width = src->size;
         } else if (m == ZYDIS_MNEMONIC_MOVSXD || (m == ZYDIS_MNEMONIC_MOV && f->ops[0].size >= 32 &&
                                                    src->size == f->ops[0].size)) {
             /* same value for any index the unsigned check lets through */
         } else {
             return false;
         }
-        *idx = big(src->reg.value);
+        st->idx = big(src->reg.value);
         return true;
     }
-    if (m == ZYDIS_MNEMONIC_MOV && f->ops[0].size >= 32 && rip_slot(src, in, mem)) {
-        *have_mem = true;
+    if ((m == ZYDIS_MNEMONIC_MOV && f->ops[0].size >= 32) || m == ZYDIS_MNEMONIC_MOVZX) {
+        if (!memop_of(src, in, &st->mem))
+            return false;
+        if (m == ZYDIS_MNEMONIC_MOVZX)
+            st->width = src->size;
+        st->have_mem = true;
         return true;
     }
     return false;
 }
 
-struct bstate {
-    ZydisRegister idx;      /* register holding the index */
-    unsigned width;         /* zero-extended from this many bits (0: no) */
-    uint64_t mem;           /* the index was loaded from this RIP-relative slot */
-    bool have_mem;
-    ZydisMnemonic guard;    /* the unsigned jcc seen, waiting for its cmp */
-};
+/* Does f write a register the memory operand is addressed through? */
+static bool moves_mem(const struct full *f, const struct memop *m)
+{
+    return (m->base != ZYDIS_REGISTER_NONE && m->base != ZYDIS_REGISTER_RIP && writes(f, m->base)) ||
+           (m->index != ZYDIS_REGISTER_NONE && writes(f, m->index));
+}
 
 static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, struct bstate st,
                            const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
                            int depth, bool skip_first);
+
+/* A count with this bit is an upper bound on the index, not the table's
+ * size (the table may be shorter: a superset of its entries is read) */
+#define LOOSE 0x80000000u
+
+/* When no check is found: an index zero-extended from a narrow register
+ * on the way to the load (movzbl %sil,%eax) is below 2^width wherever it
+ * came from (CPython's opcode dispatch: 256 entries). */
+static unsigned width_bound(const struct bstate *st)
+{
+    return st->width && st->width <= 16 ? (1u << st->width) | LOOSE : 0;
+}
 
 /* Control reaches insns[i] from several places: the bound must hold on
  * every way in. Returns the largest proven count, or 0. */
@@ -140,15 +188,17 @@ static unsigned bound_at_merge(const struct x86_insn *insns, size_t n, size_t i,
         unsigned r = bound_from(insns, n, k, in, targets, ntargets, read, ctx, depth + 1, false);
         if (!r)
             return 0;
-        if (r > best)
-            best = r;
+        if ((r & ~LOOSE) > (best & ~LOOSE))
+            best = (r & ~LOOSE) | (best & LOOSE);
+        best |= r & LOOSE;
     }
     if (i > 0 && !x86_ends_flow(&insns[i - 1])) {
         unsigned r = bound_from(insns, n, i, st, targets, ntargets, read, ctx, depth + 1, true);
         if (!r)
             return 0;
-        if (r > best)
-            best = r;
+        if ((r & ~LOOSE) > (best & ~LOOSE))
+            best = (r & ~LOOSE) | (best & LOOSE);
+        best |= r & LOOSE;
     }
     return best;
 }
@@ -165,16 +215,18 @@ static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, str
     for (int steps = 0; steps < SCAN_LIMIT; steps++) {
         if (!(skip_first && steps == 0) && i < n &&
             has_target_in(targets, ntargets, insns[i].addr - 1, insns[i].addr)) {
+            if (width_bound(&st))
+                return width_bound(&st);   /* bounded whatever the way in */
             if (st.guard != ZYDIS_MNEMONIC_INVALID)
                 return 0;   /* another path joins between the check and its jcc */
             return bound_at_merge(insns, n, i, st, targets, ntargets, read, ctx, depth);
         }
         if (i == 0)
-            return 0;
+            return width_bound(&st);
         i--;
         struct full f;
         if (!decode_full(&insns[i], read, ctx, &f))
-            return 0;
+            return width_bound(&st);
         ZydisMnemonic m = f.zi.mnemonic;
         if (insns[i].kind == XK_JCC) {
             if (st.guard != ZYDIS_MNEMONIC_INVALID)
@@ -183,13 +235,13 @@ static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, str
                 st.guard = m;
                 continue;
             }
-            return 0;
+            return width_bound(&st);
         }
         if (x86_ends_flow(&insns[i]))
-            return 0;
+            return width_bound(&st);
         if (st.have_mem && (insns[i].kind == XK_CALL || insns[i].kind == XK_CALL_IND))
             return 0;   /* a call may change the memory slot between check and load */
-        bool same = st.have_mem ? same_slot(&insns[i], &f.ops[0], st.mem) : is_reg(&f.ops[0], st.idx);
+        bool same = st.have_mem ? same_mem(&insns[i], &f.ops[0], &st.mem) : is_reg(&f.ops[0], st.idx);
         if (m == ZYDIS_MNEMONIC_CMP && same && f.ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
             st.guard != ZYDIS_MNEMONIC_INVALID) {
             uint64_t imm = f.ops[1].imm.value.u;
@@ -210,24 +262,28 @@ static unsigned bound_from(const struct x86_insn *insns, size_t n, size_t i, str
         }
         if (st.guard != ZYDIS_MNEMONIC_INVALID && f.zi.cpu_flags &&
             (f.zi.cpu_flags->modified | f.zi.cpu_flags->set_0 | f.zi.cpu_flags->set_1 | f.zi.cpu_flags->undefined))
-            return 0;   /* something else set the flags the jcc tested */
+            return width_bound(&st);   /* something else set the flags the jcc tested */
         if (!st.have_mem && !writes(&f, st.idx))
             continue;
         if (st.have_mem) {
-            if (f.zi.attributes & ZYDIS_ATTRIB_HAS_MODRM && f.ops[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-                (f.ops[0].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-                return 0;   /* a store, possibly to the slot */
+            for (unsigned o = 0; o < f.zi.operand_count; o++)
+                if (f.ops[o].type == ZYDIS_OPERAND_TYPE_MEMORY && (f.ops[o].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+                    return width_bound(&st);   /* a store, possibly to the slot */
+            if (f.zi.mnemonic == ZYDIS_MNEMONIC_PUSH || moves_mem(&f, &st.mem))
+                return width_bound(&st);   /* another slot from here back */
             continue;
         }
-        if (st.guard == ZYDIS_MNEMONIC_INVALID &&
-            copies_index(&f, &insns[i], &st.idx, &st.width, &st.mem, &st.have_mem))
+        if (st.guard == ZYDIS_MNEMONIC_INVALID && copies_index(&f, &insns[i], &st)) {
+            if (st.have_mem && width_bound(&st))
+                return width_bound(&st);   /* movzbl (mem),%eI: below 2^8 */
             continue;   /* the index is a copy of another register or a memory slot */
+        }
         if (m == ZYDIS_MNEMONIC_MOV && f.ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
             f.ops[0].size == 32 && f.ops[1].size == 32 && big(f.ops[1].reg.value) == st.idx)
             continue;   /* mov %eI,%eI only clears the high half */
-        return 0;       /* the index changed in a way we do not follow */
+        return width_bound(&st);   /* the index changed in a way we do not follow */
     }
-    return 0;
+    return width_bound(&st);
 }
 
 static unsigned find_bound(const struct x86_insn *insns, size_t n, size_t from, ZydisRegister idx,
@@ -235,6 +291,12 @@ static unsigned find_bound(const struct x86_insn *insns, size_t n, size_t from, 
 {
     struct bstate st = { .idx = idx, .guard = ZYDIS_MNEMONIC_INVALID };
     return bound_from(insns, n, from, st, targets, ntargets, read, ctx, 0, false);
+}
+
+static bool callee_saved(ZydisRegister r)
+{
+    return r == ZYDIS_REGISTER_RBX || r == ZYDIS_REGISTER_RBP || r == ZYDIS_REGISTER_R12 ||
+           r == ZYDIS_REGISTER_R13 || r == ZYDIS_REGISTER_R14 || r == ZYDIS_REGISTER_R15;
 }
 
 /* Walk back from insns[idx] for the instruction that last wrote reg;
@@ -246,10 +308,25 @@ static size_t def_of(const struct x86_insn *insns, size_t n, size_t idx, ZydisRe
         i--;
         if (x86_ends_flow(&insns[i]) || !decode_full(&insns[i], read, ctx, f))
             return n;
+        if ((insns[i].kind == XK_CALL || insns[i].kind == XK_CALL_IND) && !callee_saved(reg))
+            return n;   /* the call wrote it: a result from elsewhere */
         if (writes(f, reg))
             return i;
     }
     return n;
+}
+
+/* The same, but n also when another path joins between the definition and
+ * insns[idx] (a local branch target in (def, idx]): the value may come from
+ * there too. */
+static size_t sole_path_def(const struct x86_insn *insns, size_t n, size_t idx, ZydisRegister reg,
+                            const uint64_t *targets, size_t ntargets, x86_read_fn read, void *ctx,
+                            struct full *f)
+{
+    size_t d = def_of(insns, n, idx, reg, read, ctx, f);
+    if (d == n || has_target_in(targets, ntargets, insns[d].addr, insns[idx].addr))
+        return n;
+    return d;
 }
 
 /* The only instruction of the function that writes reg, or n when there
@@ -290,6 +367,13 @@ static void read_table(const struct x86_insn *insns, size_t n, size_t load, Zydi
     unsigned entries = find_bound(insns, n, load, idx, targets, ntargets, read, ctx);
     size_t avail = 0;
     const uint8_t *p = read(ctx, table, &avail);
+    unsigned limit = MAX_ENTRIES;
+    if (entries & LOOSE) {
+        /* the index is below this, the table perhaps shorter: read it as
+         * if no bound were known, up to that many */
+        limit = entries & ~LOOSE;
+        entries = 0;
+    }
 
     if (entries == 0 && p) {
         /* No bound check found (the index was spilled, or masked): the
@@ -299,7 +383,7 @@ static void read_table(const struct x86_insn *insns, size_t n, size_t load, Zydi
          * entries read are all of them and perhaps more: a superset of the
          * targets, which only makes the analysis more careful. A run that
          * never ends (MAX_ENTRIES) proves nothing. */
-        while (entries < MAX_ENTRIES && (size_t)(entries + 1) * width <= avail) {
+        while (entries < limit && (size_t)(entries + 1) * width <= avail) {
             uint64_t t;
             if (relative) {
                 int32_t v;
@@ -341,6 +425,8 @@ static void read_table(const struct x86_insn *insns, size_t n, size_t load, Zydi
     res->kind = X86_IJMP_TABLE;
     res->table = table;
     res->entries = entries;
+    res->width = width;
+    res->relative = relative;
 }
 
 void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
@@ -363,17 +449,33 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
             return;
         }
         if (op->mem.base == ZYDIS_REGISTER_NONE && op->mem.index != ZYDIS_REGISTER_NONE &&
-            op->mem.scale == 8)
+            op->mem.scale == 8) {
             read_table(insns, n, idx, big(op->mem.index), (uint64_t)op->mem.disp.value, 8, false,
                        targets, ntargets, read, is_code, ctx, res);
+            return;
+        }
+        /* jmp *(%r14), jmp *8(%rax,%rcx,8): a pointer read from memory */
+        res->kind = X86_IJMP_LOAD;
         return;
     }
     if (op->type != ZYDIS_OPERAND_TYPE_REGISTER)
         return;
     ZydisRegister ra = big(op->reg.value);
-    size_t ia = def_of(insns, n, idx, ra, read, ctx, &a);
-    if (ia == n)
+    size_t ia = n;
+    /* through register copies (mov %rX,%rA) to where the value is made */
+    for (int hops = 0, at = (int)idx; hops < 4; hops++) {
+        ia = sole_path_def(insns, n, (size_t)at, ra, targets, ntargets, read, ctx, &a);
+        if (ia == n || a.zi.mnemonic != ZYDIS_MNEMONIC_MOV || a.ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+            a.ops[0].size != 64)
+            break;
+        ra = big(a.ops[1].reg.value);
+        at = (int)ia;
+    }
+    if (ia == n) {
+        res->outside = true;
+        res->why = "the target comes from outside the jump's block";
         return;
+    }
     /* mov SLOT(%rip),%rA; ...; jmp *%rA: a tail call through a pointer slot */
     uint64_t slot;
     if (a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && rip_slot(&a.ops[1], &insns[ia], &slot)) {
@@ -388,6 +490,18 @@ void x86_indirect_jump(const struct x86_insn *insns, size_t n, size_t idx,
                    false, targets, ntargets, read, is_code, ctx, res);
         return;
     }
+    /* mov 0x18(%rdi),%rA; pop %rA; lea X(%rip),%rA: a pointer, a return
+     * address, a constant -- an address that is materialized somewhere */
+    if ((a.zi.mnemonic == ZYDIS_MNEMONIC_MOV && a.ops[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+         a.ops[0].size == 64) ||
+        a.zi.mnemonic == ZYDIS_MNEMONIC_POP ||
+        (a.zi.mnemonic == ZYDIS_MNEMONIC_LEA && a.ops[1].mem.base == ZYDIS_REGISTER_RIP &&
+         a.ops[1].mem.index == ZYDIS_REGISTER_NONE)) {
+        res->kind = X86_IJMP_LOAD;
+        return;
+    }
+    res->arith = true;
+    res->why = "the target is computed";
     /* add %rB,%rA  <-  movslq (%rB,%rI,4),%rA  <-  lea T(%rip),%rB */
     if (a.zi.mnemonic != ZYDIS_MNEMONIC_ADD || !is_reg(&a.ops[0], ra) ||
         a.ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER)
