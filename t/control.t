@@ -77,7 +77,8 @@ is "$want" "$got" "stress ${secs}s: output identical"
 line=$(tail -n 1 "$D/stress.err")
 like 'disabled windows [1-9][0-9]*, hits in them 0, errors 0, inexact quiet counts 0$' "$line" "stress: no hit while disabled, exact counts when quiet, no error ($line)"
 n=$(printf '%s' "$line" | sed -n 's/.*toggles \([0-9]*\).*/\1/p')
-ok $([ "${n:-0}" -ge $((secs * 100)) ]; echo $?) "stress: $n toggles in ${secs}s"
+# that the toggling really ran (a count, not a speed: a loaded machine is slower)
+ok $([ "${n:-0}" -ge 100 ]; echo $?) "stress: $n toggles in ${secs}s (at least 100)"
 # By default the directory is made 20 ms after start-up: a short run makes
 # no mount at all, a longer one gets its directory.
 if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then

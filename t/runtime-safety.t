@@ -123,7 +123,8 @@ hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION
         "$5: refused, one line naming the image and why"
 }
 v=$(sed -n 's/^#define KPRW_VERSION \([0-9]*\).*/\1/p' "$KP_SRCDIR/include/kprewrite/abi.h")
-hostile version $((TOFF + 4)) '\143\000' "table version 99, this runtime reads version $v" "wrong version"
+vmin=$(sed -n 's/^#define KPRW_VERSION_MIN \([0-9]*\).*/\1/p' "$KP_SRCDIR/include/kprewrite/abi.h")
+hostile version $((TOFF + 4)) '\143\000' "table version 99, this runtime reads versions $vmin to $v" "wrong version"
 hostile flags $((TOFF + 43)) '\200' "table flags 0x80000000, unknown to this runtime \(0x[0-9a-f]+\)" \
     "a flag a newer kprewrite would set"
 hostile nentries $((TOFF + 8)) '\377\377\377\017' '268435455 entries run past the read-only segment holding the table' \

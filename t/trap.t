@@ -17,7 +17,7 @@ for v in "-O2 -fPIE -pie" "-O0 -fno-pie -no-pie"; do
     fi
     want=$("$P"); cp "$P" "$P.orig"
     "$KPREWRITE" --probe short3 --probe work --probe 'p?' "$P" >"$D/report" 2>"$D/err"
-    like '^[0-9a-f]+  k  short3\+0x0  \[INT3\] too-short' "$(cat "$D/report")" "$v: short3 is an int3 probe"
+    like '^[0-9a-f]+  k  short3\+0x0  \[INT3\] not-relocatable' "$(cat "$D/report")" "$v: short3 is an int3 probe"
     like 'wrote .*: 10 probes baked' "$(cat "$D/err")" "$v: int3 probes are baked too"
     is "$want" "$("$P")" "$v: output identical with int3 and optimized probes"
     is "regs ok" "$("$P" regs 2>&1)" "$v: int3 pre_handler sees rdi, rsi, ip; a changed rdi takes effect"

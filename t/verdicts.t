@@ -18,20 +18,23 @@ is "k  f_endbr+0x4  [OPTIMIZED]  dcr 7: push %rbx; mov %rdi, %rbx; mov %rbx, %ra
    "$(check1 "$V" f_endbr)" "SYM+0 on endbr64 is placed after it and says so"
 is "$("$KPREWRITE" --check --probe f_endbr "$V" | cut -c1-16)" "$("$KPREWRITE" --check --probe f_endbr+4 "$V" | cut -c1-16)" \
    "SYM+4 on endbr64 is the same address"
-is "k  f_short+0x0  [INT3] too-short (the function is 3 bytes long)  dcr 3: xor %eax, %eax; ret" \
-   "$(check1 "$V" f_short)" "too-short"
+is "k  f_short+0x0  [INT3] too-short (the function is 3 bytes long; no padding within rel8 reach for a trampoline)  dcr 2: xor %eax, %eax" \
+   "$(check1 "$V" f_short)" "too-short: no padding within 128 bytes for the short jump's trampoline"
 is "k  f_padded+0x0  [OPTIMIZED]  dcr 5: xor %eax, %eax; ret  [the jump ends in the padding after the function]" \
    "$(check1 "$V" f_padded)" "padding tactic: a 3-byte function whose jump ends in the padding after it"
-like '\[INT3\] too-short' "$(check1 "$V" f_padtight)" "padding tactic: not when the next function starts within the jump"
-like '\[INT3\] too-short' "$(check1 "$V" f_padjumped)" "padding tactic: not when a branch targets the padding"
-like 'summary: tactics: 1 plain jump, 1 jump into the padding after the function' \
-   "$("$KPREWRITE" --check --summary --probe f_padded --probe f_opt "$V" 2>&1)" "--summary counts the tactics"
-like '"tactics": \{"jump": 1, "padding": 1\}' \
-   "$("$KPREWRITE" --check --json --probe f_padded --probe f_opt "$V" 2>&1)" "--json counts the tactics"
-is "k  f_tail+0x7  [INT3] crosses-function (3 bytes to the end of f_tail)  dcr 3: add %esi, %eax; ret" \
-   "$(check1 "$V" f_tail+7)" "crosses-function"
-is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_jumpin 2))  dcr 5: xor %eax, %eax; add \$0x1, %eax" \
-   "$(check1 "$V" f_jumpin)" "jump-into-dcr names the branch"
+short8='\[OPTIMIZED\]  dcr 2: xor %eax, %eax  \[a jmp rel8 to a trampoline in padding: the function is shorter than a jmp rel32\]$'
+like "$short8" "$(check1 "$V" f_padtight)" "padding tactic: not when the next function starts within the jump (a short jump instead)"
+like "$short8" "$(check1 "$V" f_padjumped)" "padding tactic: not when a branch targets the padding (a short jump instead)"
+like 'summary: tactics: 1 plain jump, 1 jump into the padding after the function, 1 short jump to a trampoline, 1 with 1 branches or table entries re-pointed to the copy; 0 one-instruction' \
+   "$("$KPREWRITE" --check --summary --probe f_padded --probe f_opt --probe f_padtight --probe f_switch+27 "$V" 2>&1)" \
+   "--summary counts the tactics"
+like '"tactics": \{"jump": 1, "padding": 1, "short_jump": 1, "retarget": 1, "retargeted": 1, "one_instruction": 0\}' \
+   "$("$KPREWRITE" --check --json --probe f_padded --probe f_opt --probe f_padtight --probe f_switch+27 "$V" 2>&1)" \
+   "--json counts the tactics"
+is "k  f_tail+0x7  [INT3] crosses-function (2 bytes to the end of f_tail; no padding within rel8 reach for a trampoline)  dcr 2: add %esi, %eax" \
+   "$(check1 "$V" f_tail+7)" "crosses-function: no padding for the short jump's trampoline"
+is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_jumpin 2); a rel8, and no padding within its reach for a trampoline)  dcr 5: xor %eax, %eax; add \$0x1, %eax" \
+   "$(check1 "$V" f_jumpin)" "jump-into-dcr names the branch, a rel8 with no room for a trampoline"
 is "k  f_jumpin+0x2  [OPTIMIZED]  dcr 5: add \$0x1, %eax; cmp %edi, %eax" \
    "$(check1 "$V" f_jumpin+2)" "a branch to the DCR's first byte is fine"
 is "k  f_indirect+0x0  [INT3] indirect-jump (at $(a f_indirect 7))  dcr 7: mov %rdi, %rax; add \$0x8, %rax" \
@@ -52,8 +55,10 @@ like '^k  f_jcc\+0x0  \[OPTIMIZED\]  dcr 9: test %edi, %edi; jz 0x[0-9a-f]+; mov
    "$(check1 "$V" f_jcc)" "a short jcc in the DCR is re-encoded"
 like '^k  f_switch\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_switch)" \
    "a function with a bounded jump table is optimized"
-is "k  f_switch+0x1b  [INT3] jump-into-dcr (jump table of the jmp at $(a f_switch 19) to $(a f_switch 29))  dcr 7: nop; nop; mov \$0xb, %eax" \
-   "$(check1 "$V" f_switch+27)" "jump-table targets are branch targets"
+is "k  f_switch+0x1b  [OPTIMIZED]  dcr 7: nop; nop; mov \$0xb, %eax  [branches or jump-table entries into the DCR re-pointed to its copy]" \
+   "$(check1 "$V" f_switch+27)" "a jump-table entry into the DCR is re-pointed to the copy"
+is "k  f_unbounded+0xe  [INT3] jump-into-dcr (jump table of the jmp at $(a f_unbounded 14) to $(a f_unbounded 16))  dcr 7: jmp %rax; mov \$0x1, %eax" \
+   "$(check1 "$V" f_unbounded+14)" "an entry of a table read past a missing bound is never re-pointed"
 like '^k  f_unbounded\+0x0  \[OPTIMIZED\]' "$(check1 "$V" f_unbounded)" \
    "a table dispatch without a bound check is read while its entries land in code"
 is "k  f_loop+0x0  [INT3] not-relocatable (loop/jrcxz (rel8 only) at $(a f_loop 3))  dcr 5: or \$0x4, %ecx; loop $(a f_loop 3)" \
@@ -89,8 +94,8 @@ printf 'f_opt\nf_opt+0xg\n' >"$D/bad"
 err=$("$KPREWRITE" --check --probe-file "$D/bad" "$V" 2>&1); rc=$?
 is "1:kprewrite: $D/bad:2:9: bad offset (decimal or 0x hex)" "$rc:$err" "bad probe-file line as file:line:column"
 
-json=$("$KPREWRITE" --check --json --probe f_switch+27 --probe f_opt+2 --probe f_opt "$V")
-like '"spec": "f_switch\+27".*"verdict": "int3", "reason": "jump-into-dcr"' "$(printf '%s' "$json" | tr -d '\n')" "JSON int3 verdict and reason"
+json=$("$KPREWRITE" --check --json --probe f_jumpin --probe f_opt+2 --probe f_opt "$V")
+like '"spec": "f_jumpin".*"verdict": "int3", "reason": "jump-into-dcr"' "$(printf '%s' "$json" | tr -d '\n')" "JSON int3 verdict and reason"
 like '"verdict": "refused", "reason": "not-instruction-boundary"' "$json" "JSON refused verdict"
 like '"verdict": "optimized", "reason": null, .*"dcr": \{"length": 9, "instructions": \["push %rbp", "mov %rsp, %rbp", "mov \$0x1, %eax"\]\}' "$json" "JSON DCR instructions"
 like '"summary": \{"probes": 3, "optimized": 1, "int3": 1, "refused": 1' "$(printf '%s' "$json" | tr -d '\n')" "JSON summary counts"

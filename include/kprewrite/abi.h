@@ -25,9 +25,12 @@
 #endif
 
 #define KPRW_MAGIC 0x5752504bu       /* "KPRW" */
-#define KPRW_VERSION 4             /* 2: int3 entries, out-of-line copies; 3: return probes;
+#define KPRW_VERSION 5             /* 2: int3 entries, out-of-line copies; 3: return probes;
                                         4: 28-byte entries, original bytes shared in the
-                                        strings, unnamed functions named by address */
+                                        strings, unnamed functions named by address;
+                                        5: fixups, short jumps (KPRW_F_JUMP8) */
+#define KPRW_VERSION_MIN 4         /* the oldest a reader accepts: 4 differs only in
+                                      having neither */
 
 #define KPRW_SEC_TEXT ".kprewrite.text"
 #define KPRW_SEC_TABLE ".kprewrite.table"
@@ -44,6 +47,10 @@ enum kprw_entry_flags {
     KPRW_F_FLAGS_SAVED = 1u << 1,    /* the detour saves and restores the flags */
     KPRW_F_ENTRY       = 1u << 2,    /* the probe is at the function entry */
     KPRW_F_KPROBE      = 1u << 3,    /* a kind 'r' entry also asked for as a kprobe (SYM and SYM%return) */
+    /* optimized: the site holds a 2-byte jmp rel8 to a trampoline (a jmp
+     * rel32 to the detour) in the padding between functions, not a jmp
+     * rel32: the function is shorter than 5 bytes (dcr_len >= 2) */
+    KPRW_F_JUMP8       = 1u << 4,
 };
 
 struct kprw_table {
@@ -57,7 +64,7 @@ struct kprw_table {
     int64_t state_rel;               /* .kprewrite.data - header */
     int64_t tramp_rel;               /* return trampoline - header (0: no return probes) */
     uint32_t flags;                  /* enum kprw_table_flags */
-    uint32_t pad;
+    uint32_t nfixups;                /* struct kprw_fixup records after the entries */
     int64_t slot_rel;                /* KPRW_T_ADDED_POOL: .kprewrite.slot - header */
     uint64_t link_addr;              /* the header's link-time address (KPRW_NAME_FDE) */
 };
@@ -123,6 +130,26 @@ struct kprw_entry {
     uint8_t kind;                    /* enum kprw_kind */
     uint8_t verdict;                 /* enum kprw_verdict */
     uint8_t reason;                  /* enum kp_reason (reasons.h) */
+};
+
+/* Bytes of the image outside the sites that kprewrite changed for the
+ * probes, with their original bytes: branches and jump-table entries
+ * re-pointed from inside a DCR to its relocated copy, trampolines written
+ * into padding. Only the rewriter reads them (to take probes out again);
+ * they follow the entries, and the strings hold their bytes. */
+struct kprw_fixup {
+    int32_t site_rel;                /* the changed bytes - header */
+    uint32_t orig_off;               /* their original bytes, in the strings */
+    uint8_t len;                     /* how many (<= KPRW_ORIG_MAX) */
+    uint8_t kind;                    /* enum kprw_fixup_kind (for reports) */
+    uint16_t pad;
+};
+
+enum kprw_fixup_kind {
+    KPRW_FIX_BRANCH = 1,             /* a rel32 branch re-pointed */
+    KPRW_FIX_BRANCH8 = 2,            /* a rel8 branch re-pointed to a trampoline */
+    KPRW_FIX_TABLE = 3,              /* a jump-table entry re-pointed */
+    KPRW_FIX_TRAMPOLINE = 4,         /* a jmp rel32 written into padding */
 };
 
 /* Live state, one per entry, in .kprewrite.data: 8 bytes, so that the

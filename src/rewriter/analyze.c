@@ -52,6 +52,7 @@ struct state {
     uint8_t *probed;         /* per function: has probes to analyse */
     uint8_t *fam_probed;     /* per family head (parent): some member has probes */
     uint64_t *taint;         /* per family head: first unproven indirect jump */
+    uint8_t *ends;           /* per function: its last instruction does not fall through */
     struct fstate *fs;       /* per function (filled for probed ones) */
     struct refs refs;
     struct analysis_stats *st;
@@ -293,6 +294,7 @@ static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, si
     }
     s->st->funcs_decoded++;
     s->st->insns_decoded += n;
+    s->ends[fi] = !fail && n && x86_ends_flow(&(*buf)[n - 1]);
     if (has_ijmp && (s->probed[fi] || s->fam_probed[fn->parent]) &&
         indirect_jumps(s, fi, *buf, n, *local, nlocal) < 0)
         return -1;
@@ -342,6 +344,12 @@ static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *f
 static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
 {
     va_list ap;
+    if (v != V_OPTIMIZED) {   /* the tactics of a jump are moot */
+        free(p->retargets);
+        p->retargets = NULL;
+        p->nretargets = 0;
+        p->notes &= ~(unsigned)(NOTE_RETARGET | NOTE_JUMP8 | NOTE_ONE_INSN);
+    }
     p->verdict = v;
     p->reason = r;
     p->detail[0] = 0;
@@ -401,6 +409,15 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
     return false;
 }
 
+/* Is fn's start entered by a call, as far as its unwind data says: the
+ * canonical frame address 8 bytes above %rsp (true without unwind data:
+ * the symbol says it is a function)? */
+static bool call_entry(const struct state *s, const struct func *fn)
+{
+    struct eh_cfa c = symbols_cfa_at(s->sy, fn->start);
+    return !c.known || (c.reg == 7 && c.off == 8);
+}
+
 /* A return probe needs a function that returns once, on the stack it was
  * entered on. Refuses p (true) when fn does not. */
 static bool return_unsound(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f)
@@ -413,6 +430,13 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
             set(p, V_REFUSED, KP_R_RETURNS_TWICE, "%s", twice[k]);
             return true;
         }
+    /* A call leaves the return address on top: CFA = %rsp + 8. A piece of
+     * a function (its .cold part, a landing pad) starts with its parent's
+     * frame, and its top of stack is the parent's data */
+    if (!call_entry(s, fn)) {
+        set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
+        return true;
+    }
     bool leaves = f->decode_fail != 0;   /* undecoded bytes may hold its ret */
     for (size_t i = 0; i < f->n; i++) {
         uint64_t a = fn->start + f->insns[i].off;
@@ -477,6 +501,132 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
     return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
 }
 
+/* The DCR's length and text: instructions i..j of f, len bytes. */
+static void dcr_text(const struct state *s, struct probe *p, const struct func *fn, const struct fstate *f,
+                     size_t i, size_t j, unsigned len)
+{
+    char text[96];
+    size_t pos = 0, avail;
+    p->dcr_len = (uint8_t)(len < 255 ? len : 255);
+    p->dcr_ninsn = (uint8_t)(j - i);
+    p->dcr_text[0] = 0;
+    for (size_t k = i; k < j; k++) {
+        uint64_t a = fn->start + f->insns[k].off;
+        const uint8_t *b = image_read(s->img, a, &avail);
+        x86_format(b, avail, a, text, sizeof text);
+        pos += (size_t)snprintf(p->dcr_text + pos, pos < DCR_TEXT_MAX ? DCR_TEXT_MAX - pos : 0, "%s%s",
+                                k == i ? "" : "; ", text);
+        if (pos >= DCR_TEXT_MAX)
+            pos = DCR_TEXT_MAX - 1;
+    }
+}
+
+/* The int3 verdict of a point with fewer than 5 bytes to its function's
+ * end. */
+static void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra)
+{
+    if (fn->end - fn->start < X86_JMP32_LEN)
+        set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long%s", (unsigned long long)(fn->end - fn->start),
+            extra ? extra : "");
+    else
+        set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s%s", len, fn->name, extra ? extra : "");
+}
+
+/* Is the probe's DCR instruction boundary at a (strictly inside)? */
+static bool dcr_boundary(const struct probe *p, const struct func *fn, const struct fstate *f, size_t i, size_t j,
+                         uint64_t a)
+{
+    for (size_t k = i + 1; k < j; k++)
+        if (fn->start + f->insns[k].off == a)
+            return true;
+    (void)p;
+    return false;
+}
+
+/* What lands inside the DCR (after its first byte): a branch or a jump
+ * table entry may be re-pointed to the instruction's copy in the detour
+ * (the copy does what the original would have: it runs the rest of the
+ * DCR and jumps back); anything else (a landing pad, a kernel table, a
+ * call, a table read past its bound) keeps the probe int3. Branches from
+ * the DCR itself go to the copy anyway (detour.c). True when every one
+ * can be re-pointed: p->retargets lists them. */
+static bool retargets(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f,
+                      size_t i, size_t j, unsigned len)
+{
+    uint64_t lo = p->addr, hi = p->addr + len;
+    const struct ref *r = ref_into(&s->refs, lo, hi);
+    if (!r)
+        return true;
+    size_t n = 0, cap = 0;
+    struct retarget *v = NULL;
+    const char *why = NULL;
+    const struct ref *end = s->refs.v + s->refs.n;
+    for (; r < end && r->target < hi; r++) {
+        struct retarget t = { .at = r->from, .target = r->target };
+        if (s->img->kind == IMG_VMLINUX) {
+            why = "";
+            break;
+        }
+        if (!dcr_boundary(p, fn, f, i, j, r->target)) {
+            why = " (inside an instruction)";
+            break;
+        }
+        if (r->kind == REF_BRANCH) {
+            if (r->from >= lo && r->from < hi)
+                continue;   /* from the DCR itself: its copy goes to the copy */
+            size_t avail;
+            const uint8_t *b = image_read(s->img, r->from, &avail);
+            struct x86_insn in;
+            if (!b || !x86_decode(b, avail, r->from, &in) ||
+                (in.kind != XK_JMP && in.kind != XK_JCC && in.kind != XK_LOOP)) {
+                why = "";   /* a call, an xbegin */
+                break;
+            }
+            t.len = in.len;
+            t.kind = in.rel_size == 8 ? RT_BRANCH8 : RT_BRANCH;
+        } else if (r->kind == REF_JTABLE && r->retargetable && (r->width == 4 || s->img->kind == IMG_EXEC)) {
+            /* an absolute entry of a PIE or library has a relocation */
+            t.at = r->entry;
+            t.len = r->width;
+            t.kind = r->width == 4 ? RT_TABLE4 : RT_TABLE8;
+            t.base = r->base;
+        } else {
+            why = "";
+            break;
+        }
+        bool dup = false;
+        for (size_t k = 0; k < n; k++)
+            dup |= v[k].at == t.at;
+        if (dup)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4;
+            struct retarget *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                why = " (out of memory)";
+                break;
+            }
+            v = nv;
+        }
+        v[n++] = t;
+    }
+    if (why) {
+        char d[160];
+        describe_ref(r, d, sizeof d);
+        set(p, V_INT3, KP_R_JUMP_INTO_DCR, "%s%s", d, why);
+        free(v);
+        return false;
+    }
+    if (n) {
+        p->retargets = v;
+        p->nretargets = n;
+        p->notes |= NOTE_RETARGET;
+    } else {
+        free(v);
+    }
+    return true;
+}
+
 static void judge(struct state *s, struct probe *p)
 {
     const struct func *fn = &s->sy->funcs[p->func];
@@ -484,7 +634,6 @@ static void judge(struct state *s, struct probe *p)
     uint32_t off = (uint32_t)(p->addr - fn->start);
     size_t i = find_insn(f, off), j, avail;
     const char *why;
-    char text[96];
 
     if (blacklisted(s, p, fn))
         return;
@@ -527,18 +676,7 @@ static void judge(struct state *s, struct probe *p)
     unsigned len = 0;
     for (j = i; j < f->n && len < X86_JMP32_LEN; j++)
         len += f->insns[j].len;
-    p->dcr_len = (uint8_t)(len < 255 ? len : 255);
-    p->dcr_ninsn = (uint8_t)(j - i);
-    size_t pos = 0;
-    for (size_t k = i; k < j; k++) {
-        uint64_t a = fn->start + f->insns[k].off;
-        const uint8_t *b = image_read(s->img, a, &avail);
-        x86_format(b, avail, a, text, sizeof text);
-        pos += (size_t)snprintf(p->dcr_text + pos, pos < DCR_TEXT_MAX ? DCR_TEXT_MAX - pos : 0, "%s%s",
-                                k == i ? "" : "; ", text);
-        if (pos >= DCR_TEXT_MAX)
-            pos = DCR_TEXT_MAX - 1;
-    }
+    dcr_text(s, p, fn, f, i, j, len);
     if (f->decode_fail) {
         set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
         return;
@@ -548,11 +686,22 @@ static void judge(struct state *s, struct probe *p)
         p->notes |= NOTE_PADDING;
         p->dcr_len = X86_JMP32_LEN;
     } else if (len < X86_JMP32_LEN) {
-        if (fn->end - fn->start < X86_JMP32_LEN)
-            set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long", (unsigned long long)(fn->end - fn->start));
-        else
-            set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s", len, fn->name);
-        return;
+        /* Shorter than a jmp rel32 to the function's end: a jmp rel8 to a
+         * trampoline in padding nearby (placed once every verdict is in,
+         * place_tactics), when at least 2 bytes of whole instructions are
+         * there: the DCR is those */
+        unsigned l8 = 0;
+        for (j = i; j < f->n && l8 < X86_JMP8_LEN; j++)
+            l8 += f->insns[j].len;
+        if (s->img->kind != IMG_VMLINUX && l8 >= X86_JMP8_LEN) {
+            len = l8;
+            dcr_text(s, p, fn, f, i, j, len);
+            p->code_len = p->dcr_len;
+            p->notes |= NOTE_JUMP8;
+        } else {
+            short_verdict(p, fn, len, NULL);
+            return;
+        }
     }
     bool has_call = false, call_inside = false;
     for (size_t k = i; k < j; k++) {
@@ -594,6 +743,8 @@ static void judge(struct state *s, struct probe *p)
         set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
         return;
     }
+    if (s->taint[fn->parent])
+        p->notes |= NOTE_ONE_INSN;
     /* An indirect jump elsewhere may land on any address the image
      * materializes: one on an instruction of the DCR after its first */
     const struct taken *tk = taken_set(s);
@@ -605,13 +756,8 @@ static void judge(struct state *s, struct probe *p)
             return;
         }
     }
-    const struct ref *r = ref_into(&s->refs, p->addr, p->addr + len);
-    if (r) {
-        char d[160];
-        describe_ref(r, d, sizeof d);
-        set(p, V_INT3, KP_R_JUMP_INTO_DCR, "%s", d);
+    if (!retargets(s, p, fn, f, i, j, len))
         return;
-    }
     if (has_call) {
         if (s->img->kind == IMG_VMLINUX || call_inside) {
             set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
@@ -622,8 +768,10 @@ static void judge(struct state *s, struct probe *p)
     /* Flags: dead at a function entry (ABI), else only where proven. */
     unsigned elen = 0;
     const uint8_t *fb = image_read(s->img, fn->start, &avail);
-    p->at_entry = p->addr == fn->start ||
-                  (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen);
+    /* not a piece entered with its parent's frame (live flags, any
+     * alignment: call_entry) */
+    p->at_entry = (p->addr == fn->start || (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen)) &&
+                  call_entry(s, fn);
     p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry;
     if (!p->at_entry && !x86_flags_dead(image_read_cb, (void *)s->img, p->addr, fn->end))
         p->notes |= NOTE_FLAGS_SAVED;
@@ -663,6 +811,175 @@ static int resolve_overlaps(struct probe_list *probes)
     return 0;
 }
 
+struct span { uint64_t lo, hi; };
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The first span of v (sorted, not overlapping) that overlaps [lo, hi). */
+static const struct span *span_overlap(const struct span *v, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = n;
+    while (a < b) {   /* first span ending after lo */
+        size_t m = (a + b) / 2;
+        if (v[m].hi <= lo) a = m + 1; else b = m;
+    }
+    return a < n && v[a].lo < hi ? &v[a] : NULL;
+}
+
+/* Padding between functions, where trampolines may go: after a function
+ * whose last instruction does not fall through, up to the next function
+ * (or the section's end), the bytes assemblers pad with that nothing
+ * branches into. Sorted, at least 5 bytes each. */
+static int padding_runs(const struct state *s, struct span **out, size_t *nout)
+{
+    struct span *v = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < s->sy->nfuncs; i++) {
+        const struct func *fn = &s->sy->funcs[i];
+        if (!s->ends[i] || fn->size_guessed)
+            continue;
+        const struct section *sec = image_section_at(s->img, fn->end);
+        if (!sec || !sec->data || !(sec->flags & SHF_EXECINSTR))
+            continue;
+        uint64_t hi = sec->addr + sec->size;
+        if (i + 1 < s->sy->nfuncs && s->sy->funcs[i + 1].start < hi)
+            hi = s->sy->funcs[i + 1].start;
+        uint64_t lo = fn->end, a = lo;
+        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && is_pad_byte(*b); a++, b++)
+            ;
+        const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
+        if (r)
+            a = r->target;
+        if (a - lo < X86_JMP32_LEN)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct span *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                return -1;
+            }
+            v = nv;
+        }
+        v[n++] = (struct span){ lo, a };
+    }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+/* A 5-byte trampoline slot starting within [lo, hi], taken from the runs
+ * (their lo moves past it); 0 when none is free there. */
+static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, b = n;
+    while (a < b) {   /* first run ending after lo */
+        size_t m = (a + b) / 2;
+        if (runs[m].hi <= lo) a = m + 1; else b = m;
+    }
+    for (; a < n && runs[a].lo <= hi; a++) {
+        uint64_t at = runs[a].lo > lo ? runs[a].lo : lo;
+        if (at <= hi && at + X86_JMP32_LEN <= runs[a].hi) {
+            if (at == runs[a].lo)
+                runs[a].lo += X86_JMP32_LEN;
+            else
+                runs[a].hi = at;   /* the bytes above stay unused: simpler than splitting */
+            return at;
+        }
+    }
+    return 0;
+}
+
+/* The tactics that need every verdict first: a branch re-pointed to a copy
+ * must not lie in bytes another probe owns (they may be put back, or run
+ * out of line), and rel8 branches and short sites need a trampoline in
+ * padding within rel8 reach. A probe that cannot have what it needs goes
+ * int3. */
+static int place_tactics(struct state *s, struct probe_list *probes)
+{
+    size_t n = 0, nruns = 0;
+    bool any = false;
+    for (size_t i = 0; i < probes->n; i++)
+        any |= probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & (NOTE_RETARGET | NOTE_JUMP8));
+    if (!any)
+        return 0;
+    struct span *owned = malloc(probes->n * sizeof *owned), *runs = NULL;
+    if (!owned || padding_runs(s, &runs, &nruns) < 0) {
+        free(owned);
+        return -1;
+    }
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->verdict == V_REFUSED || p->func == SIZE_MAX)
+            continue;
+        unsigned first = p->dcr_len;
+        if (p->verdict == V_INT3) {
+            size_t avail;
+            struct x86_insn in;
+            const uint8_t *b = image_read(s->img, p->addr, &avail);
+            first = b ? x86_decode(b, avail, p->addr, &in) : 1;
+        }
+        owned[n++] = (struct span){ p->addr, p->addr + (first ? first : 1) };
+    }
+    sort_array(owned, n, sizeof *owned, cmp_span);
+    /* merge overlaps (twins at one address) so that the search holds */
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (m && owned[k].lo < owned[m - 1].hi) {
+            if (owned[k].hi > owned[m - 1].hi)
+                owned[m - 1].hi = owned[k].hi;
+        } else {
+            owned[m++] = owned[k];
+        }
+    }
+    n = m;
+    /* the padding the padding tactic's jumps reach into is taken */
+    for (size_t k = 0; k < nruns; k++) {
+        const struct span *o = span_overlap(owned, n, runs[k].lo, runs[k].hi);
+        for (; o && o < owned + n && o->lo < runs[k].hi; o++)
+            if (o->hi > runs[k].lo)
+                runs[k].lo = o->hi < runs[k].hi ? o->hi : runs[k].hi;
+    }
+    for (size_t i = 0; i < probes->n; i++) {
+        struct probe *p = &probes->v[i];
+        if (p->verdict != V_OPTIMIZED)
+            continue;
+        for (size_t k = 0; k < p->nretargets; k++) {
+            struct retarget *t = &p->retargets[k];
+            if (t->kind != RT_BRANCH && t->kind != RT_BRANCH8)
+                continue;
+            const struct span *o = span_overlap(owned, n, t->at, t->at + t->len);
+            if (o) {
+                set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx, in bytes the probe at 0x%llx owns",
+                    (unsigned long long)t->at, (unsigned long long)t->target, (unsigned long long)o->lo);
+                break;
+            }
+            if (t->kind == RT_BRANCH8) {
+                uint64_t end = t->at + t->len;
+                t->tramp = take_slot(runs, nruns, end - 128, end + 127);
+                if (!t->tramp) {
+                    set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx; a rel8, and no padding within its "
+                        "reach for a trampoline", (unsigned long long)t->at, (unsigned long long)t->target);
+                    break;
+                }
+            }
+        }
+        if (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8)) {
+            uint64_t end = p->addr + X86_JMP8_LEN;
+            p->tramp = take_slot(runs, nruns, end - 128, end + 127);
+            if (!p->tramp)
+                short_verdict(p, &s->sy->funcs[p->func], p->dcr_len, "; no padding within rel8 reach for a trampoline");
+        }
+    }
+    free(owned);
+    free(runs);
+    return 0;
+}
+
 int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf, bool strict_indirect,
                    struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen)
 {
@@ -676,8 +993,9 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
     s.probed = calloc(nf, 1);
     s.fam_probed = calloc(nf, 1);
     s.taint = calloc(nf, sizeof *s.taint);
+    s.ends = calloc(nf, 1);
     s.fs = calloc(nf, sizeof *s.fs);
-    if (!s.probed || !s.fam_probed || !s.taint || !s.fs)
+    if (!s.probed || !s.fam_probed || !s.taint || !s.ends || !s.fs)
         goto oom;
     size_t todo = 0;
     for (size_t i = 0; i < probes->n; i++) {
@@ -703,7 +1021,7 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
             if (p->verdict != V_REFUSED && p->func != SIZE_MAX)
                 judge(&s, p);
         }
-        if (resolve_overlaps(probes) < 0)
+        if (resolve_overlaps(probes) < 0 || place_tactics(&s, probes) < 0)
             goto oom;
     }
     rc = 0;
@@ -714,7 +1032,7 @@ out:
     if (s.fs)
         for (size_t i = 0; i < sy->nfuncs; i++)
             free(s.fs[i].insns);
-    free(s.fs); free(s.probed); free(s.fam_probed); free(s.taint); free(s.refs.v);
+    free(s.fs); free(s.probed); free(s.fam_probed); free(s.taint); free(s.ends); free(s.refs.v);
     taken_free(&s.taken);
     free(buf); free(local);
     return rc;

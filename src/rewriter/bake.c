@@ -125,7 +125,7 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     const struct kprw_table *t = (const void *)ps->table->data;
     if (t->magic == 0)
         return 0;
-    if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
+    if (t->magic != KPRW_MAGIC || t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
         sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ps->table->size ||
         (uint64_t)t->strings_off + t->strings_size > ps->table->size) {
         snprintf(err, errlen, "%s: the probe table has an unknown format (version %u): rebuild the image",
@@ -133,6 +133,23 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
         return -1;
     }
     const struct kprw_entry *e = (const void *)(t + 1);
+    uint32_t nfix = t->version >= 5 ? t->nfixups : 0;
+    const struct kprw_fixup *fx = (const void *)(e + t->nentries);
+    if ((uint64_t)((const uint8_t *)(fx + nfix) - (const uint8_t *)t) > t->strings_off) {
+        snprintf(err, errlen, "%s: the probe table's %u fixups overlap its strings", img->path, nfix);
+        return -1;
+    }
+    for (uint32_t i = 0; i < nfix; i++) {
+        uint64_t at = ps->table->addr + (uint64_t)(int64_t)fx[i].site_rel;
+        size_t off;
+        if (fx[i].len > KPRW_ORIG_MAX || !file_offset(img, at, fx[i].len, &off) ||
+            (uint64_t)fx[i].orig_off + fx[i].len > t->strings_size) {
+            snprintf(err, errlen, "%s: probe table fixup %u names 0x%llx, outside the image", img->path, i,
+                     (unsigned long long)at);
+            return -1;
+        }
+        memcpy(img->map + off, (const uint8_t *)t + t->strings_off + fx[i].orig_off, fx[i].len);   /* our private copy */
+    }
     for (uint32_t i = 0; i < t->nentries; i++) {
         uint64_t site = ps->table->addr + (uint64_t)e[i].site_rel;
         size_t off;
@@ -159,6 +176,95 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     return (int)t->nentries;
 }
 
+
+/* Bytes changed outside the sites (struct kprw_fixup), listed in the table
+ * with their original bytes so that a later run can put them back. */
+struct fixups {
+    struct kprw_fixup *v;
+    size_t n, cap;
+};
+
+/* Write len bytes at addr into out (unless measuring: out NULL) and list
+ * the original ones. */
+static int fix(const struct image *img, uint8_t *out, uint64_t addr, const uint8_t *bytes, unsigned len,
+               enum kprw_fixup_kind kind, uint64_t table_addr, struct strtab *strs, struct fixups *fx,
+               char *err, size_t errlen)
+{
+    size_t off;
+    int64_t rel = (int64_t)(addr - table_addr);
+    if (!file_offset(img, addr, len, &off) || rel != (int32_t)rel) {
+        snprintf(err, errlen, "%s: 0x%llx: the bytes to re-point are not in the file, or out of the table's reach",
+                 img->path, (unsigned long long)addr);
+        return -1;
+    }
+    int64_t o = strtab_add(strs, img->map + off, len);
+    if (fx->n == fx->cap) {
+        size_t cap = fx->cap ? fx->cap * 2 : 64;
+        struct kprw_fixup *v = realloc(fx->v, cap * sizeof *v);
+        if (!v)
+            o = -1;
+        else
+            fx->v = v, fx->cap = cap;
+    }
+    if (o < 0) {
+        snprintf(err, errlen, "%s: out of memory", img->path);
+        return -1;
+    }
+    fx->v[fx->n++] = (struct kprw_fixup){ (int32_t)rel, (uint32_t)o, (uint8_t)len, (uint8_t)kind, 0 };
+    if (out)
+        memcpy(out + off, bytes, len);
+    return 0;
+}
+
+/* A probe's retargets: each branch or jump-table entry that lands inside
+ * its DCR now lands on the same instruction's copy in its detour (at +
+ * map->off[k] for the DCR's byte k), a rel8 branch through a trampoline. */
+static int retarget(const struct image *img, uint8_t *out, const struct probe *p, uint64_t at,
+                    const struct x86_copy_map *map, uint64_t table_addr, struct strtab *strs, struct fixups *fx,
+                    char *err, size_t errlen)
+{
+    for (size_t k = 0; k < p->nretargets; k++) {
+        const struct retarget *t = &p->retargets[k];
+        uint64_t d = t->target - p->addr;
+        if (d >= X86_COPY_MAX || map->off[d] == 0xffff) {
+            snprintf(err, errlen, "%s: %s+0x%llx: 0x%llx is no instruction of its DCR", img->path, p->sym,
+                     (unsigned long long)p->off, (unsigned long long)t->target);
+            return -1;
+        }
+        uint64_t to = at + map->off[d];
+        uint8_t b[16];
+        size_t avail;
+        const uint8_t *orig = image_read(img, t->at, &avail);
+        bool ok = orig && avail >= t->len;
+        enum kprw_fixup_kind kind = KPRW_FIX_TABLE;
+        if (ok && t->kind == RT_BRANCH) {
+            ok = x86_retarget(orig, t->len, t->at, to, b);
+            kind = KPRW_FIX_BRANCH;
+        } else if (ok && t->kind == RT_BRANCH8) {
+            uint8_t j[X86_JMP32_LEN];
+            ok = x86_emit_jmp32(t->tramp, to, j) && x86_retarget(orig, t->len, t->at, t->tramp, b);
+            if (ok && fix(img, out, t->tramp, j, sizeof j, KPRW_FIX_TRAMPOLINE, table_addr, strs, fx, err, errlen) < 0)
+                return -1;
+            kind = KPRW_FIX_BRANCH8;
+        } else if (ok && t->kind == RT_TABLE4) {
+            int64_t v = (int64_t)(to - t->base);
+            int32_t v32 = (int32_t)v;
+            ok = v == v32;
+            memcpy(b, &v32, 4);
+        } else if (ok) {
+            memcpy(b, &to, 8);
+        }
+        if (!ok) {
+            snprintf(err, errlen, "%s: %s+0x%llx: the %s at 0x%llx cannot reach the DCR's copy", img->path,
+                         p->sym, (unsigned long long)p->off, t->kind >= RT_TABLE4 ? "table entry" : "branch",
+                         (unsigned long long)t->at);
+            return -1;
+        }
+        if (fix(img, out, t->at, b, t->len, kind, table_addr, strs, fx, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
 
 static bool bakeable(const struct probe *p)
 {
@@ -226,6 +332,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint8_t *out = NULL;
     struct kprw_entry *e = NULL;   /* the table's entries and strings, built here */
     struct strtab strs = { 0 };
+    struct fixups fx = { 0 };
     if (!twinned) {
         snprintf(err, errlen, "%s: out of memory", img->path);
         return -1;
@@ -365,18 +472,15 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         uint64_t hook = 0;
         unsigned site_len;   /* bytes of the site the probe owns (orig[] in the table) */
         uint8_t site_bytes[KPRW_ORIG_MAX];
+        struct x86_copy_map map;
         if (shared) {
             size_t entry_off;
             len = x86_emit_shared_detour(at, p->addr, orig, p->code_len ? p->code_len : p->dcr_len, state,
                                          common[(p->notes & NOTE_FLAGS_SAVED) != 0], det, &entry_off, &dcr_off,
-                                         derr, sizeof derr);
+                                         &map, derr, sizeof derr);
             entry = at + entry_off;
             ool = at + dcr_off;
             site_len = p->dcr_len;
-            if (len && !x86_emit_site_jump(p->addr, entry, p->dcr_len, site_bytes)) {
-                snprintf(derr, sizeof derr, "the pool is out of jump reach");
-                len = 0;
-            }
         } else if (p->verdict == V_OPTIMIZED) {
             struct detour_params dp = {
                 /* the instructions; the site's bytes may reach into padding */
@@ -390,14 +494,10 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 .via_thunks = ps->added || kernel,
                 .kernel = kernel,
             };
-            len = x86_emit_detour(&dp, det, &dcr_off, &hook_off, derr, sizeof derr);
+            len = x86_emit_detour(&dp, det, &dcr_off, &hook_off, &map, derr, sizeof derr);
             hook = p->is_return ? at + hook_off : 0;
             ool = at + dcr_off;
             site_len = p->dcr_len;
-            if (len && !x86_emit_site_jump(p->addr, at, p->dcr_len, site_bytes)) {
-                snprintf(derr, sizeof derr, "the pool is out of jump reach");
-                len = 0;
-            }
         } else {
             /* int3 at byte 0; the runtime's SIGTRAP handler resumes at the
              * out-of-line copy of the first instruction */
@@ -416,6 +516,14 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 len = 0;
             }
         }
+        /* the site's jump: to the detour, or (a short site) to a trampoline
+         * in padding that jumps there */
+        if (len && p->verdict == V_OPTIMIZED &&
+            !((p->notes & NOTE_JUMP8) ? x86_emit_site_jump8(p->addr, p->tramp, p->dcr_len, site_bytes)
+                                      : x86_emit_site_jump(p->addr, entry, p->dcr_len, site_bytes))) {
+            snprintf(derr, sizeof derr, "the pool is out of jump reach");
+            len = 0;
+        }
         size_t site_off;
         if (len && !file_offset(img, p->addr, site_len, &site_off)) {
             snprintf(derr, sizeof derr, "the site has no bytes in the file");
@@ -430,6 +538,19 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         text_used += len;
         if (!measure)
             memcpy(out + site_off, site_bytes, site_len);
+        if (p->verdict == V_OPTIMIZED) {
+            uint8_t j[X86_JMP32_LEN];
+            if ((p->notes & NOTE_JUMP8) && !x86_emit_jmp32(p->tramp, entry, j)) {
+                snprintf(err, errlen, "%s: %s+0x%llx: the trampoline is out of reach of the pool", img->path,
+                         p->sym, (unsigned long long)p->off);
+                goto fail;
+            }
+            if ((p->notes & NOTE_JUMP8) &&
+                fix(img, out, p->tramp, j, sizeof j, KPRW_FIX_TRAMPOLINE, ps->table->addr, &strs, &fx, err, errlen) < 0)
+                goto fail;
+            if (retarget(img, out, p, at, &map, ps->table->addr, &strs, &fx, err, errlen) < 0)
+                goto fail;
+        }
         {
             uint64_t code = p->verdict == V_OPTIMIZED ? entry : ool;
             int64_t site_rel = (int64_t)(p->addr - ps->table->addr), code_rel = (int64_t)(code - ps->table->addr);
@@ -462,6 +583,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].orig_off = (uint32_t)obytes;
             e[k].offset = (uint32_t)p->off;
             e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
+                         (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8) ? KPRW_F_JUMP8 : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                          (p->at_entry ? KPRW_F_ENTRY : 0) |
                          (p->is_return && twinned[i] ? KPRW_F_KPROBE : 0);
@@ -474,7 +596,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     /* the strings, then a NUL: every name ends inside them */
     size_t strings_size = strs.used + 1;
-    size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + strings_size;
+    size_t table_need = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) + fx.n * sizeof(struct kprw_fixup) +
+                        strings_size;
     res->baked = n;
     res->text_used = text_used;
     res->table_used = table_need;
@@ -504,7 +627,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     }
     if (n) {
         memcpy(t + 1, e, n * sizeof *e);
-        char *str = (char *)((struct kprw_entry *)(t + 1) + n);
+        struct kprw_fixup *fxs = (struct kprw_fixup *)((struct kprw_entry *)(t + 1) + n);
+        if (fx.n)
+            memcpy(fxs, fx.v, fx.n * sizeof *fxs);
+        t->nfixups = (uint32_t)fx.n;
+        char *str = (char *)(fxs + fx.n);
         if (strs.used)
             memcpy(str, strs.bytes, strs.used);
         str[strs.used] = 0;
@@ -535,6 +662,7 @@ done:
     free(order);
     free(e);
     strtab_free(&strs);
+    free(fx.v);
     return 0;
 fail:
     free(out);
@@ -542,5 +670,6 @@ fail:
     free(order);
     free(e);
     strtab_free(&strs);
+    free(fx.v);
     return -1;
 }

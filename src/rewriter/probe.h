@@ -18,6 +18,29 @@ enum probe_note {
     NOTE_BRANCH_REENC    = 1u << 4,  /* relative branches are re-encoded as rel32 */
     NOTE_FLAGS_SAVED     = 1u << 5,  /* the arithmetic flags are live: the detour keeps them */
     NOTE_PADDING         = 1u << 6,  /* tactic: the jump ends in the padding after the function */
+    NOTE_RETARGET        = 1u << 7,  /* tactic: branches and table entries into the DCR are
+                                        re-pointed to its relocated copy (retargets) */
+    NOTE_JUMP8           = 1u << 8,  /* tactic: a function shorter than 5 bytes: the site holds
+                                        a jmp rel8 to a trampoline in padding (tramp) */
+    NOTE_ONE_INSN        = 1u << 9,  /* proof: the function has an unproven indirect jump, but
+                                        the DCR is one instruction: nothing lands inside it */
+};
+
+/* Something re-pointed from the DCR to its relocated copy (NOTE_RETARGET). */
+enum retarget_kind {
+    RT_BRANCH,    /* a rel32 jmp/jcc: its displacement rewritten */
+    RT_BRANCH8,   /* a rel8 jmp/jcc/loop: aimed at a trampoline in padding (tramp) */
+    RT_TABLE4,    /* a relative jump-table entry (target - base) */
+    RT_TABLE8,    /* an absolute jump-table entry (non-PIE: no relocation) */
+};
+
+struct retarget {
+    uint64_t at;        /* the branch, or the table entry */
+    uint64_t target;    /* the address in the DCR it aims at */
+    uint64_t base;      /* RT_TABLE4: the table's base */
+    uint64_t tramp;     /* RT_BRANCH8: its trampoline */
+    uint8_t len;        /* the branch's length, or the entry's size */
+    uint8_t kind;       /* enum retarget_kind */
 };
 
 #define DCR_TEXT_MAX 384
@@ -40,6 +63,9 @@ struct probe {
     unsigned notes;          /* enum probe_note */
     bool at_entry;           /* at the function entry (after endbr64): flags dead, %rsp = 8 mod 16 */
     bool entry_aligned;      /* at_entry, and not the ELF entry point (entered unaligned) */
+    struct retarget *retargets;   /* NOTE_RETARGET: malloc'ed, freed with the list */
+    size_t nretargets;
+    uint64_t tramp;          /* NOTE_JUMP8: the trampoline the site's jmp rel8 goes to */
 };
 
 struct probe_list {

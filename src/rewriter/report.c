@@ -6,7 +6,7 @@
 
 static const char *const note_names[] = {
     "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
-    "padding",
+    "padding", "retarget", "short-jump", "one-instruction",
 };
 
 static const char *note_text(unsigned bit)
@@ -19,6 +19,9 @@ static const char *note_text(unsigned bit)
     case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";
     case NOTE_FLAGS_SAVED: return "flags live: saved";
     case NOTE_PADDING: return "the jump ends in the padding after the function";
+    case NOTE_RETARGET: return "branches or jump-table entries into the DCR re-pointed to its copy";
+    case NOTE_JUMP8: return "a jmp rel8 to a trampoline in padding: the function is shorter than a jmp rel32";
+    case NOTE_ONE_INSN: return "one instruction: the function's unproven indirect jump cannot land inside it";
     }
     return "";
 }
@@ -73,6 +76,7 @@ struct counts {
     size_t verdict[3];
     size_t reason[3][KP_R__COUNT];
     size_t padding;   /* optimized by the padding tactic (the rest: a plain jump) */
+    size_t jump8, retarget, one_insn, retargets, plain;
 };
 
 static void count(const struct probe_list *probes, struct counts *c)
@@ -81,7 +85,15 @@ static void count(const struct probe_list *probes, struct counts *c)
     for (size_t i = 0; i < probes->n; i++) {
         c->verdict[probes->v[i].verdict]++;
         c->reason[probes->v[i].verdict][probes->v[i].reason]++;
-        c->padding += probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_PADDING);
+        const struct probe *p = &probes->v[i];
+        if (p->verdict != V_OPTIMIZED)
+            continue;
+        c->padding += (p->notes & NOTE_PADDING) != 0;
+        c->jump8 += (p->notes & NOTE_JUMP8) != 0;
+        c->retarget += (p->notes & NOTE_RETARGET) != 0;
+        c->retargets += p->nretargets;
+        c->one_insn += (p->notes & NOTE_ONE_INSN) != 0;
+        c->plain += !(p->notes & (NOTE_PADDING | NOTE_JUMP8 | NOTE_RETARGET));
     }
 }
 
@@ -148,7 +160,9 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
                 fprintf(out, "%s\"%s\": %zu", k++ ? ", " : "", reason_name((enum kp_reason)r), c.reason[v][r]);
         fprintf(out, "}");
     }
-    fprintf(out, ", \"tactics\": {\"jump\": %zu, \"padding\": %zu}", c.verdict[V_OPTIMIZED] - c.padding, c.padding);
+    fprintf(out, ", \"tactics\": {\"jump\": %zu, \"padding\": %zu, \"short_jump\": %zu, \"retarget\": %zu, "
+            "\"retargeted\": %zu, \"one_instruction\": %zu}", c.plain, c.padding, c.jump8, c.retarget, c.retargets,
+            c.one_insn);
     fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_loaded\": %zu, \"indirect_jumps_tail\": %zu, "
             "\"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
             st->jump_tables, st->ijmp_load, st->ijmp_tail, st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
@@ -165,8 +179,10 @@ void report_summary(FILE *out, const struct probe_list *probes, const struct ana
             if (c.reason[v][r])
                 fprintf(out, "summary: %-8s %-26s %zu\n", verdict_name((enum verdict)v),
                         reason_name((enum kp_reason)r), c.reason[v][r]);
-    fprintf(out, "summary: tactics: %zu plain jump, %zu jump into the padding after the function\n",
-            c.verdict[V_OPTIMIZED] - c.padding, c.padding);
+    fprintf(out, "summary: tactics: %zu plain jump, %zu jump into the padding after the function, %zu short jump "
+            "to a trampoline, %zu with %zu branches or table entries re-pointed to the copy; %zu one-instruction "
+            "DCRs despite an unproven indirect jump\n", c.plain, c.padding, c.jump8, c.retarget, c.retargets,
+            c.one_insn);
     fprintf(out, "summary: %zu functions decoded, %zu instructions, %zu jump tables recovered, "
             "%zu indirect jumps through loaded pointers, %zu tail calls (frame at entry), "
             "%zu onto taken addresses, %zu unproven, %zu landing pads\n",

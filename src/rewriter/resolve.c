@@ -173,6 +173,8 @@ oom:
 
 void probe_list_free(struct probe_list *l)
 {
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].retargets);
     free(l->v);
     memset(l, 0, sizeof *l);
 }

@@ -1,12 +1,13 @@
-/* Return probes, t/kretprobe.t: a function too short for a jump (its
- * return probe runs through int3), then functions a return probe must
- * refuse (never called). */
+/* Return probes, t/kretprobe.t: a function whose DCR cannot run out of
+ * line (its return probe runs through int3), then functions a return probe
+ * must refuse (never called). */
     .text
     .globl short_inc
     .type short_inc, @function
-short_inc:                  /* 4 bytes */
+short_inc:                  /* the jrcxz cannot run out of line */
     lea 1(%rdi), %eax
-    ret
+    jrcxz 1f
+1:  ret
     .size short_inc, .-short_inc
 
     .globl spin_forever

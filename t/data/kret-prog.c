@@ -25,7 +25,7 @@ NOINLINE long square(long x) { return x * x; }
 NOINLINE long plain(long x) { return x + 1; }
 NOINLINE long twin(long x) { sink = x; return x * 3; }
 NOINLINE long skipper(long x) { return x - 1; }
-int short_inc(int x);   /* kret-asm.S: too short for a jump, so int3 */
+int short_inc(int x);   /* kret-asm.S: a jrcxz in its DCR, so int3 */
 
 /* noreturn: a return probe here is refused */
 NOINLINE __attribute__((noreturn)) void fatal(const char *why)

@@ -96,6 +96,7 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
         for (int i = 0; i < 2; i++) {
             if (zi.raw.imm[i].is_relative) {
                 out->target = addr + zi.length + (uint64_t)zi.raw.imm[i].value.s;
+                out->rel_size = zi.raw.imm[i].size;
                 break;
             }
         }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define X86_JMP32_LEN 5   /* e9 rel32: the jump that replaces the DCR */
+#define X86_JMP8_LEN 2    /* eb rel8: the jump of a site shorter than that (to a trampoline) */
 #define X86_MAX_INSN_LEN 15
 
 enum x86_kind {
@@ -45,6 +46,8 @@ struct x86_insn {
     uint8_t kind;         /* enum x86_kind */
     uint8_t flags;        /* enum x86_flags */
     uint8_t disp_off;     /* offset of the RIP-relative disp32 when XF_RIPREL */
+    uint8_t rel_size;     /* direct branches: 8 or 32, the size of the displacement
+                             that ends the instruction */
 };
 
 /* Decode one instruction at p (avail bytes readable) loaded at addr.

@@ -364,9 +364,23 @@ call_inside:
     return false;
 }
 
-/* The relocated instructions of code[0..len) (from site), then jmp site+len. */
-static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t site, char *err, size_t errlen)
+/* The relocated instructions of code[0..len) (from site), then jmp site+len.
+ * map (may be NULL) gets where each instruction's copy starts, from b's
+ * start. A branch from the DCR to one of its own later instructions goes
+ * to that instruction's copy (which the analysis allows: nothing else may
+ * land there), not to the site's bytes, which no longer hold it. */
+static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t site, struct x86_copy_map *map,
+                      char *err, size_t errlen)
 {
+    uint16_t at[X86_COPY_MAX];
+    size_t inner[X86_COPY_MAX];   /* b offsets of rel32 fields aimed inside */
+    uint64_t inner_to[X86_COPY_MAX];
+    unsigned ninner = 0;
+    if (len > X86_COPY_MAX) {
+        snprintf(err, errlen, "DCR of %u bytes at 0x%llx is too long", len, (unsigned long long)site);
+        return false;
+    }
+    memset(at, 0xff, sizeof at);
     for (unsigned off = 0; off < len;) {
         struct x86_insn in;
         unsigned n = x86_decode(code + off, len - off, site + off, &in);
@@ -374,10 +388,27 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
             snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)(site + off));
             return false;
         }
+        at[off] = (uint16_t)b->n;
         if (!relocate(b, code + off, &in, off + n == len ? site + len : 0, err, errlen))
             return false;
+        if ((in.kind == XK_JMP || in.kind == XK_JCC) && in.target > site && in.target < site + len) {
+            inner[ninner] = b->n - 4;
+            inner_to[ninner++] = in.target;
+        }
         off += n;
     }
+    for (unsigned k = 0; k < ninner; k++) {
+        uint16_t to = at[inner_to[k] - site];
+        if (to == 0xffff) {
+            snprintf(err, errlen, "a branch at 0x%llx lands inside an instruction of its DCR",
+                     (unsigned long long)site);
+            return false;
+        }
+        int32_t d = (int32_t)((int64_t)to - (int64_t)(inner[k] + 4));
+        memcpy(b->p + inner[k], &d, 4);
+    }
+    if (map)
+        memcpy(map->off, at, sizeof at);
     b1(b, 0xe9);                                                 /* jmp back */
     if (!rel32(b, site + len)) {
         snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
@@ -389,11 +420,11 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
 size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    return copy_back(&b, code, len, site, err, errlen) ? b.n : 0;
+    return copy_back(&b, code, len, site, NULL, err, errlen) ? b.n : 0;
 }
 
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
-                       char *err, size_t errlen)
+                       struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, p->at };
     if (p->kernel && p->ret_slot) {
@@ -468,7 +499,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     }
 dcr:
     *dcr_off = b.n;
-    if (!copy_back(&b, p->dcr, p->dcr_len, p->site, err, errlen))
+    if (!copy_back(&b, p->dcr, p->dcr_len, p->site, map, err, errlen))
         return 0;
     if (p->ret_slot) {
         /* hooked: the caller's return address is in the runtime's instance;
@@ -574,7 +605,7 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
 
 size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
-                              char *err, size_t errlen)
+                              struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
     uint64_t ret = at + 4 + SHARED_HEAD;
@@ -588,12 +619,54 @@ size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, un
     if (!rel32(&b, common))
         goto far;
     *dcr_off = b.n;
-    if (!copy_back(&b, dcr, dcr_len, site, err, errlen))
+    if (!copy_back(&b, dcr, dcr_len, site, map, err, errlen))
         return 0;
     return b.n;
 far:
     snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
     return 0;
+}
+
+bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[X86_JMP32_LEN])
+{
+    int64_t d = (int64_t)(target - (at + X86_JMP32_LEN));
+    if (d != (int32_t)d)
+        return false;
+    int32_t d32 = (int32_t)d;
+    out[0] = 0xe9;
+    memcpy(out + 1, &d32, 4);
+    return true;
+}
+
+bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out)
+{
+    int64_t d = (int64_t)(tramp - (site + X86_JMP8_LEN));
+    if (d != (int8_t)d || dcr_len < X86_JMP8_LEN)
+        return false;
+    out[0] = 0xeb;
+    out[1] = (uint8_t)(int8_t)d;
+    memset(out + X86_JMP8_LEN, 0xcc, dcr_len - X86_JMP8_LEN);
+    return true;
+}
+
+bool x86_retarget(const uint8_t *insn, unsigned len, uint64_t from, uint64_t target, uint8_t *out)
+{
+    struct x86_insn in;
+    if (x86_decode(insn, len, from, &in) != len || (in.kind != XK_JMP && in.kind != XK_JCC && in.kind != XK_LOOP))
+        return false;
+    memcpy(out, insn, len);
+    int64_t d = (int64_t)(target - (from + len));
+    if (in.rel_size == 8) {   /* the displacement ends every direct branch */
+        if (d != (int8_t)d)
+            return false;
+        out[len - 1] = (uint8_t)(int8_t)d;
+        return true;
+    }
+    if (in.rel_size != 32 || d != (int32_t)d)
+        return false;
+    int32_t d32 = (int32_t)d;
+    memcpy(out + len - 4, &d32, 4);
+    return true;
 }
 
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out)

@@ -36,6 +36,14 @@ struct detour_params {
 /* Largest detour: template + relocated DCR (jcc8 grows to 6, jmp8 to 5). */
 #define DETOUR_MAX 512
 
+/* Where the copy of each instruction of a DCR starts in the detour: off[k]
+ * for the instruction at the DCR's byte k, 0xffff for bytes that start
+ * none. A branch into the DCR may be re-pointed there. */
+#define X86_COPY_MAX 32
+struct x86_copy_map {
+    uint16_t off[X86_COPY_MAX];
+};
+
 /* Writes the detour into out (DETOUR_MAX bytes). Returns its length, or 0
  * with a message in err when a relocated instruction is out of reach.
  * *dcr_off is where the relocated DCR starts: run from there, it is the
@@ -44,7 +52,7 @@ struct detour_params {
  * *hook_off is where the probed function returns when the dispatcher
  * answered that a return probe took the call (see detour.c). */
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
-                       char *err, size_t errlen);
+                       struct x86_copy_map *map, char *err, size_t errlen);
 
 /* Shared detours (detour.c), each at most DETOUR_MAX bytes: a pool's
  * common body (at `at`, the flags saved or not) calling the dispatcher
@@ -55,7 +63,7 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
 size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool save_flags, uint8_t *out);
 size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
-                              char *err, size_t errlen);
+                              struct x86_copy_map *map, char *err, size_t errlen);
 
 /* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
  * len bytes at site, relocated to at, then jmp to the next one. 0 with err
@@ -66,6 +74,15 @@ size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned le
 /* The bytes written at the site: jmp rel32 to the detour, then int3 up to
  * dcr_len. Returns false when the detour is out of reach. */
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out);
+/* The same with a jmp rel8 to a trampoline (a function shorter than a
+ * jmp rel32): false when tramp is out of rel8 reach or dcr_len < 2. */
+bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out);
+/* A trampoline: jmp rel32 from at to target (5 bytes). */
+bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[5]);
+/* The direct branch insn (len bytes at from: jmp, jcc, loop) aimed at
+ * target instead, into out (len bytes); false when out of its reach. */
+bool x86_retarget(const uint8_t *insn, unsigned len, uint64_t from, uint64_t target, uint8_t *out);
+
 
 /* The return trampoline of an image (RET_TRAMPOLINE_MAX bytes) at `at`,
  * calling the runtime's return handler through the pointer at slot.

@@ -556,7 +556,7 @@ static const char *table_check(const struct kprw_table *t)
 	const struct kprw_entry *e = (const void *)(t + 1);
 	u32 i;
 
-	if (t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
+	if (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
 		return "unknown version or entry size";
 	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||
 	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||

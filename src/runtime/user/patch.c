@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,19 +132,52 @@ static bool inside_pending(uintptr_t ip)
     return false;
 }
 
-/* int3 -> jmp: the tail first (nobody runs it: byte 0 traps), then byte 0. */
+/* int3 -> jmp: the tail first (nobody runs it: byte 0 traps), then byte 0.
+ * A site shorter than a jmp rel32 (KPRW_F_JUMP8) gets its jmp rel8 to the
+ * trampoline back, which jumps to the detour. */
 static int arm_jump(struct point *pt)
 {
     uint8_t b[KPRW_ORIG_MAX];
-    int32_t rel = (int32_t)(int64_t)(pt->detour - (pt->addr + 5));
-    b[0] = 0xe9;
-    memcpy(b + 1, &rel, 4);
-    memset(b + 5, 0xcc, pt->site_len - 5u);
+    if (pt->flags & KPRW_F_JUMP8) {
+        b[0] = 0xeb;
+        b[1] = pt->jump8;
+        memset(b + 2, 0xcc, pt->site_len - 2u);
+    } else {
+        int32_t rel = (int32_t)(int64_t)(pt->detour - (pt->addr + 5));
+        b[0] = 0xe9;
+        memcpy(b + 1, &rel, 4);
+        memset(b + 5, 0xcc, pt->site_len - 5u);
+    }
     int rc = poke(pt->addr + 1, b + 1, pt->site_len - 1u);
     if (rc < 0 || (rc = poke(pt->addr, b, 1)) < 0)
         return rc;
     pt->code = CODE_OPTIMIZED;
     return 0;
+}
+
+/* Do the bytes s at addr hold a jmp rel32 to target? */
+static bool jump_to(uintptr_t addr, const uint8_t *s, uintptr_t target)
+{
+    int32_t rel;
+    memcpy(&rel, s + 1, 4);
+    return s[0] == 0xe9 && addr + 5 + (uintptr_t)(intptr_t)rel == target;
+}
+
+/* A short site: a jmp rel8 to a trampoline that jumps to the detour. The
+ * trampoline is read through process_vm_readv, which fails instead of
+ * faulting should an edited site point off the mapping. Keeps the rel8
+ * for arm_jump. */
+static bool short_jump_verified(struct point *pt, const uint8_t *s)
+{
+    if (s[0] != 0xeb)
+        return false;
+    uintptr_t tramp = pt->addr + 2 + (uintptr_t)(intptr_t)(int8_t)s[1];
+    uint8_t t[5];
+    struct iovec mine = { t, sizeof t }, there = { (void *)tramp, sizeof t };
+    if (process_vm_readv(getpid(), &mine, 1, &there, 1, 0) != (ssize_t)sizeof t || !jump_to(tramp, t, pt->detour))
+        return false;
+    pt->jump8 = s[1];
+    return true;
 }
 
 /* Before the first write to a site: does it hold what the table says it
@@ -157,12 +191,9 @@ static bool site_verified(struct point *pt)
     const uint8_t *s = (const uint8_t *)pt->addr;
     bool ok;
     switch (pt->code) {
-    case CODE_OPTIMIZED: {
-        int32_t rel;
-        memcpy(&rel, s + 1, 4);
-        ok = s[0] == 0xe9 && pt->addr + 5 + (uintptr_t)(intptr_t)rel == pt->detour;
+    case CODE_OPTIMIZED:
+        ok = (pt->flags & KPRW_F_JUMP8) ? short_jump_verified(pt, s) : jump_to(pt->addr, s, pt->detour);
         break;
-    }
     case CODE_INT3:
         ok = s[0] == 0xcc && memcmp(s + 1, pt->orig + 1, pt->site_len - 1u) == 0;
         break;

@@ -628,7 +628,7 @@ static int find_linked_table(struct dl_phdr_info *info, size_t size, void *arg)
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, end = lo + ph->p_memsz - sizeof(struct kprw_table);
         for (uintptr_t a = (lo + 63) & ~(uintptr_t)63; a <= end; a += 64) {
             const struct kprw_table *t = (const void *)a;
-            if (t->magic != KPRW_MAGIC || t->version != KPRW_VERSION)
+            if (t->magic != KPRW_MAGIC || (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION))
                 continue;
             uintptr_t states = a + (uintptr_t)t->state_rel, at = (uintptr_t)f->st;   /* any value: no pointer yet */
             if (at >= states && (at - states) / sizeof(struct kprw_state) < t->nentries) {

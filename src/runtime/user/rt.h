@@ -26,6 +26,8 @@ struct point {
     const char *name;
     uint32_t offset, flags, id;
     uint8_t kind, verdict, site_len;
+    uint8_t jump8;                     /* KPRW_F_JUMP8: the rel8 of the site's short jump
+                                          to its trampoline, read when verified */
     const uint8_t *orig;               /* site_len original bytes (in the table) */
     uintptr_t detour, ool;             /* ool: where the int3 path resumes */
     struct kprobe *_Atomic handlers;   /* singly linked through __next */

@@ -112,7 +112,7 @@ static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings
     unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED, s = named;
     return ((kind != KPRW_KIND_K) & (kind != KPRW_KIND_R)) |
            (!opt & (verdict != KPRW_INT3)) << s |
-           ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < 5))) << 2 * s |   /* 0 wraps */
+           ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < ((x->flags & KPRW_F_JUMP8) ? 2u : 5u)))) << 2 * s |   /* 0 wraps */
            ((x->name_off >= strings_size) & (x->name_off != KPRW_NAME_FDE)) << 3 * s |
            ((uint64_t)x->orig_off + len > strings_size) << 4 * s;
 }
@@ -151,8 +151,9 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (!dl_iterate_phdr(find_object, &o))
         return "the table is in no loaded object";
     *object = o.name;
-    if (t->version != KPRW_VERSION) {
-        snprintf(why, len, "table version %u, this runtime reads version %u", t->version, KPRW_VERSION);
+    if (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION) {
+        snprintf(why, len, "table version %u, this runtime reads versions %u to %u", t->version, KPRW_VERSION_MIN,
+                 KPRW_VERSION);
         return why;
     }
     if (t->flags & ~(uint32_t)KPRW_T_KNOWN) {
