@@ -11,9 +11,14 @@ w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 rt="-I$src/include -L$build/.libs -L$build -Wl,-u,__kprewrite_pool -lkprewrite-pool -lkprewrite-rt -lpthread"
 $cc -O2 -o "$w/plain" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" $rt
+# the default detours (compact at a function entry), inline ones, shared ones
 "$build/kprewrite" --probe bench_probed -o "$w/probed" "$w/plain" >/dev/null 2>&1
+"$build/kprewrite" --detours=inline --probe bench_probed -o "$w/probed_inline" "$w/plain" >/dev/null 2>&1
 "$build/kprewrite" --probe 'bench_probed%return' -o "$w/probed_ret" "$w/plain" >/dev/null 2>&1
 "$build/kprewrite" --detours=shared --probe bench_probed -o "$w/probed_shared" "$w/plain" >/dev/null 2>&1
+# a prebuilt image: linked without the pool, which kprewrite adds (default detours)
+$cc -O2 -o "$w/plain_nopool" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" -I"$src/include" -L"$build/.libs" -lkprewrite-rt -lpthread
+"$build/kprewrite" --runtime "$build/.libs/libkprewrite-rt.so.0" --probe bench_probed -o "$w/probed_prebuilt" "$w/plain_nopool" >/dev/null 2>&1
 ref=$src/../shared/reference/detour-floor
 [ -d "$ref" ] || ref=$(cd "$src/.." && pwd)/shared/reference/detour-floor
 have_ref=false
@@ -23,7 +28,10 @@ fi
 : >"$w/all"
 for round in $(seq 1 "$ROUNDS"); do
     "$w/probed" count_only "$N" "$REPS" >>"$w/all"
+    "$w/probed_inline" inline_count_only "$N" "$REPS" >>"$w/all"
+    "$w/probed_prebuilt" prebuilt_count_only "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed" kprewrite_empty_handler "$N" "$REPS" >>"$w/all"
+    BENCH_HANDLER=1 "$w/probed_inline" inline_empty_handler "$N" "$REPS" >>"$w/all"
     BENCH_KRET=1 "$w/probed_ret" kretprobe_empty_handler "$N" "$REPS" >>"$w/all"
     "$w/probed_shared" shared_count_only "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
@@ -56,10 +64,15 @@ while read -r m k mn md; do
     [ -n "$trapfloor" ] && r3=$(echo "scale=3; $md / $trapfloor" | bc)
     printf '%-30s %9s %9s %13s %8s %12s\n' "$m" "$md" "$mn" "$r1" "$r2" "$r3"
 done <"$w/table"
-kp=$(med kprewrite_empty_handler); kr=$(med kretprobe_empty_handler)
-ks=$(med shared_empty_handler); kc=$(med count_only); ksc=$(med shared_count_only)
-[ -n "$kp" ] && [ -n "$ks" ] && printf 'shared detour / inline detour (--detours; empty handlers, medians): %s; count only: %s\n' \
-    "$(echo "scale=2; $ks / $kp" | bc)" "$(echo "scale=2; $ksc / $kc" | bc)"
-[ -n "$kp" ] && [ -n "$kr" ] && printf 'kretprobe hit / kprobe hit (empty handlers, medians): %s\n' "$(echo "scale=2; $kr / $kp" | bc)"
+kp=$(med kprewrite_empty_handler); kr=$(med kretprobe_empty_handler); ki=$(med inline_empty_handler)
+ks=$(med shared_empty_handler); kc=$(med count_only); ksc=$(med shared_count_only); kic=$(med inline_count_only)
+kpc=$(med prebuilt_count_only)
+r() { echo "scale=2; $1 / $2" | bc; }
+[ -n "$kpc" ] && [ -n "$kic" ] && printf 'prebuilt image, default detours / inline detour (count only, medians): %s\n' "$(r "$kpc" "$kic")"
+[ -n "$kc" ] && [ -n "$kic" ] && printf 'compact detour (the default) / inline detour (medians): count only %s, empty handler %s\n' \
+    "$(r "$kc" "$kic")" "$(r "$kp" "$ki")"
+[ -n "$ki" ] && [ -n "$ks" ] && printf 'shared detour / inline detour (medians): count only %s, empty handler %s\n' \
+    "$(r "$ksc" "$kic")" "$(r "$ks" "$ki")"
+[ -n "$kp" ] && [ -n "$kr" ] && printf 'kretprobe hit / kprobe hit (empty handlers, medians): %s\n' "$(r "$kr" "$kp")"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"

@@ -13,7 +13,7 @@ for opt in $(grep -o '^\.B \\-\\-[a-z-]*' "$KP_SRCDIR/doc/kprewrite.1" | sed 's/
 done
 like '^kprewrite [0-9]+\.[0-9]+' "$("$KPREWRITE" --version)" "--version"
 err=$("$KPREWRITE" --detours=fast --probe main /bin/true 2>&1); rc=$?
-is "1|kprewrite: --detours takes inline or shared, not 'fast'" "$rc|$err" "--detours with a bad mode: one line, exit 1"
+is "1|kprewrite: --detours takes compact, inline or shared, not 'fast'" "$rc|$err" "--detours with a bad mode: one line, exit 1"
 for code in 0 1 2 3; do
     grep -q "^\.B $code\$" "$KP_SRCDIR/doc/kprewrite.1"
     ok $? "exit status $code is documented"

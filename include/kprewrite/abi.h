@@ -85,16 +85,21 @@ enum kprw_table_flags {
     /* Return-probe detours save %r11 around the entry's call, pass the
      * state's address + 1 in %r11 and read the answer from ZF. */
     KPRW_T_KRET_R11 = 1u << 3,
+    /* Compact detours (kprobes at call entries) call the slots' fifth
+     * pointer (__kprewrite_enter): the runtime fills it in an added pool. */
+    KPRW_T_ENTER = 1u << 4,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a
  * calling convention it does not follow. */
-#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
+#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER)
 
 /* .kprewrite.slot: the dispatcher, the return handler, the return-probe
- * entry and return. A slot section of 16 or 24 bytes is an older pool's. */
-#define KPRW_SLOTS_SIZE 32
-#define KPRW_SLOTS_KRET_ENTRY 24      /* the size with the entry */
+ * entry and return, the compact detours' entry. A slot section of 16, 24
+ * or 32 bytes is an older pool's. */
+#define KPRW_SLOTS_SIZE 40
+#define KPRW_SLOTS_KRET_ENTRY 24      /* the size with the return-probe entry */
+#define KPRW_SLOTS_KRET_RETURN 32     /* ... and its return */
 
 /* A dynamic tag (the OS-specific range, which the loaders skip) of an image
  * with an added pool: d_ptr is the table's link-time address. The runtime

@@ -28,6 +28,7 @@ void __kprewrite_dispatch(void *state, void *regs);
 unsigned long __kprewrite_return(void *regs);
 void __kprewrite_kret_enter(void);   /* its own convention: see kretprobe-fast.S */
 void __kprewrite_kret_return(void);  /* jumped to, not called: see kretprobe-fast.S */
+void __kprewrite_enter(void);        /* its own convention: see enter-fast.S */
 
 #define KPREWRITE_POOL_STR_(x) #x
 #define KPREWRITE_POOL_STR(x) KPREWRITE_POOL_STR_(x)
@@ -56,6 +57,7 @@ void __kprewrite_kret_return(void);  /* jumped to, not called: see kretprobe-fas
             ".quad __kprewrite_return\n"                                                 \
             ".quad __kprewrite_kret_enter\n"                                             \
             ".quad __kprewrite_kret_return\n"                                            \
+            ".quad __kprewrite_enter\n"                                                  \
             ".popsection\n"                                                              \
             ".globl __kprewrite_pool\n"                                                  \
             ".hidden __kprewrite_pool\n"                                                 \

@@ -396,19 +396,24 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
              /* a pool linked or added before the third slot: the old entry */
              call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_ENTRY ? ps->slot->addr + 16 : 0,
              /* before the fourth: the detour carries the return frame */
-             jmp_kret_return = !kernel && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 24 : 0;
+             jmp_kret_return = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_RETURN ? ps->slot->addr + 24 : 0,
+             /* before the fifth: no compact detours */
+             call_enter = !kernel && ps->compact_entries && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 32 : 0;
     if (ps->added) {
-        for (int th = 0; th < (call_kret ? 3 : 2); th++) {
+        for (int th = 0; th < 5; th++) {
+            if ((th == 2 && !call_kret) || th == 3 || (th == 4 && !call_enter))
+                continue;   /* slot 3 is jumped through by the detours themselves */
             uint64_t at = ps->text->addr + text_used;
             uint64_t slot = ps->slot->addr + 8 * (uint64_t)th;
-            size_t len = th == 2 ? x86_emit_kret_slot_thunk(at, slot, det) : x86_emit_slot_thunk(at, slot, det);
+            size_t len = th == 2 ? x86_emit_kret_slot_thunk(at, slot, det)
+                       : th == 4 ? x86_emit_enter_slot_thunk(at, slot, det) : x86_emit_slot_thunk(at, slot, det);
             if (!len) {
                 snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
                 goto fail;
             }
             if (text_used + len <= text_size)
                 memcpy(text + text_used, det, len);
-            *(th == 2 ? &call_kret : th ? &call_return : &call_dispatch) = at;
+            *(th == 4 ? &call_enter : th == 2 ? &call_kret : th ? &call_return : &call_dispatch) = at;
             text_used = (text_used + len + 15) & ~(size_t)15;
         }
     }
@@ -463,8 +468,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                 goto fail;
         }
         uint64_t state = ps->data->addr + k * sizeof(struct kprw_state);
-        bool shared = ps->shared_detours && p->verdict == V_OPTIMIZED && !p->is_return;
-        if (!shared)   /* shared detours are packed; the others start on 16 bytes */
+        /* a kprobe at a call entry (flags dead, red zone free): compact */
+        bool compact = call_enter && p->verdict == V_OPTIMIZED && !p->is_return && p->at_entry &&
+                       !(p->notes & NOTE_FLAGS_SAVED);
+        bool shared = !compact && ps->shared_detours && p->verdict == V_OPTIMIZED && !p->is_return;
+        if (!shared && !compact)   /* shared and compact detours are packed; the others start on 16 bytes */
             text_used = (text_used + 15) & ~(size_t)15;
         uint64_t at = ps->text->addr + text_used, ool, entry = at;
         char derr[200];
@@ -473,7 +481,14 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         unsigned site_len;   /* bytes of the site the probe owns (orig[] in the table) */
         uint8_t site_bytes[KPRW_ORIG_MAX];
         struct x86_copy_map map;
-        if (shared) {
+        if (compact) {
+            size_t entry_off;
+            len = x86_emit_compact_detour(at, p->addr, orig, p->code_len ? p->code_len : p->dcr_len, state,
+                                          call_enter, ps->added, det, &entry_off, &dcr_off, &map, derr, sizeof derr);
+            entry = at + entry_off;
+            ool = at + dcr_off;
+            site_len = p->dcr_len;
+        } else if (shared) {
             size_t entry_off;
             len = x86_emit_shared_detour(at, p->addr, orig, p->code_len ? p->code_len : p->dcr_len, state,
                                          common[(p->notes & NOTE_FLAGS_SAVED) != 0], det, &entry_off, &dcr_off,
@@ -647,6 +662,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
         if (call_kret)
             t->flags |= KPRW_T_KRET_ENTRY | KPRW_T_KRET_R11;
+        if (call_enter)
+            t->flags |= KPRW_T_ENTER;
         if (jmp_kret_return)
             t->flags |= KPRW_T_KRET_RETURN;
         if (ps->added) {

@@ -11,6 +11,10 @@ struct pool_sections {
     /* kprobes get shared detours (a head calling common code: small, one
      * call/ret more a hit) rather than inline ones; see detour.c */
     bool shared_detours;
+    /* kprobes at call entries get compact detours (a 6-byte call of the
+     * runtime's __kprewrite_enter: no save, no frame for a count-only
+     * hit), when the pool has the fifth slot; see detour.c */
+    bool compact_entries;
     /* vmlinux: the kernel runtime's dispatcher (kprewrite_dispatch), called
      * directly by the detours; the image has no slot section */
     uint64_t kernel_dispatch;

@@ -55,8 +55,8 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
 /* A prebuilt image: measure what the probes need, add a pool of that size
  * (and the runtime as DT_NEEDED) in memory, and bake into that. */
 static int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *dest,
-                           const char *runtime, bool shared, struct bake_result *br, size_t *grown,
-                           char *err, size_t errlen)
+                           const char *runtime, bool shared, bool compact, struct bake_result *br,
+                           size_t *grown, char *err, size_t errlen)
 {
     uint64_t text = pool_add_text_addr(img, err, errlen);
     if (!text)
@@ -66,7 +66,7 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
     struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
                    d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000, .size = KPRW_SLOTS_SIZE };
     struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true,
-                                .shared_detours = shared };
+                                .shared_detours = shared, .compact_entries = compact };
     struct bake_result need;
     if (bake(img, &plan, probes, NULL, &need, err, errlen) < 0)
         return -1;
@@ -83,6 +83,7 @@ static int bake_added_pool(const struct image *img, const struct probe_list *pro
     if (rc == 0) {
         ps.added = true;
         ps.shared_detours = shared;
+        ps.compact_entries = compact;
         rc = bake(&grown_img, &ps, probes, dest, br, err, errlen);
     }
     *grown = size - img->map_size;
@@ -167,10 +168,13 @@ int run_image(struct run_opts *o)
         report_refusals(o->msg, o->image, &probes);
         const char *dest = o->output ? o->output : o->image;
         size_t grown = 0;
-        /* by default shared in a pool kprewrite adds (now or in an earlier run) */
-        pool.shared_detours = o->detours == DETOURS_SHARED || (o->detours == DETOURS_DEFAULT && (add_pool || pool.added));
+        /* by default compact at call entries; elsewhere shared in a pool
+         * kprewrite adds (now or in an earlier run), inline in a linked one */
+        bool compact = o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT;
+        pool.shared_detours = o->detours == DETOURS_SHARED || (compact && (add_pool || pool.added));
+        pool.compact_entries = compact;
         if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
-                                       pool.shared_detours, &br, &grown, err, sizeof err) < 0
+                                       pool.shared_detours, compact, &br, &grown, err, sizeof err) < 0
                      : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             goto free_all;

@@ -15,7 +15,8 @@ struct run_opts {
     struct spec_list *removes; /* --remove */
     bool check, json, summary, kernel, disasm;
     bool strict_indirect;      /* --strict-indirect */
-    enum { DETOURS_DEFAULT, DETOURS_INLINE, DETOURS_SHARED } detours;   /* --detours: the default is
+    enum { DETOURS_DEFAULT, DETOURS_INLINE, DETOURS_SHARED, DETOURS_COMPACT } detours;
+                               /* --detours: the default is compact at call entries, and
                                   shared in a pool kprewrite adds, inline elsewhere */
     FILE *out;                 /* the report (stdout) */
     FILE *msg;                 /* errors and the "wrote" line (stderr) */

@@ -627,6 +627,59 @@ far:
     return 0;
 }
 
+/*
+ * Compact detours (user space, a kprobe at a call entry, where the flags
+ * are dead and the red zone is free): the head only calls the runtime's
+ * __kprewrite_enter, which finds the state through the return address
+ * and keeps every register itself (enter-fast.S):
+ *
+ *   D-4: .long state - R
+ *   D:   call *enter(%rip)       (nop; call thunk in an added pool)
+ *   R:   relocated DCR
+ *        jmp site+dcr_len
+ *
+ * 10 bytes + the DCR + 5 a probe; a count-only hit saves three registers
+ * in the runtime and calls nothing.
+ */
+#define COMPACT_HEAD 6   /* call *enter(%rip) */
+
+size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
+                               uint64_t enter, bool via_thunk, uint8_t *out, size_t *entry_off, size_t *dcr_off,
+                               struct x86_copy_map *map, char *err, size_t errlen)
+{
+    struct buf b = { out, 0, at };
+    uint64_t ret = at + 4 + COMPACT_HEAD;
+    int64_t rel = (int64_t)(state - ret);
+    if (rel != (int32_t)rel)
+        goto far;
+    b32(&b, (uint32_t)(int32_t)rel);
+    *entry_off = b.n;
+    if (!call_slot(&b, enter, via_thunk))
+        goto far;
+    *dcr_off = b.n;
+    if (!copy_back(&b, dcr, dcr_len, site, map, err, errlen))
+        return 0;
+    return b.n;
+far:
+    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
+    return 0;
+}
+
+size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
+{
+    struct buf b = { out, 0, at };
+    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
+    if (!rel32_tail(&b, slot, 1))
+        return 0;
+    b1(&b, 0x00);
+    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
+    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
+    if (!rel32(&b, slot))
+        return 0;
+    b1(&b, 0xc3);                                               /* 1: ret: not counted yet */
+    return b.n;
+}
+
 bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[X86_JMP32_LEN])
 {
     int64_t d = (int64_t)(target - (at + X86_JMP32_LEN));

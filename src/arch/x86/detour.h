@@ -65,6 +65,19 @@ size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, un
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
                               struct x86_copy_map *map, char *err, size_t errlen);
 
+/* A compact detour (a kprobe at a call entry: flags dead, red zone free):
+ * a data word, a 6-byte call of the runtime's __kprewrite_enter through
+ * the pointer at enter (or, via_thunk, the thunk at enter), the relocated
+ * DCR and the jmp back. Entered at at + *entry_off; as the shared one
+ * otherwise. */
+size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
+                               uint64_t enter, bool via_thunk, uint8_t *out, size_t *entry_off, size_t *dcr_off,
+                               struct x86_copy_map *map, char *err, size_t errlen);
+/* The thunk of the compact detours' entry in an image the runtime was not
+ * linked into: jumps through the slot, or returns (the hit is not counted)
+ * while the slot is empty; clobbers only the flags. */
+size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
+
 /* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
  * len bytes at site, relocated to at, then jmp to the next one. 0 with err
  * on failure. */

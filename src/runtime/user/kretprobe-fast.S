@@ -22,46 +22,6 @@
 #include "rt-offsets.h"
 #include "kprewrite/ptrace.h"
 
-/* The general registers in pt_regs order, as a detour pushes them: the
- * caller-saved (di ... r11), then the callee-saved (bx ... r15) */
-.macro PUSH_CALLER_SAVED
-        push    %rdi
-        push    %rsi
-        push    %rdx
-        push    %rcx
-        push    %rax
-        push    %r8
-        push    %r9
-        push    %r10
-        push    %r11
-.endm
-.macro POP_CALLER_SAVED
-        pop     %r11
-        pop     %r10
-        pop     %r9
-        pop     %r8
-        pop     %rax
-        pop     %rcx
-        pop     %rdx
-        pop     %rsi
-        pop     %rdi
-.endm
-.macro PUSH_CALLEE_SAVED
-        push    %rbx
-        push    %rbp
-        push    %r12
-        push    %r13
-        push    %r14
-        push    %r15
-.endm
-.macro POP_CALLEE_SAVED
-        pop     %r15
-        pop     %r14
-        pop     %r13
-        pop     %r12
-        pop     %rbp
-        pop     %rbx
-.endm
 
 /*
  * Take a free instance of holder \h for the call whose return address is

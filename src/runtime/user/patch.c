@@ -114,11 +114,13 @@ static int step_down(struct point *pt, enum code_state want)
  * counting its hit */
 extern const char rt_count_window[], rt_count_window_end[];
 extern const char rt_kret_count_window[], rt_kret_count_window_end[];
+extern const char rt_enter_count_window[], rt_enter_count_window_end[];
 
 static bool inside_count_window(uintptr_t ip)
 {
     return (ip >= (uintptr_t)rt_count_window && ip < (uintptr_t)rt_count_window_end) ||
-           (ip >= (uintptr_t)rt_kret_count_window && ip < (uintptr_t)rt_kret_count_window_end);
+           (ip >= (uintptr_t)rt_kret_count_window && ip < (uintptr_t)rt_kret_count_window_end) ||
+           (ip >= (uintptr_t)rt_enter_count_window && ip < (uintptr_t)rt_enter_count_window_end);
 }
 
 static struct point **pending;

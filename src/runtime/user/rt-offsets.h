@@ -64,6 +64,47 @@
         jae     \slow
 .endm
 
+/* The general registers in pt_regs order, as a detour pushes them: the
+ * caller-saved (di ... r11), then the callee-saved (bx ... r15) */
+.macro PUSH_CALLER_SAVED
+        push    %rdi
+        push    %rsi
+        push    %rdx
+        push    %rcx
+        push    %rax
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+.endm
+.macro POP_CALLER_SAVED
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rax
+        pop     %rcx
+        pop     %rdx
+        pop     %rsi
+        pop     %rdi
+.endm
+.macro PUSH_CALLEE_SAVED
+        push    %rbx
+        push    %rbp
+        push    %r12
+        push    %r13
+        push    %r14
+        push    %r15
+.endm
+.macro POP_CALLEE_SAVED
+        pop     %r15
+        pop     %r14
+        pop     %r13
+        pop     %r12
+        pop     %rbp
+        pop     %rbx
+.endm
+
 /* Then count the hit, or go to \off if the point's code is disabled. A
  * thread stopped between \name and \name\()_end may count a hit after
  * its point was disabled: patch.c waits until no thread is there. */

@@ -972,6 +972,8 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
             void *_Atomic *slot = (void *_Atomic *)((char *)t + t->slot_rel);
             /* the return before the entry: a detour jumps to the return
              * only after the entry took its call */
+            if (t->flags & KPRW_T_ENTER)         /* the pool has the fifth slot */
+                atomic_store(&slot[4], (void *)__kprewrite_enter);
             if (t->flags & KPRW_T_KRET_RETURN)   /* the pool has the fourth slot */
                 atomic_store(&slot[3], (void *)__kprewrite_kret_return);
             if (t->flags & KPRW_T_KRET_ENTRY)    /* the pool has the third slot */

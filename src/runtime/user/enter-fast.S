@@ -1,0 +1,71 @@
+/*
+ * __kprewrite_enter: the entry of a compact detour, a kprobe at a call
+ * entry (x86_emit_compact_detour), through the pool's fifth slot:
+ *
+ *   D-4: .long state - R
+ *   D:   call *enter_slot(%rip)     pushes R
+ *   R:   relocated DCR; jmp site+dcr_len
+ *
+ * The detour saves nothing: this keeps every register (the flags are dead
+ * at a call entry, and GCC treats them as clobbered by every call). The
+ * common case, a point with no handler, only counts the hit in the
+ * thread's counter: three registers saved, no frame, no call (the
+ * dispatcher's count-only path costs the detour's nine saves and a call
+ * more). Anything else -- handlers, the thread's first hit, a hit inside
+ * a handler, a pool not registered yet -- builds the pt_regs an inline
+ * detour builds, below the red zone, and goes through the dispatcher.
+ */
+#include "rt-offsets.h"
+#include "kprewrite/ptrace.h"
+
+#define ESAVED 3                                /* registers pushed below */
+#define ENTER_HEAD 10                           /* R - the state word: 4 + 6 */
+#define UPPER (PTREGS_SIZE - PTREGS_ORIG_AX)    /* pt_regs above the pushed registers */
+
+        .text
+        .globl  __kprewrite_enter
+        .type   __kprewrite_enter, @function
+        .p2align 5
+__kprewrite_enter:
+        push    %rax
+        push    %rcx
+        push    %rdx
+        mov     (ESAVED * 8)(%rsp), %rdx        /* R */
+        movslq  -ENTER_HEAD(%rdx), %rax
+        mov     ST_RT(%rdx,%rax), %rdx          /* the point */
+        test    %rdx, %rdx
+        jz      .Le_slow
+        cmpq    $0, PT_HANDLERS(%rdx)           /* handlers: the dispatcher counts */
+        jne     .Le_slow
+        THREAD_COUNTER .Le_slow
+        COUNT_WINDOW rt_enter_count_window, .Le_out, %rax
+.Le_out:
+        pop     %rdx
+        pop     %rcx
+        pop     %rax
+        ret
+.Le_slow:
+        pop     %rdx
+        pop     %rcx
+        pop     %rax
+        /* the frame of an inline detour, whose %rsp would be the probed
+         * one: ours + 8 (R) */
+        lea     -(128 + UPPER - 8)(%rsp), %rsp
+        PUSH_CALLER_SAVED
+        lea     -PTREGS_R11(%rsp), %rsp
+        mov     (PTREGS_SIZE + 128 - 8)(%rsp), %rax     /* R */
+        movslq  -ENTER_HEAD(%rax), %rdi
+        add     %rax, %rdi                      /* the state */
+        mov     %rsp, %rsi
+        and     $-16, %rsp
+        push    %rsi
+        push    %rsi
+        call    rt_dispatch                     /* (state, regs) */
+        pop     %rsp
+        lea     PTREGS_R11(%rsp), %rsp
+        POP_CALLER_SAVED
+        lea     (128 + UPPER - 8)(%rsp), %rsp
+        ret
+        .size   __kprewrite_enter, .-__kprewrite_enter
+
+        .section .note.GNU-stack,"",@progbits
