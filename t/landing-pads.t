@@ -42,4 +42,25 @@ for opt in O1 O2; do
     pads=$("$KPREWRITE" --check --json --probe '*' "$V" | sed -n 's/.*"landing_pads": \([0-9]*\).*/\1/p')
     ok $([ "${pads:-0}" -ge "$n" ]; echo $?) "$opt: the analysis saw all $n pads (saw ${pads:-none})"
 done
+
+# A landing-pad piece, as GCC splits a function: the pad of hot's call
+# lies in `piece` (its own FDE, named through an explicit LPStart), at +1
+# behind a nop nothing runs. Its entry probe goes on the pad; its return
+# probe is refused (jumped to, not called); a throw through it is counted.
+P=$D/piece
+if $CXX -O2 -o "$P" "$KP_SRCDIR/t/data/lp-piece-main.cc" "$KP_SRCDIR/t/data/lp-piece.S" 2>"$D/cc.err"; then
+    ok 0 "the landing-pad piece fixture builds"
+else
+    ok 1 "the landing-pad piece fixture builds ($(head -n 1 "$D/cc.err"))"
+fi
+out=$("$KPREWRITE" --check --probe piece --probe 'piece%return' "$P" 2>&1)
+like '  k  piece\+0x1  \[OPTIMIZED\]  dcr 10: mov %rax, %rbx; .*\[after the nop of a landing-pad piece: it is entered at its landing pad\]' \
+    "$out" "piece+0 goes on its landing pad, at +1"
+like '  r  piece\+0x0  refused: not-called \(CFA at 0x[0-9a-f]+ is not %rsp\+8\)' "$out" \
+    "a return probe on the piece: refused, not-called"
+"$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe '*' -o "$P.probed" "$P" >/dev/null 2>&1
+want=$("$P")
+got=$(KPREWRITE_REPORT=1 "$P.probed" 2>"$D/rep")
+is "$want|4|10" "$got|$(awk '$4 == "piece+0x1" { print $6 }' "$D/rep")|$(awk '$4 == "hot+0x0" { print $6 }' "$D/rep")" \
+    "every entry probed: output identical, the pad's probe counts the 4 throws through it"
 done_testing

@@ -43,7 +43,8 @@ enum kprw_kind { KPRW_KIND_K = 'k', KPRW_KIND_R = 'r' };
 enum kprw_verdict { KPRW_OPTIMIZED = 0, KPRW_INT3 = 1 };
 
 enum kprw_entry_flags {
-    KPRW_F_AFTER_ENDBR = 1u << 0,    /* SYM+0 was placed after endbr64 */
+    KPRW_F_AFTER_ENDBR = 1u << 0,    /* SYM+0 was placed after endbr64 (offset 4), or after
+                                        the nop that starts a landing-pad piece (offset 1) */
     KPRW_F_FLAGS_SAVED = 1u << 1,    /* the detour saves and restores the flags */
     KPRW_F_ENTRY       = 1u << 2,    /* the probe is at the function entry */
     KPRW_F_KPROBE      = 1u << 3,    /* a kind 'r' entry also asked for as a kprobe (SYM and SYM%return) */

@@ -319,7 +319,7 @@ static int landing_pads(struct state *s)
         uint64_t *pads = NULL;
         size_t n = 0;
         char e[160];
-        if (!fn->lsda || !s->fam_probed[fn->parent])
+        if (!fn->lsda)   /* its pads may lie in another function (a .cold piece) */
             continue;
         if (lsda_landing_pads(image_read_cb, (void *)s->img, fn->lsda, fn->start, &pads, &n, e, sizeof e) < 0) {
             /* Unreadable LSDA: its pads are unknown, so nothing in the family can move. */
@@ -501,6 +501,15 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
     return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
 }
 
+/* Is a landing pad at a? */
+static bool pad_at(const struct state *s, uint64_t a)
+{
+    for (const struct ref *r = ref_into(&s->refs, a - 1, a + 1); r && r < s->refs.v + s->refs.n && r->target == a; r++)
+        if (r->kind == REF_PAD)
+            return true;
+    return false;
+}
+
 /* The DCR's length and text: instructions i..j of f, len bytes. */
 static void dcr_text(const struct state *s, struct probe *p, const struct func *fn, const struct fstate *f,
                      size_t i, size_t j, unsigned len)
@@ -639,6 +648,17 @@ static void judge(struct state *s, struct probe *p)
         return;
     if (p->is_return && return_unsound(s, p, fn, f))
         return;
+    /* A piece that is a landing pad starts with a nop (an LSDA cannot name
+     * offset 0) and is entered at +1 by the unwinder: nothing runs the nop,
+     * and a jump there would cover the pad. Its entry is the pad. */
+    if (!p->is_return && off == 0 && f->n > 1 && f->insns[0].len == 1 && (f->insns[0].flags & XF_NOP) &&
+        pad_at(s, fn->start + 1)) {
+        p->addr++;
+        p->off++;
+        p->notes |= NOTE_AFTER_PAD_NOP;
+        off = 1;
+        i = find_insn(f, off);
+    }
     if (i == f->n || f->insns[i].off != off) {
         if (f->decode_fail && p->addr >= f->decode_fail) {
             set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);

@@ -597,7 +597,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].name_off = (uint32_t)name;
             e[k].orig_off = (uint32_t)obytes;
             e[k].offset = (uint32_t)p->off;
-            e[k].flags = ((p->notes & NOTE_AFTER_ENDBR) ? KPRW_F_AFTER_ENDBR : 0) |
+            e[k].flags = ((p->notes & (NOTE_AFTER_ENDBR | NOTE_AFTER_PAD_NOP)) ? KPRW_F_AFTER_ENDBR : 0) |
                          (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8) ? KPRW_F_JUMP8 : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                          (p->at_entry ? KPRW_F_ENTRY : 0) |

@@ -24,6 +24,8 @@ enum probe_note {
                                         a jmp rel8 to a trampoline in padding (tramp) */
     NOTE_ONE_INSN        = 1u << 9,  /* proof: the function has an unproven indirect jump, but
                                         the DCR is one instruction: nothing lands inside it */
+    NOTE_AFTER_PAD_NOP   = 1u << 10, /* SYM+0 placed after the nop that starts a landing-pad
+                                        piece: the unwinder enters it at +1, nothing at +0 */
 };
 
 /* Something re-pointed from the DCR to its relocated copy (NOTE_RETARGET). */

@@ -674,12 +674,13 @@ struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr)
     for (struct pool *p = pools; p; p = p->next)
         for (uint32_t i = 0; i < p->t->nentries; i++) {
             struct point *pt = p->state[i].rt;   /* all filled now */
-            bool endbr = pt->flags & KPRW_F_AFTER_ENDBR;
+            /* SYM+0 placed after a prefix (endbr64, a landing-pad piece's
+             * nop): the function's start names it too */
+            bool after = pt->flags & KPRW_F_AFTER_ENDBR;
             if (sym) {
-                if (strcmp(pt->name, sym) == 0 &&
-                    (pt->offset == offset || (endbr && offset == 0 && pt->offset == 4)))
+                if (strcmp(pt->name, sym) == 0 && (pt->offset == offset || (after && offset == 0)))
                     return pt;
-            } else if (pt->addr == addr || (endbr && pt->addr - 4 == addr)) {
+            } else if (pt->addr == addr || (after && pt->addr - pt->offset == addr)) {
                 return pt;
             }
         }
