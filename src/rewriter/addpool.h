@@ -25,8 +25,12 @@ uint64_t pool_add_text_addr(const struct image *img, char *err, size_t errlen);
  *                    .kprewrite.data and .kprewrite.slot (empty slots);
  * then a new .shstrtab and section header table naming the new sections
  * (.dynamic and .dynstr point at their copies). The two PT_LOADs replace
- * two PT_NOTE program headers. Static executables are refused. Returns 0,
- * or -1 with a one-line message. */
+ * two PT_NOTE program headers, or the program header table grows in place
+ * over the sections after it, which move into the r-x PT_LOAD, or (when
+ * code or data follows the table) a new table goes in a third, read-only
+ * PT_LOAD at the end (addpool.c says why in that order). A library with
+ * one PT_NOTE gets one r-x PT_LOAD. Static executables are refused.
+ * Returns 0, or -1 with a one-line message. */
 int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
              size_t *out_size, char *err, size_t errlen);
 #endif
