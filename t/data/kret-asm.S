@@ -10,6 +10,31 @@ short_inc:                  /* the jrcxz cannot run out of line */
 1:  ret
     .size short_inc, .-short_inc
 
+/* tail_outer(x) = tail_inner(x + 1) by a tail call (jmp: the inner call
+ * returns straight to the outer one's caller); tail_outer3 likewise from
+ * an int3 probe (jrcxz in its DCR); tail_inner(x) = 2x */
+    .globl tail_outer, tail_outer3, tail_inner
+    .type tail_outer, @function
+tail_outer:
+    add $1, %rdi
+    nop
+    nop
+    jmp tail_inner
+    .size tail_outer, .-tail_outer
+    .type tail_outer3, @function
+tail_outer3:
+    add $1, %rdi
+    jrcxz 1f
+1:  jmp tail_inner
+    .size tail_outer3, .-tail_outer3
+    .type tail_inner, @function
+tail_inner:
+    lea (%rdi,%rdi), %rax
+    nop
+    nop
+    ret
+    .size tail_inner, .-tail_inner
+
     .globl spin_forever
     .type spin_forever, @function
 spin_forever:               /* noreturn: no ret, no jump out */

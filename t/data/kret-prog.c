@@ -336,6 +336,61 @@ static void exits(void)
     unregister_kretprobe(&rp);
 }
 
+/* A tail call between two return-probed functions (from an optimized
+ * probe and from an int3 one): the inner call returns into the outer's
+ * hook, both handlers run, and the inner's sees the real return address
+ * (the outer's), not the hook. data[0] says whose instance it is. */
+long tail_outer(long), tail_outer3(long), tail_inner(long);
+static unsigned long tail_ip[2], inner_ip[3];
+static long tail_ret[3], tail_bad;
+static int tail_handler(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+    int who = ri->data[0];
+    tail_ret[who]++;
+    if (who < 2) {   /* an outer call's return address never changes */
+        tail_bad += tail_ip[who] && tail_ip[who] != regs->ip;
+        tail_ip[who] = regs->ip;
+        return 0;
+    }
+    int k = 0;
+    while (k < 3 && inner_ip[k] && inner_ip[k] != regs->ip)
+        k++;
+    if (k == 3)
+        tail_bad++;
+    else
+        inner_ip[k] = regs->ip;
+    return 0;
+}
+static int tail_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+    (void)regs;
+    ri->data[0] = (char)(ri->rp->data_size - 1);   /* 1, 2, 3 bytes: 0, 1, 2 */
+    return 0;
+}
+__attribute__((noinline)) static long call_outer(long i) { return tail_outer(i) + 1; }
+__attribute__((noinline)) static long call_outer3(long i) { return tail_outer3(i) + 1; }
+static void tailcall(void)
+{
+    struct kretprobe o = { .kp.symbol_name = "tail_outer", .entry_handler = tail_entry, .handler = tail_handler,
+                           .data_size = 1 };
+    struct kretprobe o3 = { .kp.symbol_name = "tail_outer3", .entry_handler = tail_entry, .handler = tail_handler,
+                            .data_size = 2 };
+    struct kretprobe in = { .kp.symbol_name = "tail_inner", .entry_handler = tail_entry, .handler = tail_handler,
+                            .data_size = 3 };
+    int rc = register_kretprobe(&o) | register_kretprobe(&o3) | register_kretprobe(&in);
+    long v = 0;
+    for (long i = 0; i < 1000; i++)
+        v += call_outer(i) + call_outer3(i);
+    /* the inner calls' return addresses: exactly the two outer ones */
+    int same = !inner_ip[2] && ((inner_ip[0] == tail_ip[0] && inner_ip[1] == tail_ip[1]) ||
+                                (inner_ip[0] == tail_ip[1] && inner_ip[1] == tail_ip[0]));
+    printf("tailcall rc %d value %ld returns %ld %ld %ld bad %ld inner ips are the outer ones %d nmissed %d\n", rc, v,
+           tail_ret[0], tail_ret[1], tail_ret[2], tail_bad, same, o.nmissed + o3.nmissed + in.nmissed);
+    unregister_kretprobe(&o);
+    unregister_kretprobe(&o3);
+    unregister_kretprobe(&in);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -356,6 +411,8 @@ int main(int argc, char **argv)
         steal();
     } else if (!strcmp(mode, "pthread_exit")) {
         exits();
+    } else if (!strcmp(mode, "tailcall")) {
+        tailcall();
     } else if (!strcmp(mode, "int3")) {
         RP(rp, "short_inc", NULL, count_ret, 0, 0);
         int rc = register_kretprobe(&rp);

@@ -276,6 +276,12 @@ __kprewrite_kret_enter:
         lea     PTREGS_SIZE(%rdi), %r13         /* the slot */
         cmp     %r13, RI_SLOT(%r12)
         jne     \slow                           /* not the newest: stale ones on top */
+        mov     RI_NEXT(%r12), %rcx
+        test    %rcx, %rcx
+        jz      1f
+        cmp     %r13, RI_SLOT(%rcx)             /* a tail call's: C says where the */
+        je      \slow                           /* outer call returns (regs->ip) */
+1:
         cmpq    $0, %fs:TH_RUNNING(%rbp)
         jne     \slow                           /* a return inside a handler */
         /* what a return handler sees besides the registers (C fills

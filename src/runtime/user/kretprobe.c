@@ -16,7 +16,10 @@
  *
  * Stale instances (a longjmp, siglongjmp or exception left the frame
  * without returning) are found by stack address: a call entered at a slot
- * where an older instance still waits proves that one dead; a return at
+ * where an older instance still waits proves that one dead, unless the
+ * slot still holds that one's hook -- a tail call (jmp g from f, whose
+ * return is hooked): both stand, the newer returns into the older's hook,
+ * as the kernel's kretprobes nest through their trampoline; a return at
  * slot S proves dead every newer instance (its frame was below S, or on a
  * stack that was left). Exceptions: before the unwinder runs, every hooked
  * return address of the thread is put back (see unwind.c).
@@ -273,9 +276,11 @@ static inline void fill(struct kretprobe_instance *ri, struct kretprobe *rp, uns
 static struct kretprobe_instance *take(struct kretprobe *rp, unsigned long *slot)
 {
     struct holder *h = rp->__holder;
-    /* an older call hooked at this very slot is dead: its frame is reused */
+    /* an older call hooked at this very slot is dead: its frame is reused;
+     * unless the slot still holds its hook: this call was reached by a
+     * tail call from that one (or from a newer one that was) */
     for (struct kretprobe_instance **pp = &rt_self.ractive; *pp;) {
-        if ((*pp)->__slot == slot) {
+        if ((*pp)->__slot == slot && !our_hook(*pp, *slot)) {
             struct kretprobe_instance *dead = *pp;
             *pp = dead->__next;
             drop(dead, false, true);
@@ -362,9 +367,14 @@ void rt_kretprobe_trap_hook(struct point *pt)
     *ri->__slot = pt->tramp;
 }
 
-/* What a return handler sees besides the registers. */
-static inline void ret_regs(struct pt_regs *regs, unsigned long ret, unsigned long *slot)
+/* What a return handler sees besides the registers: ri's return address,
+ * or where the calls it was tail-called from return (their hooks, at the
+ * same slot, stand for them). */
+static inline void ret_regs(struct pt_regs *regs, const struct kretprobe_instance *ri, unsigned long *slot)
 {
+    unsigned long ret = (unsigned long)ri->ret_addr;
+    for (const struct kretprobe_instance *n = ri->__next; n && n->__slot == slot && our_hook(n, ret); n = n->__next)
+        ret = (unsigned long)n->ret_addr;
     regs->ip = ret;
     regs->sp = (unsigned long)(slot + 1);
     regs->orig_ax = ~0ul;
@@ -438,7 +448,7 @@ unsigned long rt_kretprobe_return_slow(struct pt_regs *regs)
     struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
     if (!outer) {
         if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
-            ret_regs(regs, ret, slot);
+            ret_regs(regs, ri, slot);
             struct ret_call rc = { rp, ri, regs };
             if (rp->kp.flags & KPROBE_FLAG_FPU)
                 rt_with_xstate_saved(ret_call_cb, &rc);   /* xmm0/xmm1 may hold the return value */
