@@ -10,7 +10,7 @@
 #   program prints what the original printed;
 # - copies fixed by hand (jmp *disp(%rip) where the emitter wrote another
 #   jmp) pass the checker and run: it accepts a right copy, not only
-#   rejects wrong ones;
+#   rejects wrong ones; bytes broken by hand are reported under their rule;
 # - real programs and libraries with GOT tail jumps, -fno-plt calls and
 #   calls through registers (Rust binaries have many): no mismatch in
 #   either layout, and the programs still do their work.
@@ -49,15 +49,26 @@ entry() {
     grep -F ": $2+0x0 at " "$1" | grep ': entry ' | head -n 1 |
         sed -n 's/.* at \(0x[0-9a-f]*\): entry [a-z0-9]* kind . dcr \([0-9]*\) copy \(0x[0-9a-f]*\)-\(0x[0-9a-f]*\):.*/\1 \2 \3 \4/p'
 }
-# poke FILE VADDR BYTE...: write bytes (hex) at an address of .kprewrite.text
+# voff FILE VADDR: the file offset of an address (through the sections with bytes)
+voff() {
+    readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | while read -r name type addr off size rest; do
+        [ "$type" = PROGBITS ] || continue
+        if [ $((0x$addr)) -ne 0 ] && [ $(($2)) -ge $((0x$addr)) ] && [ $(($2)) -lt $((0x$addr + 0x$size)) ]; then
+            echo $((0x$off + $2 - 0x$addr))
+            break
+        fi
+    done
+}
+# poke FILE VADDR BYTE...: write bytes (hex) at an address
 poke() {
-    f=$1; va=$(($2)); shift 2
-    set -- "$(readelf -SW "$f" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".kprewrite.text" { print $3, $4 }')" "$@"
-    off=$((0x${1#* } + va - 0x${1% *})); shift
+    f=$1; off=$(voff "$1" "$2"); shift 2
+    [ -n "$off" ] || return 1
     esc=
     for b in "$@"; do esc="$esc$(printf '\\%03o' "0x$b")"; done
     printf "$esc" | LD_PRELOAD= dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null
 }
+# peek FILE VADDR: the byte at an address, in hex
+peek() { od -An -tx1 -j "$(voff "$1" "$2")" -N 1 "$1" | tr -d ' '; }
 # run PROG ARG...: its output, and how it ended ("Segmentation fault" included)
 run() { "$@" 2>&1; echo "(exit $?)"; }
 # digest PROG ARG...: its output sorted (threads), as a checksum, and how it ended
@@ -135,6 +146,38 @@ if [ -s "$P-inline" ] && [ -n "$slot" ]; then
 else
     for i in 1 2 3 4; do ok 1 "a copy fixed by hand: the PIE inline image and rs_fp exist"; done
 fi
+
+# --- copies broken by hand: each rule the emitter keeps today is seen to fire ------------
+# (from the PIE inline image; pokes of one byte each)
+P=$D/shapes-pie
+C=$D/check-pie-inline
+# break NAME SYM RULE WHAT: poke the copy of SYM (by the shell code in WHAT, with
+# $1..$4 = site dcr copy-lo copy-hi), then the checker must report RULE for SYM
+breaks() {
+    name=$1 sym=$2 rule=$3 what=$4
+    cp "$P-inline" "$D/broken"
+    set -- $(entry "$C" "$sym")
+    if [ $# -eq 4 ] && eval "$what"; then
+        "$RC" -L x "$P" "$D/broken" >"$D/check-broken" 2>&1
+        like "\\[$rule\\]" "$(grep -F ": $sym+0x0 at " "$D/check-broken"; grep -F ": file bytes " "$D/check-broken")" \
+            "a copy broken by hand ($name): the checker reports [$rule]"
+    else
+        ok 1 "a copy broken by hand ($name): the entry of $sym is listed and the poke worked"
+    fi
+}
+# mov disp(%rip),%eax (8b 05 disp32): the displacement one more
+breaks "RIP displacement" s_rip_load riprel 'poke "$D/broken" $(($3 + 2)) $(printf %02x $(((0x$(peek "$D/broken" $(($3 + 2))) + 1) & 255)))'
+# test; jz rel32 (0f 84): jnz
+breaks "jcc condition" s_jcc branch-target 'poke "$D/broken" $(($3 + 3)) 85'
+# the jmp back one byte further
+breaks "jmp back" s_rip_store jmp-back 'poke "$D/broken" $(($4 - 4)) $(printf %02x $(((0x$(peek "$D/broken" $(($4 - 4))) + 1) & 255)))'
+# push %rbx; lea -8(%rsp),%rsp: lea -16(%rsp),%rsp
+breaks "call emulation's stack" s_call_rel_end call-state 'poke "$D/broken" $(($3 + 5)) f0'
+# an int3 of the padding after the site's jmp: a nop
+breaks "site padding" s_movq_imm site-bytes 'poke "$D/broken" $(($1 + 6)) 90'
+# a byte of .rodata
+ro=$(readelf -SW "$P-inline" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".rodata" { print "0x" $3 }')
+breaks ".rodata byte" s_rip_load bytes-outside-sites 'poke "$D/broken" '"$ro"' $(printf %02x $(((0x$(peek "$D/broken" '"$ro"') + 1) & 255)))'
 
 # --- real programs and libraries ----------------------------------------------------------
 # rg and fd (Rust: GOT tail jumps, calls through the GOT and through

@@ -551,7 +551,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
             uint64_t got = rel_target(&C);
             if (T > ec.site && T < ec.site + e->dcr_len) {
                 dfr[ndfr] = (struct deferred){ i, T, got, "", R_BRANCH };
-                snprintf(dfr[ndfr].ctext, sizeof dfr[ndfr].ctext, "%s", ctext);
+                snprintf(dfr[ndfr].ctext, sizeof dfr[ndfr].ctext, "%.159s", ctext);
                 ndfr++;
             } else if (got != T) {
                 mismatch(c, &ec, R_BRANCH, ot, ctext, "goes to 0x%llx, the original to 0x%llx", (unsigned long long)got,
