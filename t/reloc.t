@@ -22,9 +22,11 @@ S=$KP_SRCDIR/t/data
 RC=$KP_BUILDDIR/t/reloc/reloc-check
 RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
 KP() { "$KPREWRITE" --runtime "$RTLIB" "$@"; }
-# A sanitizer build's runtime needs libasan first in the process (as in t/prebuilt.t).
+# A sanitizer build's runtime needs libasan first in the process (as in
+# t/prebuilt.t): the programs run (original and rewritten alike) get it.
+SANPRE=
 if [ -n "$KP_SAN_FLAGS" ]; then
-    export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
+    SANPRE=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0
 fi
 ok $([ -x "$RC" ]; echo $?) "the checker is built ($RC)"
@@ -65,14 +67,14 @@ poke() {
     [ -n "$off" ] || return 1
     esc=
     for b in "$@"; do esc="$esc$(printf '\\%03o' "0x$b")"; done
-    printf "$esc" | LD_PRELOAD= dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null
+    printf "$esc" | dd of="$f" bs=1 seek="$off" conv=notrunc 2>/dev/null
 }
 # peek FILE VADDR: the byte at an address, in hex
 peek() { od -An -tx1 -j "$(voff "$1" "$2")" -N 1 "$1" | tr -d ' '; }
 # run PROG ARG...: its output, and how it ended ("Segmentation fault" included)
-run() { "$@" 2>&1; echo "(exit $?)"; }
+run() { LD_PRELOAD=$SANPRE "$@" 2>&1; echo "(exit $?)"; }
 # digest PROG ARG...: its output sorted (threads), as a checksum, and how it ended
-digest() { { "$@"; echo "(exit $?)"; } 2>&1 | sort | cksum; }
+digest() { { LD_PRELOAD=$SANPRE "$@"; echo "(exit $?)"; } 2>&1 | sort | cksum; }
 # le32 N: N as four little-endian hex bytes
 le32() { for i in 0 1 2 3; do printf '%02x ' $((($1 >> (8 * i)) & 255)); done; }
 
@@ -86,7 +88,7 @@ for pie in pie nopie; do
         ok 1 "fixture reloc-shapes ($pie) builds: $(head -n 3 "$D/cc.err" | tr '\n' ' ')"
         continue
     fi
-    shapes=$("$P" list)
+    shapes=$(run "$P" list | sed '$d')
     for layout in inline shared return; do
         [ $pie = nopie ] && [ $layout = return ] && continue
         v="$pie, $layout"
