@@ -1,0 +1,950 @@
+/*
+ * reloc-check ORIGINAL REWRITTEN: an independent check of the code
+ * kprewrite wrote into REWRITTEN (doc/hardening.md, "Relocation check").
+ *
+ * For every entry of the probe table (include/kprewrite/abi.h, the only
+ * thing shared with kprewrite), the original instructions of its DCR (the
+ * table's copy of the site's bytes, checked against ORIGINAL) are decoded
+ * and matched, one by one, against the relocated copy in the pool at
+ * code + ool_off: same operation; direct branches to the same absolute
+ * target with the same condition; RIP-relative operands reaching the same
+ * absolute address; calls emulated so that the original return address is
+ * pushed (followed by a small symbolic evaluation, callsim.c); indirect
+ * jumps through the same operand; then the jmp back to site + dcr_len.
+ * The site must hold the jmp to its detour (or the int3), and no byte of
+ * the image may change outside the sites, the pool, the headers and the
+ * dynamic data kprewrite re-points.
+ *
+ * One line a mismatch:
+ *   LABEL: NAME+0xOFF at 0xSITE: [rule] 'original' -> 'copy': why
+ * then a summary line. Exit 0: no mismatch; 1: mismatches; 2: error.
+ *
+ * Decodes with Zydis through its own setup (rc-insn.c); shares no code
+ * with src/arch/x86 or src/rewriter, on purpose.
+ */
+#include "rc.h"
+#include "kprewrite/abi.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct elf {
+    const char *path;
+    const uint8_t *map;
+    size_t size;
+    const Elf64_Ehdr *eh;
+    const Elf64_Phdr *ph;
+    size_t phnum;
+    const Elf64_Shdr *sh;
+    size_t shnum;
+    const char *shstr;
+    size_t shstrsz;
+};
+
+struct range {
+    uint64_t lo, hi;
+};
+
+struct ctx {
+    struct elf in, out;
+    const char *label;
+    bool verbose, quiet, bytes;
+    long max_lines;
+    unsigned long mis[R_COUNT], printed[R_COUNT];
+    unsigned long entries, optimized, int3, insns;
+    uint64_t tab;                     /* the table's link-time address */
+    uint64_t text_lo, text_hi;        /* .kprewrite.text */
+    struct range *sites;
+    size_t nsites;
+};
+
+static int die(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    fputs("reloc-check: ", stderr);
+    vfprintf(stderr, f, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+/* ---- ELF ------------------------------------------------------------------ */
+
+static void elf_open(struct elf *e, const char *path)
+{
+    memset(e, 0, sizeof *e);
+    e->path = path;
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        die("%s: %s", path, strerror(errno));
+    if ((size_t)st.st_size < sizeof(Elf64_Ehdr))
+        die("%s: not an ELF file", path);
+    e->size = (size_t)st.st_size;
+    void *m = mmap(NULL, e->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+        die("%s: mmap: %s", path, strerror(errno));
+    close(fd);
+    e->map = m;
+    e->eh = m;
+    const Elf64_Ehdr *h = e->eh;
+    if (memcmp(h->e_ident, ELFMAG, SELFMAG) || h->e_ident[EI_CLASS] != ELFCLASS64 || h->e_machine != EM_X86_64)
+        die("%s: not an x86-64 ELF file", path);
+    if (h->e_phentsize != sizeof(Elf64_Phdr) || h->e_phoff > e->size || h->e_phoff % 8 ||
+        (uint64_t)h->e_phnum * sizeof(Elf64_Phdr) > e->size - h->e_phoff)
+        die("%s: malformed program headers", path);
+    e->ph = (const Elf64_Phdr *)(e->map + h->e_phoff);
+    e->phnum = h->e_phnum;
+    if (h->e_shnum) {
+        if (h->e_shentsize != sizeof(Elf64_Shdr) || h->e_shoff > e->size || h->e_shoff % 8 ||
+            (uint64_t)h->e_shnum * sizeof(Elf64_Shdr) > e->size - h->e_shoff)
+            die("%s: malformed section headers", path);
+        e->sh = (const Elf64_Shdr *)(e->map + h->e_shoff);
+        e->shnum = h->e_shnum;
+        if (h->e_shstrndx && h->e_shstrndx < e->shnum) {
+            const Elf64_Shdr *s = &e->sh[h->e_shstrndx];
+            if (s->sh_offset <= e->size && s->sh_size <= e->size - s->sh_offset && s->sh_size) {
+                e->shstr = (const char *)e->map + s->sh_offset;
+                e->shstrsz = s->sh_size;
+            }
+        }
+    }
+}
+
+static const char *sec_name(const struct elf *e, const Elf64_Shdr *s)
+{
+    if (!e->shstr || s->sh_name >= e->shstrsz || !memchr(e->shstr + s->sh_name, 0, e->shstrsz - s->sh_name))
+        return "";
+    return e->shstr + s->sh_name;
+}
+
+static const Elf64_Shdr *sec_by_name(const struct elf *e, const char *name)
+{
+    for (size_t i = 1; i < e->shnum; i++)
+        if (strcmp(sec_name(e, &e->sh[i]), name) == 0)
+            return &e->sh[i];
+    return NULL;
+}
+
+/* The file bytes at vaddr, through the PT_LOADs. */
+static const uint8_t *vread(const struct elf *e, uint64_t vaddr, size_t *avail)
+{
+    for (size_t i = 0; i < e->phnum; i++) {
+        const Elf64_Phdr *p = &e->ph[i];
+        if (p->p_type != PT_LOAD || vaddr < p->p_vaddr || vaddr - p->p_vaddr >= p->p_filesz)
+            continue;
+        if (p->p_offset > e->size || p->p_filesz > e->size - p->p_offset)
+            continue;
+        *avail = (size_t)(p->p_filesz - (vaddr - p->p_vaddr));
+        return e->map + p->p_offset + (vaddr - p->p_vaddr);
+    }
+    *avail = 0;
+    return NULL;
+}
+
+static bool v2off(const struct elf *e, uint64_t vaddr, uint64_t *off)
+{
+    size_t avail;
+    const uint8_t *p = vread(e, vaddr, &avail);
+    if (!p)
+        return false;
+    *off = (uint64_t)(p - e->map);
+    return true;
+}
+
+static bool off2v(const struct elf *e, uint64_t off, uint64_t *vaddr)
+{
+    for (size_t i = 0; i < e->phnum; i++) {
+        const Elf64_Phdr *p = &e->ph[i];
+        if (p->p_type == PT_LOAD && off >= p->p_offset && off - p->p_offset < p->p_filesz) {
+            *vaddr = p->p_vaddr + (off - p->p_offset);
+            return true;
+        }
+    }
+    return false;
+}
+
+static const uint8_t *out_read(void *c, uint64_t addr, size_t *avail)
+{
+    return vread(&((struct ctx *)c)->out, addr, avail);
+}
+
+/* A word of a non-writable PT_LOAD of the rewritten image (for constants). */
+static const uint8_t *out_read_const(void *c, uint64_t addr, size_t *avail)
+{
+    const struct elf *e = &((struct ctx *)c)->out;
+    for (size_t i = 0; i < e->phnum; i++) {
+        const Elf64_Phdr *p = &e->ph[i];
+        if (p->p_type == PT_LOAD && !(p->p_flags & PF_W) && addr >= p->p_vaddr && addr - p->p_vaddr < p->p_filesz)
+            return vread(e, addr, avail);
+    }
+    *avail = 0;
+    return NULL;
+}
+
+/* ---- reporting ---------------------------------------------------------------- */
+
+struct entry_ctx {
+    char who[160];                    /* NAME+0xOFF at 0xSITE */
+    uint64_t site, code, ool;
+    unsigned dcr_len;
+};
+
+static void mismatch(struct ctx *c, const struct entry_ctx *ec, enum rule r, const char *orig, const char *copy,
+                     const char *f, ...)
+{
+    c->mis[r]++;
+    if (c->quiet || (c->max_lines >= 0 && c->printed[r] >= (unsigned long)c->max_lines))
+        return;
+    c->printed[r]++;
+    char why[400];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(why, sizeof why, f, ap);
+    va_end(ap);
+    printf("%s: %s: [%s] '%s' -> '%s': %s\n", c->label, ec ? ec->who : "image", rule_name[r], orig ? orig : "",
+           copy ? copy : "", why);
+}
+
+static void hex(const uint8_t *p, size_t n, char *buf, size_t size)
+{
+    size_t u = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && u + 4 < size; i++)
+        u += snprintf(buf + u, size - u, "%s%02x", i ? " " : "", p[i]);
+}
+
+/* ---- instruction classes ---------------------------------------------------------- */
+
+enum cls { C_OTHER, C_JMP, C_JCC, C_JMP_IND, C_CALL, C_CALL_IND, C_RET };
+
+static bool is_rel_imm(const struct insn *in)
+{
+    return in->zi.operand_count_visible >= 1 && in->op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+           in->op[0].imm.is_relative;
+}
+
+static uint64_t rel_target(const struct insn *in)
+{
+    return in->addr + in->zi.length + (uint64_t)in->op[0].imm.value.s;
+}
+
+/* By the operands, not by ZYDIS_ATTRIB_IS_RELATIVE (also set for a
+ * RIP-relative memory operand). */
+static enum cls classify(const struct insn *in)
+{
+    const ZydisDecodedInstruction *zi = &in->zi;
+    if (zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+        return C_OTHER;
+    switch (zi->mnemonic) {
+    case ZYDIS_MNEMONIC_JMP:
+        return is_rel_imm(in) ? C_JMP : C_JMP_IND;
+    case ZYDIS_MNEMONIC_CALL:
+        return is_rel_imm(in) ? C_CALL : C_CALL_IND;
+    case ZYDIS_MNEMONIC_RET:
+        return C_RET;
+    default:
+        break;
+    }
+    if (zi->meta.category == ZYDIS_CATEGORY_COND_BR && is_rel_imm(in))
+        return C_JCC;
+    return C_OTHER;
+}
+
+/* Cannot run anywhere but where it was: why, or NULL. */
+static const char *unrelocatable(const struct insn *in)
+{
+    const ZydisDecodedInstruction *zi = &in->zi;
+    switch (zi->mnemonic) {
+    case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+    case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
+        return "loop/jrcxz has only a rel8 form";
+    case ZYDIS_MNEMONIC_XBEGIN:
+        return "xbegin's abort target is relative";
+    case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INTO: case ZYDIS_MNEMONIC_INT1:
+        return "a trap reports its address";
+    case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+        return "ud: a bug/trap site found by its address";
+    case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_SYSRET:
+    case ZYDIS_MNEMONIC_SYSEXIT:
+        return "a system call's return address is its own";
+    case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+        return "privileged or interrupt return";
+    default:
+        break;
+    }
+    if (zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+        return "far transfer";
+    if (zi->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED)
+        return "privileged";
+    if (zi->mnemonic == ZYDIS_MNEMONIC_MOV && in->op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+        in->op[0].reg.value == ZYDIS_REGISTER_SS)
+        return "mov to %ss shadows the next instruction";
+    return NULL;
+}
+
+/* Does control never reach the next instruction? */
+static bool ends_flow(const struct insn *in)
+{
+    switch (in->zi.mnemonic) {
+    case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1:
+    case ZYDIS_MNEMONIC_UD2: case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD:
+    case ZYDIS_MNEMONIC_IRETQ: case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The absolute address a RIP- (or EIP-) relative operand reaches. */
+static uint64_t ripabs(const struct insn *in, const ZydisDecodedOperand *o)
+{
+    uint64_t a = in->addr + in->zi.length + (uint64_t)o->mem.disp.value;
+    return o->mem.base == ZYDIS_REGISTER_EIP ? (a & 0xffffffffu) : a;
+}
+
+static bool riprel(const ZydisDecodedOperand *o)
+{
+    return o->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+           (o->mem.base == ZYDIS_REGISTER_RIP || o->mem.base == ZYDIS_REGISTER_EIP);
+}
+
+#define PREFIX_ATTRIBS (ZYDIS_ATTRIB_HAS_LOCK | ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE | \
+    ZYDIS_ATTRIB_HAS_BND | ZYDIS_ATTRIB_HAS_XACQUIRE | ZYDIS_ATTRIB_HAS_XRELEASE | ZYDIS_ATTRIB_HAS_NOTRACK | \
+    ZYDIS_ATTRIB_HAS_SEGMENT | ZYDIS_ATTRIB_HAS_OPERANDSIZE | ZYDIS_ATTRIB_HAS_ADDRESSSIZE | \
+    ZYDIS_ATTRIB_HAS_EVEX_B)
+
+/* Two memory operands reach the same memory: -1 yes, else the rule. */
+static int same_mem(const struct insn *a, const ZydisDecodedOperand *x, const struct insn *b,
+                    const ZydisDecodedOperand *y, char *why, size_t n)
+{
+    if (x->mem.type != y->mem.type || x->mem.segment != y->mem.segment || x->mem.base != y->mem.base ||
+        x->mem.index != y->mem.index || x->mem.scale != y->mem.scale) {
+        snprintf(why, n, "another memory operand");
+        return R_SAME_OP;
+    }
+    if (riprel(x)) {
+        if (ripabs(a, x) != ripabs(b, y)) {
+            snprintf(why, n, "reaches 0x%llx, the original 0x%llx", (unsigned long long)ripabs(b, y),
+                     (unsigned long long)ripabs(a, x));
+            return R_RIPREL;
+        }
+    } else if (x->mem.disp.value != y->mem.disp.value) {
+        snprintf(why, n, "displacement %lld, the original %lld", (long long)y->mem.disp.value,
+                 (long long)x->mem.disp.value);
+        return R_SAME_OP;
+    }
+    return -1;
+}
+
+/* The copy does what the original did: -1 yes, else the rule and why. */
+static int same_insn(const struct insn *a, const struct insn *b, char *why, size_t n)
+{
+    const ZydisDecodedInstruction *x = &a->zi, *y = &b->zi;
+    if (x->mnemonic != y->mnemonic) {
+        snprintf(why, n, "another instruction");
+        return R_SAME_OP;
+    }
+    if ((x->attributes & PREFIX_ATTRIBS) != (y->attributes & PREFIX_ATTRIBS)) {
+        snprintf(why, n, "other prefixes");
+        return R_SAME_OP;
+    }
+    if (x->encoding != y->encoding || x->operand_width != y->operand_width || x->address_width != y->address_width ||
+        x->operand_count != y->operand_count || x->operand_count_visible != y->operand_count_visible) {
+        snprintf(why, n, "another encoding, width or operand count");
+        return R_SAME_OP;
+    }
+    if (x->avx.vector_length != y->avx.vector_length || x->avx.mask.mode != y->avx.mask.mode ||
+        x->avx.mask.reg != y->avx.mask.reg || x->avx.broadcast.mode != y->avx.broadcast.mode ||
+        x->avx.rounding.mode != y->avx.rounding.mode || x->avx.has_sae != y->avx.has_sae ||
+        x->avx.has_eviction_hint != y->avx.has_eviction_hint) {
+        snprintf(why, n, "other vector attributes (length, mask, broadcast, rounding)");
+        return R_SAME_OP;
+    }
+    for (unsigned i = 0; i < x->operand_count; i++) {
+        const ZydisDecodedOperand *o = &a->op[i], *p = &b->op[i];
+        if (o->type != p->type || o->size != p->size || o->visibility != p->visibility) {
+            snprintf(why, n, "operand %u differs", i + 1);
+            return R_SAME_OP;
+        }
+        switch (o->type) {
+        case ZYDIS_OPERAND_TYPE_REGISTER:
+            if (o->reg.value != p->reg.value) {
+                snprintf(why, n, "operand %u: another register", i + 1);
+                return R_SAME_OP;
+            }
+            break;
+        case ZYDIS_OPERAND_TYPE_MEMORY: {
+            int r = same_mem(a, o, b, p, why, n);
+            if (r >= 0)
+                return r;
+            break;
+        }
+        case ZYDIS_OPERAND_TYPE_IMMEDIATE:
+            if (o->imm.is_relative != p->imm.is_relative ||
+                (o->imm.is_relative ? rel_target(a) != rel_target(b) : o->imm.value.u != p->imm.value.u)) {
+                snprintf(why, n, "operand %u: another immediate", i + 1);
+                return R_SAME_OP;
+            }
+            break;
+        case ZYDIS_OPERAND_TYPE_POINTER:
+            if (o->ptr.segment != p->ptr.segment || o->ptr.offset != p->ptr.offset) {
+                snprintf(why, n, "operand %u: another pointer", i + 1);
+                return R_SAME_OP;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return -1;
+}
+
+/* ---- one entry ------------------------------------------------------------------ */
+
+struct deferred {                     /* a branch into the DCR: resolved once the copy is walked */
+    unsigned from;                    /* original instruction */
+    uint64_t target;                  /* original target, inside the DCR */
+    uint64_t got;                     /* the copy's */
+    char ctext[160];
+    enum rule rule;
+};
+
+static void check_entry(struct ctx *c, const struct kprw_table *t, const struct kprw_entry *e, const char *strs)
+{
+    struct entry_ctx ec;
+    memset(&ec, 0, sizeof ec);
+    uint32_t strsz = t->strings_size;
+    ec.site = c->tab + (uint64_t)(int64_t)e->site_rel;
+    ec.code = c->tab + (uint64_t)(int64_t)e->code_rel;
+    ec.ool = ec.code + e->ool_off;
+    ec.dcr_len = e->dcr_len;
+    char name[128];
+    if (e->name_off == KPRW_NAME_FDE)
+        snprintf(name, sizeof name, "fde@0x%llx", (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
+    else if (e->name_off < strsz && memchr(strs + e->name_off, 0, strsz - e->name_off))
+        snprintf(name, sizeof name, "%s", strs + e->name_off);
+    else
+        snprintf(name, sizeof name, "(name_off 0x%x)", e->name_off);
+    snprintf(ec.who, sizeof ec.who, "%s+0x%x at 0x%llx", name, e->offset, (unsigned long long)ec.site);
+    c->entries++;
+
+    bool opt = e->verdict == KPRW_OPTIMIZED;
+    if ((e->verdict != KPRW_OPTIMIZED && e->verdict != KPRW_INT3) || (e->kind != KPRW_KIND_K && e->kind != KPRW_KIND_R) ||
+        e->dcr_len == 0 || e->dcr_len > KPRW_ORIG_MAX || (uint64_t)e->orig_off + e->dcr_len > strsz ||
+        (e->name_off != KPRW_NAME_FDE && e->name_off >= strsz)) {
+        mismatch(c, &ec, R_TABLE, NULL, NULL, "malformed entry (verdict %u, kind %u, dcr_len %u, orig_off %u)",
+                 e->verdict, e->kind, e->dcr_len, e->orig_off);
+        return;
+    }
+    if (opt)
+        c->optimized++;
+    else
+        c->int3++;
+    if (e->dcr_len < 5 && opt)
+        mismatch(c, &ec, R_TABLE, NULL, NULL, "an optimized entry owns %u bytes, fewer than its jmp", e->dcr_len);
+    const uint8_t *orig = (const uint8_t *)strs + e->orig_off;
+    char h1[100], h2[100];
+    size_t avail;
+
+    /* the original bytes, as the input has them */
+    const uint8_t *ip = vread(&c->in, ec.site, &avail);
+    if (!ip || avail < e->dcr_len) {
+        mismatch(c, &ec, R_ORIG, NULL, NULL, "the site is not in the original image's file bytes");
+    } else if (memcmp(ip, orig, e->dcr_len)) {
+        hex(ip, e->dcr_len, h1, sizeof h1);
+        hex(orig, e->dcr_len, h2, sizeof h2);
+        mismatch(c, &ec, R_ORIG, h1, h2, "the table's original bytes are not the original image's");
+    }
+    /* the site now: jmp code; int3 padding. Or int3 and the original tail. */
+    const uint8_t *sp = vread(&c->out, ec.site, &avail);
+    if (!sp || avail < e->dcr_len) {
+        mismatch(c, &ec, R_SITE, NULL, NULL, "the site is not in the rewritten image's file bytes");
+    } else {
+        bool good;
+        if (opt) {
+            int32_t d;
+            memcpy(&d, sp + 1, 4);
+            good = e->dcr_len >= 5 && sp[0] == 0xe9 && ec.site + 5 + (uint64_t)(int64_t)d == ec.code;
+            for (unsigned i = 5; good && i < e->dcr_len; i++)
+                good = sp[i] == 0xcc;
+        } else {
+            good = sp[0] == 0xcc && memcmp(sp + 1, orig + 1, e->dcr_len - 1u) == 0;
+        }
+        if (!good) {
+            hex(sp, e->dcr_len, h1, sizeof h1);
+            mismatch(c, &ec, R_SITE, NULL, h1, opt ? "the site is not a jmp to its detour at 0x%llx (then int3s)"
+                                                  : "the site is not an int3 and the original tail", (unsigned long long)ec.code);
+        }
+    }
+    if (ec.code < c->text_lo || ec.code >= c->text_hi || ec.ool < c->text_lo || ec.ool >= c->text_hi) {
+        mismatch(c, &ec, R_TABLE, NULL, NULL, "code 0x%llx / copy 0x%llx outside %s", (unsigned long long)ec.code,
+                 (unsigned long long)ec.ool, KPRW_SEC_TEXT);
+        return;
+    }
+
+    /* the original instructions: the whole DCR, or up to a ret/jmp
+     * followed by padding; an int3 entry's first instruction */
+    struct insn oi[KPRW_ORIG_MAX];
+    char otext[KPRW_ORIG_MAX][160];
+    unsigned n = 0, off = 0;
+    while (off < e->dcr_len) {
+        if (!rc_decode(orig + off, e->dcr_len - off, ec.site + off, &oi[n])) {
+            hex(orig + off, e->dcr_len - off, h1, sizeof h1);
+            mismatch(c, &ec, R_DCR, h1, NULL, "the bytes at +%u are not a whole instruction within the %u bytes the "
+                     "probe owns", off, e->dcr_len);
+            return;
+        }
+        rc_format(&oi[n], otext[n], sizeof otext[n]);
+        off += oi[n].zi.length;
+        n++;
+        if (!opt || ends_flow(&oi[n - 1]))
+            break;
+    }
+    if (!opt && off != e->dcr_len)
+        mismatch(c, &ec, R_DCR, otext[0], NULL, "an int3 entry owns %u bytes, its instruction has %u", e->dcr_len, off);
+
+    /* walk the copy */
+    uint64_t pc = ec.ool, copy_at[KPRW_ORIG_MAX];
+    struct deferred dfr[KPRW_ORIG_MAX];
+    unsigned ndfr = 0;
+    bool left = false;                 /* the copy's last instruction ended control (an emulated call) */
+    char ctext[600];
+    for (unsigned i = 0; i < n; i++) {
+        const struct insn *I = &oi[i];
+        const char *ot = otext[i];
+        uint64_t inext = I->addr + I->zi.length;
+        copy_at[i] = pc;
+        left = false;
+        c->insns++;
+        const char *why = unrelocatable(I);
+        if (why) {
+            mismatch(c, &ec, R_UNRELOC, ot, NULL, "%s: must not be in a%s DCR", why, opt ? "n optimized" : "n int3 entry's");
+            goto out;
+        }
+        struct insn C;
+        const uint8_t *cp = vread(&c->out, pc, &avail);
+        if (!rc_decode(cp, avail, pc, &C)) {
+            mismatch(c, &ec, R_DCR, ot, NULL, "undecodable copy at 0x%llx", (unsigned long long)pc);
+            goto out;
+        }
+        rc_format(&C, ctext, sizeof ctext);
+        enum cls k = classify(I);
+        switch (k) {
+        case C_JMP:
+        case C_JCC: {
+            uint64_t T = rel_target(I);
+            if (classify(&C) != k || C.zi.mnemonic != I->zi.mnemonic) {
+                mismatch(c, &ec, R_BRANCH, ot, ctext, k == C_JMP ? "not a direct jmp" : "not a jcc with the same condition");
+                break;
+            }
+            uint64_t got = rel_target(&C);
+            if (T > ec.site && T < ec.site + e->dcr_len) {
+                dfr[ndfr] = (struct deferred){ i, T, got, "", R_BRANCH };
+                snprintf(dfr[ndfr].ctext, sizeof dfr[ndfr].ctext, "%.159s", ctext);
+                ndfr++;
+            } else if (got != T) {
+                mismatch(c, &ec, R_BRANCH, ot, ctext, "goes to 0x%llx, the original to 0x%llx", (unsigned long long)got,
+                         (unsigned long long)T);
+            }
+            break;
+        }
+        case C_JMP_IND: {
+            const ZydisDecodedOperand *o = &I->op[0], *p = &C.op[0];
+            char w[160] = "";
+            bool good = C.zi.mnemonic == ZYDIS_MNEMONIC_JMP && classify(&C) == C_JMP_IND && o->type == p->type &&
+                        o->size == p->size;
+            if (good && o->type == ZYDIS_OPERAND_TYPE_REGISTER)
+                good = o->reg.value == p->reg.value;
+            else if (good && o->type == ZYDIS_OPERAND_TYPE_MEMORY)
+                good = same_mem(I, o, &C, p, w, sizeof w) < 0;
+            if (!good)
+                mismatch(c, &ec, R_INDJMP, ot, ctext, "not an indirect jmp through the same operand%s%s", w[0] ? ": " : "", w);
+            break;
+        }
+        case C_CALL:
+        case C_CALL_IND: {
+            if (C.zi.mnemonic == ZYDIS_MNEMONIC_CALL) {
+                /* a call in the copy: the callee returns into the pool */
+                mismatch(c, &ec, R_CALL_RET, ot, ctext, "a call in the copy: the callee returns to 0x%llx, in the "
+                         "pool, not to 0x%llx%s", (unsigned long long)(pc + C.zi.length), (unsigned long long)inext,
+                         i + 1 < n ? "; and the call is not the DCR's last instruction, so that address is overwritten too" : "");
+                char w[160];
+                if (k == C_CALL && (classify(&C) != C_CALL || rel_target(&C) != rel_target(I)))
+                    mismatch(c, &ec, R_CALL_TARGET, ot, ctext, "calls elsewhere");
+                else if (k == C_CALL_IND && same_insn(I, &C, w, sizeof w) >= 0)
+                    mismatch(c, &ec, R_CALL_TARGET, ot, ctext, "calls through another operand: %s", w);
+                pc += C.zi.length;
+                continue;
+            }
+            struct callsim_expect x = {
+                .kind = k == C_CALL ? CS_DIRECT : I->op[0].type == ZYDIS_OPERAND_TYPE_REGISTER ? CS_REG : CS_MEM,
+                .ret = inext, .pic = c->out.eh->e_type == ET_DYN, .read_const = out_read_const, .ctx = c,
+            };
+            if (x.kind == CS_DIRECT)
+                x.target = rel_target(I);
+            else if (x.kind == CS_REG)
+                x.reg = rc_gpr64(I->op[0].reg.value);
+            else
+                x.orig = I;
+            if (I->zi.operand_width != 64 || (x.kind == CS_REG && x.reg < 0)) {
+                mismatch(c, &ec, R_CALL_TARGET, ot, ctext, "a call this checker cannot follow (operand width %u)",
+                         I->zi.operand_width);
+                goto out;
+            }
+            static struct callsim_result res;
+            callsim(&x, out_read, c, pc, &res);
+            size_t u = 0;
+            ctext[0] = 0;
+            for (unsigned j = 0; j < res.ninsns && u + 4 < sizeof ctext; j++) {
+                char one[160];
+                rc_format(&res.insns[j], one, sizeof one);
+                u += snprintf(ctext + u, sizeof ctext - u, "%s%s", j ? "; " : "", one);
+            }
+            bool ret_problem = false;
+            for (unsigned j = 0; j < res.nproblems; j++) {
+                mismatch(c, &ec, res.problem[j].rule, ot, ctext, "%s", res.problem[j].text);
+                ret_problem |= res.problem[j].rule == R_CALL_RET;
+            }
+            if (!res.complete)
+                goto out;   /* cannot tell where the rest of the copy is */
+            if (!ret_problem && inext > ec.site && inext < ec.site + e->dcr_len)
+                mismatch(c, &ec, R_IN_DCR, ot, ctext, "returns to 0x%llx, inside the DCR's overwritten bytes",
+                         (unsigned long long)inext);
+            pc = res.end;
+            left = true;
+            continue;
+        }
+        case C_RET:
+        case C_OTHER: {
+            char w[200];
+            int r = same_insn(I, &C, w, sizeof w);
+            if (r >= 0)
+                mismatch(c, &ec, (enum rule)r, ot, ctext, "%s", w);
+            break;
+        }
+        }
+        pc += C.zi.length;
+    }
+    for (unsigned d = 0; d < ndfr; d++) {
+        unsigned j;
+        for (j = 0; j < n && oi[j].addr != dfr[d].target; j++)
+            ;
+        if (j == n)
+            mismatch(c, &ec, R_IN_DCR, otext[dfr[d].from], dfr[d].ctext, "the original goes to 0x%llx, inside the DCR "
+                     "but not to one of its copied instructions", (unsigned long long)dfr[d].target);
+        else if (dfr[d].got == dfr[d].target)
+            mismatch(c, &ec, R_IN_DCR, otext[dfr[d].from], dfr[d].ctext, "goes to 0x%llx, inside the DCR's "
+                     "overwritten bytes (its copy is at 0x%llx)", (unsigned long long)dfr[d].target,
+                     (unsigned long long)copy_at[j]);
+        else if (dfr[d].got != copy_at[j])
+            mismatch(c, &ec, dfr[d].rule, otext[dfr[d].from], dfr[d].ctext, "goes to 0x%llx, not to the copy of "
+                     "0x%llx at 0x%llx", (unsigned long long)dfr[d].got, (unsigned long long)dfr[d].target,
+                     (unsigned long long)copy_at[j]);
+    }
+    /* the jmp back after the last instruction */
+    const struct insn *L = &oi[n - 1];
+    uint64_t back = ec.site + e->dcr_len;
+    if (!left && !ends_flow(L)) {
+        struct insn C;
+        const uint8_t *cp = vread(&c->out, pc, &avail);
+        bool good = rc_decode(cp, avail, pc, &C);
+        if (good)
+            rc_format(&C, ctext, sizeof ctext);
+        else
+            snprintf(ctext, sizeof ctext, "(undecodable)");
+        if (!good || classify(&C) != C_JMP || rel_target(&C) != back)
+            mismatch(c, &ec, R_JMP_BACK, otext[n - 1], ctext, "after the last instruction, not a jmp to 0x%llx",
+                     (unsigned long long)back);
+        else
+            pc += C.zi.length;
+    }
+out:
+    if (c->verbose && !c->quiet) {
+        size_t u = 0;
+        char all[600];
+        all[0] = 0;
+        for (unsigned i = 0; i < n && u + 4 < sizeof all; i++)
+            u += snprintf(all + u, sizeof all - u, "%s%s", i ? "; " : "", otext[i]);
+        printf("%s: %s: entry %s kind %c dcr %u copy 0x%llx-0x%llx: %s\n", c->label, ec.who,
+               opt ? "optimized" : "int3", e->kind, e->dcr_len, (unsigned long long)ec.ool, (unsigned long long)pc, all);
+    }
+}
+
+/* ---- bytes changed outside the sites ------------------------------------------------ */
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+struct rangeset {
+    struct range *v;
+    size_t n, cap;
+};
+
+static void radd(struct rangeset *s, uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        if (!s->v)
+            die("out of memory");
+    }
+    s->v[s->n++] = (struct range){ lo, hi };
+}
+
+static void rfinish(struct rangeset *s)
+{
+    qsort(s->v, s->n, sizeof *s->v, cmp_range);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (k && s->v[i].lo <= s->v[k - 1].hi) {
+            if (s->v[i].hi > s->v[k - 1].hi)
+                s->v[k - 1].hi = s->v[i].hi;
+        } else {
+            s->v[k++] = s->v[i];
+        }
+    }
+    s->n = k;
+}
+
+static bool rhas(const struct rangeset *s, uint64_t x)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (x < s->v[m].lo)
+            hi = m;
+        else if (x >= s->v[m].hi)
+            lo = m + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+static const char *out_sec_at(const struct elf *e, uint64_t off)
+{
+    for (size_t i = 1; i < e->shnum; i++) {
+        const Elf64_Shdr *s = &e->sh[i];
+        if (s->sh_type != SHT_NOBITS && off >= s->sh_offset && off - s->sh_offset < s->sh_size)
+            return sec_name(e, s);
+    }
+    return "no section";
+}
+
+static void report_run(struct ctx *c, uint64_t lo, uint64_t hi)
+{
+    const struct elf *in = &c->in, *out = &c->out;
+    uint8_t a[8] = { 0 }, b[8] = { 0 };
+    size_t m = hi - lo < 8 ? hi - lo : 8;
+    for (size_t i = 0; i < m; i++) {
+        a[i] = lo + i < in->size ? in->map[lo + i] : 0;
+        b[i] = lo + i < out->size ? out->map[lo + i] : 0;
+    }
+    char h1[40], h2[40], where[64] = "";
+    hex(a, m, h1, sizeof h1);
+    hex(b, m, h2, sizeof h2);
+    uint64_t v;
+    if (off2v(out, lo, &v))
+        snprintf(where, sizeof where, "0x%llx, ", (unsigned long long)v);
+    struct entry_ctx ec;
+    memset(&ec, 0, sizeof ec);
+    snprintf(ec.who, sizeof ec.who, "file bytes 0x%llx-0x%llx (%s%s)", (unsigned long long)lo,
+             (unsigned long long)hi, where, out_sec_at(out, lo));
+    mismatch(c, &ec, R_BYTES, h1, h2, "%llu byte(s) changed outside every probe site",
+             (unsigned long long)(hi - lo));
+}
+
+/*
+ * Every byte that differs between the two files must be in a range
+ * kprewrite may change: the headers, the pool, the sections it re-points
+ * or adds (.dynamic, .dynstr, .shstrtab copies), and the probe sites.
+ * (When the emitter re-targets branches into DCRs, their displacements
+ * become a range of their own here, under a rule of their own.)
+ */
+static void check_bytes(struct ctx *c)
+{
+    const struct elf *in = &c->in, *out = &c->out;
+    struct rangeset ok = { 0 }, sites = { 0 };
+    radd(&ok, 0, sizeof(Elf64_Ehdr));
+    const struct elf *both[2] = { in, out };
+    for (int k = 0; k < 2; k++) {
+        const Elf64_Ehdr *h = both[k]->eh;
+        radd(&ok, h->e_phoff, h->e_phoff + (uint64_t)h->e_phnum * sizeof(Elf64_Phdr));
+        if (h->e_shnum)
+            radd(&ok, h->e_shoff, h->e_shoff + (uint64_t)h->e_shnum * sizeof(Elf64_Shdr));
+    }
+    for (size_t i = 1; i < out->shnum; i++) {
+        const Elf64_Shdr *s = &out->sh[i];
+        if (s->sh_type == SHT_NOBITS)
+            continue;
+        bool pool = strncmp(sec_name(out, s), ".kprewrite.", 11) == 0;
+        bool moved = i >= in->shnum || in->sh[i].sh_offset != s->sh_offset || in->sh[i].sh_size != s->sh_size;
+        if (pool || moved)
+            radd(&ok, s->sh_offset, s->sh_offset + s->sh_size);
+    }
+    const Elf64_Phdr *dyn_in = NULL;
+    for (size_t i = 0; i < in->phnum; i++)
+        if (in->ph[i].p_type == PT_DYNAMIC)
+            dyn_in = &in->ph[i];
+    for (size_t i = 0; i < out->phnum; i++) {
+        const Elf64_Phdr *p = &out->ph[i];
+        if (p->p_type == PT_DYNAMIC && (!dyn_in || dyn_in->p_offset != p->p_offset))
+            radd(&ok, p->p_offset, p->p_offset + p->p_filesz);
+    }
+    for (size_t i = 0; i < c->nsites; i++) {
+        uint64_t off;
+        if (v2off(out, c->sites[i].lo, &off))
+            radd(&sites, off, off + (c->sites[i].hi - c->sites[i].lo));
+    }
+    rfinish(&ok);
+    rfinish(&sites);
+
+    uint64_t end = in->size > out->size ? in->size : out->size;
+    uint64_t run_lo = 0, run_hi = 0;
+    bool in_run = false;
+    for (uint64_t blk = 0; blk < end; blk += 4096) {
+        uint64_t bend = blk + 4096 < end ? blk + 4096 : end;
+        if (bend <= in->size && bend <= out->size && memcmp(in->map + blk, out->map + blk, bend - blk) == 0)
+            continue;
+        for (uint64_t o = blk; o < bend; o++) {
+            uint8_t a = o < in->size ? in->map[o] : 0, b = o < out->size ? out->map[o] : 0;
+            if (a == b || rhas(&ok, o) || rhas(&sites, o))
+                continue;
+            if (in_run && o <= run_hi + 16) {   /* one run for bytes a few apart */
+                run_hi = o + 1;
+                continue;
+            }
+            if (in_run)
+                report_run(c, run_lo, run_hi);
+            in_run = true;
+            run_lo = o;
+            run_hi = o + 1;
+        }
+    }
+    if (in_run)
+        report_run(c, run_lo, run_hi);
+    free(ok.v);
+    free(sites.v);
+}
+
+/* ---- main ----------------------------------------------------------------------- */
+
+static int cmp_site(const void *a, const void *b)
+{
+    return cmp_range(a, b);
+}
+
+static void usage(void)
+{
+    fputs("usage: reloc-check [-v] [-q] [-m N] [-L LABEL] [--no-bytes] ORIGINAL REWRITTEN\n"
+          "Checks every relocated DCR copy kprewrite wrote into REWRITTEN against ORIGINAL.\n"
+          "  -v         also print every entry checked, with its copy's address range\n"
+          "  -q         print the summary line only\n"
+          "  -m N       print at most N lines a rule (all are counted)\n"
+          "  -L LABEL   name the image LABEL in the report (default: REWRITTEN)\n"
+          "  --no-bytes skip the check of bytes changed outside the sites\n"
+          "Exit status: 0 no mismatch, 1 mismatches, 2 error.\n", stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    static struct ctx c;
+    c.max_lines = -1;
+    c.bytes = true;
+    static const struct option lo[] = { { "no-bytes", no_argument, NULL, 'B' }, { "help", no_argument, NULL, 'h' },
+                                        { NULL, 0, NULL, 0 } };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "vqm:L:h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'v': c.verbose = true; break;
+        case 'q': c.quiet = true; break;
+        case 'm': c.max_lines = strtol(optarg, NULL, 0); break;
+        case 'L': c.label = optarg; break;
+        case 'B': c.bytes = false; break;
+        default: usage();
+        }
+    }
+    if (argc - optind != 2)
+        usage();
+    elf_open(&c.in, argv[optind]);
+    elf_open(&c.out, argv[optind + 1]);
+    if (!c.label)
+        c.label = argv[optind + 1];
+
+    const Elf64_Shdr *ts = sec_by_name(&c.out, KPRW_SEC_TABLE), *xs = sec_by_name(&c.out, KPRW_SEC_TEXT);
+    if (!ts || !xs)
+        die("%s: no %s and %s sections: not an image with a kprewrite pool", c.out.path, KPRW_SEC_TABLE, KPRW_SEC_TEXT);
+    if (ts->sh_type == SHT_NOBITS || ts->sh_offset > c.out.size || ts->sh_size > c.out.size - ts->sh_offset ||
+        ts->sh_size < sizeof(struct kprw_table))
+        die("%s: %s has no file bytes or is too small", c.out.path, KPRW_SEC_TABLE);
+    c.tab = ts->sh_addr;
+    c.text_lo = xs->sh_addr;
+    c.text_hi = xs->sh_addr + xs->sh_size;
+    const struct kprw_table *t = (const void *)(c.out.map + ts->sh_offset);
+    if (t->magic == KPRW_MAGIC) {
+        if (t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
+            sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ts->sh_size ||
+            (uint64_t)t->strings_off + t->strings_size > ts->sh_size || t->strings_size == 0)
+            die("%s: probe table version %u, entry size %u, %u entries: not a table this checker reads", c.out.path,
+                t->version, t->entry_size, t->nentries);
+        if (t->link_addr != c.tab)
+            mismatch(&c, NULL, R_TABLE, NULL, NULL, "the table's link_addr 0x%llx is not its section's address 0x%llx",
+                     (unsigned long long)t->link_addr, (unsigned long long)c.tab);
+        const struct kprw_entry *e = (const void *)(t + 1);
+        const char *strs = (const char *)t + t->strings_off;
+        c.sites = calloc(t->nentries ? t->nentries : 1, sizeof *c.sites);
+        if (!c.sites)
+            die("out of memory");
+        for (uint32_t i = 0; i < t->nentries; i++) {
+            check_entry(&c, t, &e[i], strs);
+            uint64_t s = c.tab + (uint64_t)(int64_t)e[i].site_rel;
+            c.sites[c.nsites++] = (struct range){ s, s + e[i].dcr_len };
+        }
+        /* sites must not overlap: each owns its bytes */
+        qsort(c.sites, c.nsites, sizeof *c.sites, cmp_site);
+        for (size_t i = 1; i < c.nsites; i++)
+            if (c.sites[i].lo < c.sites[i - 1].hi) {
+                struct entry_ctx ec;
+                memset(&ec, 0, sizeof ec);
+                snprintf(ec.who, sizeof ec.who, "sites 0x%llx and 0x%llx", (unsigned long long)c.sites[i - 1].lo,
+                         (unsigned long long)c.sites[i].lo);
+                mismatch(&c, &ec, R_TABLE, NULL, NULL, "two entries own overlapping bytes");
+            }
+    } else if (t->magic != 0) {
+        die("%s: %s does not start with a probe table (magic 0x%x)", c.out.path, KPRW_SEC_TABLE, t->magic);
+    }
+    if (c.bytes)
+        check_bytes(&c);
+
+    unsigned long total = 0;
+    for (int r = 0; r < R_COUNT; r++)
+        total += c.mis[r];
+    printf("reloc-check: %s: %lu entries (%lu optimized, %lu int3), %lu instructions checked, %lu mismatches",
+           c.label, c.entries, c.optimized, c.int3, c.insns, total);
+    const char *sep = ": ";
+    for (int r = 0; r < R_COUNT; r++)
+        if (c.mis[r]) {
+            printf("%s%s %lu", sep, rule_name[r], c.mis[r]);
+            sep = ", ";
+        }
+    putchar('\n');
+    free(c.sites);
+    return total ? 1 : 0;
+}
