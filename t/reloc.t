@@ -89,7 +89,7 @@ for pie in pie nopie; do
         continue
     fi
     shapes=$(run "$P" list | sed '$d')
-    for layout in inline shared return; do
+    for layout in compact inline shared return; do
         [ $pie = nopie ] && [ $layout = return ] && continue
         v="$pie, $layout"
         R=$P-$layout
@@ -192,7 +192,7 @@ for f in /usr/bin/rg /usr/bin/fdfind /usr/bin/python3.11 /usr/lib/x86_64-linux-g
         ok 1 "$f is installed (scripts/install-deps.sh)"
         continue
     fi
-    for layout in inline shared; do
+    for layout in compact inline shared; do
         KP --detours $layout --probe '*' -o "$D/$b-$layout" "$f" >/dev/null 2>"$D/err"
         rc=$?
         "$RC" -m 3 -L "$b ($layout)" "$f" "$D/$b-$layout" >"$D/check-$b" 2>&1
@@ -223,7 +223,7 @@ behave() {
         ok 1 "behaviour: $b ($layout): it was rewritten"
     fi
 }
-for layout in inline shared; do
+for layout in compact inline shared; do
     behave rg $layout -n Zydis "$KP_SRCDIR/src"
     behave fdfind $layout -e c . "$KP_SRCDIR/src"
     behave python3.11 $layout -B "$D/script.py"

@@ -20,6 +20,8 @@ const char *const rule_name[R_COUNT] = {
     [R_ORIG] = "orig-bytes",
     [R_TABLE] = "table",
     [R_BYTES] = "bytes-outside-sites",
+    [R_FIXUP] = "fixup",
+    [R_INTO_DCR] = "branch-into-dcr",
 };
 
 const char *const rc_gpr_name[16] = { "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",

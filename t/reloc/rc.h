@@ -36,6 +36,9 @@ enum rule {
     R_ORIG,           /* the table's original bytes are not the input's */
     R_TABLE,          /* the table is malformed (out of range, overlapping sites) */
     R_BYTES,          /* bytes changed outside every probe site */
+    R_FIXUP,          /* a re-pointed branch, table entry or trampoline does not go to the copy */
+    R_INTO_DCR,       /* a direct branch of the original image lands inside an optimized DCR
+                         and was not re-pointed to the copy */
     R_COUNT
 };
 extern const char *const rule_name[R_COUNT];

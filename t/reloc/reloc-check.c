@@ -54,8 +54,19 @@ struct range {
     uint64_t lo, hi;
 };
 
+/* An instruction of an optimized DCR after its first, and its copy. */
+struct inner {
+    uint64_t orig, copy, site;
+};
+
 struct ctx {
     struct elf in, out;
+    struct inner *inner;              /* sorted by orig once every entry is checked */
+    size_t ninner, capinner;
+    struct range *fixes;              /* the fixups' ranges (vaddr) */
+    size_t nfixes;
+    uint64_t *codes;                  /* every optimized entry's detour entry */
+    size_t ncodes;
     const char *label;
     bool verbose, quiet, bytes;
     long max_lines;
@@ -420,6 +431,13 @@ struct deferred {                     /* a branch into the DCR: resolved once th
     enum rule rule;
 };
 
+/* A byte assemblers pad with (int3, the nop forms). */
+static bool pad_byte(uint8_t b)
+{
+    return b == 0xcc || b == 0x90 || b == 0x66 || b == 0x2e || b == 0x0f || b == 0x1f || b == 0x00 || b == 0x40 ||
+           b == 0x44 || b == 0x80 || b == 0x84;
+}
+
 static void check_entry(struct ctx *c, const struct kprw_table *t, const struct kprw_entry *e, const char *strs)
 {
     struct entry_ctx ec;
@@ -451,7 +469,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         c->optimized++;
     else
         c->int3++;
-    if (e->dcr_len < 5 && opt)
+    if (e->dcr_len < ((e->flags & KPRW_F_JUMP8) ? 2 : 5) && opt)
         mismatch(c, &ec, R_TABLE, NULL, NULL, "an optimized entry owns %u bytes, fewer than its jmp", e->dcr_len);
     const uint8_t *orig = (const uint8_t *)strs + e->orig_off;
     char h1[100], h2[100];
@@ -472,7 +490,19 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         mismatch(c, &ec, R_SITE, NULL, NULL, "the site is not in the rewritten image's file bytes");
     } else {
         bool good;
-        if (opt) {
+        if (opt && (e->flags & KPRW_F_JUMP8)) {
+            /* a short site: jmp rel8 to a trampoline, a jmp rel32 to the detour */
+            uint64_t tr = ec.site + 2 + (uint64_t)(int64_t)(int8_t)sp[1];
+            size_t ta;
+            const uint8_t *tp = vread(&c->out, tr, &ta);
+            int32_t d = 0;
+            if (tp && ta >= 5)
+                memcpy(&d, tp + 1, 4);
+            good = e->dcr_len >= 2 && sp[0] == 0xeb && tp && ta >= 5 && tp[0] == 0xe9 &&
+                   tr + 5 + (uint64_t)(int64_t)d == ec.code;
+            for (unsigned i = 2; good && i < e->dcr_len; i++)
+                good = sp[i] == 0xcc;
+        } else if (opt) {
             int32_t d;
             memcpy(&d, sp + 1, 4);
             good = e->dcr_len >= 5 && sp[0] == 0xe9 && ec.site + 5 + (uint64_t)(int64_t)d == ec.code;
@@ -508,8 +538,18 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         rc_format(&oi[n], otext[n], sizeof otext[n]);
         off += oi[n].zi.length;
         n++;
-        if (!opt || ends_flow(&oi[n - 1]))
+        if (!opt)
             break;
+        if (ends_flow(&oi[n - 1])) {
+            /* what follows a ret or jmp is padding the jump reaches into
+             * (the padding tactic), or more of the DCR that a branch
+             * reaches (a loop back into it) */
+            bool pad = true;
+            for (unsigned k = off; k < e->dcr_len; k++)
+                pad &= pad_byte(orig[k]);
+            if (pad)
+                break;
+        }
     }
     if (!opt && off != e->dcr_len)
         mismatch(c, &ec, R_DCR, otext[0], NULL, "an int3 entry owns %u bytes, its instruction has %u", e->dcr_len, off);
@@ -652,6 +692,17 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
                      "0x%llx at 0x%llx", (unsigned long long)dfr[d].got, (unsigned long long)dfr[d].target,
                      (unsigned long long)copy_at[j]);
     }
+    /* the DCR's instructions after its first, and where their copies are:
+     * a re-pointed branch or table entry must go there */
+    for (unsigned i = 1; opt && i < n; i++) {
+        if (c->ninner == c->capinner) {
+            c->capinner = c->capinner ? c->capinner * 2 : 1024;
+            c->inner = realloc(c->inner, c->capinner * sizeof *c->inner);
+            if (!c->inner)
+                die("out of memory");
+        }
+        c->inner[c->ninner++] = (struct inner){ oi[i].addr, copy_at[i], ec.site };
+    }
     /* the jmp back after the last instruction */
     const struct insn *L = &oi[n - 1];
     uint64_t back = ec.site + e->dcr_len;
@@ -678,6 +729,206 @@ out:
             u += snprintf(all + u, sizeof all - u, "%s%s", i ? "; " : "", otext[i]);
         printf("%s: %s: entry %s kind %c dcr %u copy 0x%llx-0x%llx: %s\n", c->label, ec.who,
                opt ? "optimized" : "int3", e->kind, e->dcr_len, (unsigned long long)ec.ool, (unsigned long long)pc, all);
+    }
+}
+
+/* ---- re-pointed branches, table entries, trampolines (struct kprw_fixup) ------------- */
+
+static int cmp_inner(const void *a, const void *b)
+{
+    const struct inner *x = a, *y = b;
+    return x->orig < y->orig ? -1 : x->orig > y->orig;
+}
+
+/* The copy of the DCR instruction at a (after a DCR's first), or 0. */
+static uint64_t copy_of(const struct ctx *c, uint64_t a)
+{
+    size_t lo = 0, hi = c->ninner;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (c->inner[m].orig < a) lo = m + 1; else hi = m;
+    }
+    return lo < c->ninner && c->inner[lo].orig == a ? c->inner[lo].copy : 0;
+}
+
+static bool is_code_entry(const struct ctx *c, uint64_t a)
+{
+    for (size_t i = 0; i < c->ncodes; i++)
+        if (c->codes[i] == a)
+            return true;
+    return false;
+}
+
+/* Each fixup: its original bytes are the input's; a branch is the same
+ * branch aimed at the copy of the DCR instruction it went to (or at a
+ * trampoline that jumps there); a table entry moved by exactly as much
+ * as its target; a trampoline, in what was padding, jumps to a copy or a
+ * detour's entry. */
+static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct kprw_fixup *fx, uint32_t nfx,
+                         const char *strs)
+{
+    qsort(c->inner, c->ninner, sizeof *c->inner, cmp_inner);
+    c->fixes = calloc(nfx ? nfx : 1, sizeof *c->fixes);
+    if (!c->fixes)
+        die("out of memory");
+    for (uint32_t i = 0; i < nfx; i++) {
+        const struct kprw_fixup *f = &fx[i];
+        uint64_t a = c->tab + (uint64_t)(int64_t)f->site_rel;
+        struct entry_ctx ec;
+        memset(&ec, 0, sizeof ec);
+        snprintf(ec.who, sizeof ec.who, "fixup %u at 0x%llx", i, (unsigned long long)a);
+        size_t ia, oa;
+        const uint8_t *ip = vread(&c->in, a, &ia), *op = vread(&c->out, a, &oa);
+        if (f->len == 0 || f->len > KPRW_ORIG_MAX || (uint64_t)f->orig_off + f->len > t->strings_size || !ip ||
+            !op || ia < f->len || oa < f->len) {
+            mismatch(c, &ec, R_TABLE, NULL, NULL, "malformed fixup (len %u, orig_off %u)", f->len, f->orig_off);
+            continue;
+        }
+        c->fixes[c->nfixes++] = (struct range){ a, a + f->len };
+        char h1[100], h2[100];
+        hex(ip, f->len, h1, sizeof h1);
+        hex(op, f->len, h2, sizeof h2);
+        if (memcmp(ip, strs + f->orig_off, f->len)) {
+            mismatch(c, &ec, R_ORIG, h1, NULL, "the table's original bytes are not the original image's");
+            continue;
+        }
+        struct insn I, C;
+        char ot[160] = "", ct[160] = "";
+        switch (f->kind) {
+        case KPRW_FIX_BRANCH:
+        case KPRW_FIX_BRANCH8: {
+            if (!rc_decode(ip, f->len, a, &I) || I.zi.length != f->len || !is_rel_imm(&I) ||
+                !rc_decode(op, f->len, a, &C) || C.zi.length != f->len || !is_rel_imm(&C)) {
+                mismatch(c, &ec, R_FIXUP, h1, h2, "not a direct branch before and after");
+                break;
+            }
+            rc_format(&I, ot, sizeof ot);
+            rc_format(&C, ct, sizeof ct);
+            uint64_t T = rel_target(&I), got = rel_target(&C), want = copy_of(c, T);
+            if (I.zi.mnemonic != C.zi.mnemonic) {
+                mismatch(c, &ec, R_FIXUP, ot, ct, "another condition");
+                break;
+            }
+            if (!want) {
+                mismatch(c, &ec, R_FIXUP, ot, ct, "the original goes to 0x%llx, no instruction of an optimized DCR "
+                         "after its first", (unsigned long long)T);
+                break;
+            }
+            if (f->kind == KPRW_FIX_BRANCH8) {   /* through a trampoline */
+                size_t ta;
+                const uint8_t *tp = vread(&c->out, got, &ta);
+                struct insn J;
+                if (!tp || !rc_decode(tp, ta, got, &J) || classify(&J) != C_JMP) {
+                    mismatch(c, &ec, R_FIXUP, ot, ct, "0x%llx is no trampoline (jmp)", (unsigned long long)got);
+                    break;
+                }
+                got = rel_target(&J);
+            }
+            if (got != want)
+                mismatch(c, &ec, R_FIXUP, ot, ct, "goes to 0x%llx, not to the copy of 0x%llx at 0x%llx",
+                         (unsigned long long)got, (unsigned long long)T, (unsigned long long)want);
+            break;
+        }
+        case KPRW_FIX_TABLE: {
+            if (f->len == 8) {
+                uint64_t v, w;
+                memcpy(&v, ip, 8);
+                memcpy(&w, op, 8);
+                if (!copy_of(c, v) || copy_of(c, v) != w)
+                    mismatch(c, &ec, R_FIXUP, h1, h2, "an absolute entry for 0x%llx is 0x%llx, not its copy 0x%llx",
+                             (unsigned long long)v, (unsigned long long)w, (unsigned long long)copy_of(c, v));
+            } else if (f->len == 4) {
+                /* target = base + entry: the entry moved by as much as some
+                 * DCR instruction to its copy, the table's base at or before it */
+                int32_t v, w;
+                memcpy(&v, ip, 4);
+                memcpy(&w, op, 4);
+                bool found = false;
+                for (size_t k = 0; k < c->ninner && !found; k++) {
+                    uint64_t base = c->inner[k].orig - (uint64_t)(int64_t)v;
+                    found = (int64_t)(c->inner[k].copy - c->inner[k].orig) == (int64_t)w - (int64_t)v &&
+                            base <= a && (a - base) % 4 == 0 && a - base < 4 * 65536;
+                }
+                if (!found)
+                    mismatch(c, &ec, R_FIXUP, h1, h2, "a relative entry moved by %lld, as no DCR instruction to "
+                             "its copy does", (long long)w - (long long)v);
+            } else {
+                mismatch(c, &ec, R_FIXUP, h1, h2, "a table entry of %u bytes", f->len);
+            }
+            break;
+        }
+        case KPRW_FIX_TRAMPOLINE: {
+            bool pad = true;
+            for (unsigned k = 0; k < f->len; k++)
+                pad &= pad_byte(ip[k]);
+            if (!pad || f->len != 5 || !rc_decode(op, f->len, a, &C) || classify(&C) != C_JMP) {
+                mismatch(c, &ec, R_FIXUP, h1, h2, "a trampoline must be a jmp written over padding");
+                break;
+            }
+            uint64_t to = rel_target(&C);
+            bool known = is_code_entry(c, to);
+            for (size_t k = 0; !known && k < c->ninner; k++)
+                known = c->inner[k].copy == to;
+            if (!known)
+                mismatch(c, &ec, R_FIXUP, h1, h2, "the trampoline goes to 0x%llx, neither a detour nor a copy",
+                         (unsigned long long)to);
+            break;
+        }
+        default:
+            mismatch(c, &ec, R_TABLE, h1, h2, "unknown fixup kind %u", f->kind);
+        }
+    }
+}
+
+/*
+ * An independent look at the analysis: a linear sweep over the original
+ * image's executable sections finds every direct branch; one that lands
+ * inside an optimized DCR (after its first byte, from outside it) must
+ * have been re-pointed to the copy by a fixup. (Jump tables and landing
+ * pads are beyond a linear sweep.)
+ */
+static void check_branches_into(struct ctx *c)
+{
+    const struct elf *in = &c->in;
+    struct range *sites = c->sites;
+    for (size_t s = 1; s < in->shnum; s++) {
+        const Elf64_Shdr *sh = &in->sh[s];
+        if (!(sh->sh_flags & SHF_EXECINSTR) || sh->sh_type != SHT_PROGBITS || sh->sh_offset > in->size ||
+            sh->sh_size > in->size - sh->sh_offset)
+            continue;
+        const uint8_t *p = in->map + sh->sh_offset;
+        for (uint64_t o = 0; o < sh->sh_size;) {
+            struct insn I;
+            if (!rc_decode(p + o, sh->sh_size - o, sh->sh_addr + o, &I)) {
+                o++;
+                continue;
+            }
+            o += I.zi.length;
+            if (!is_rel_imm(&I))
+                continue;
+            uint64_t T = rel_target(&I);
+            size_t lo = 0, hi = c->nsites;   /* the site holding T */
+            while (lo < hi) {
+                size_t m = (lo + hi) / 2;
+                if (sites[m].hi <= T) lo = m + 1; else hi = m;
+            }
+            if (lo == c->nsites || T <= sites[lo].lo || T >= sites[lo].hi || !copy_of(c, T))
+                continue;
+            if (I.addr >= sites[lo].lo && I.addr < sites[lo].hi)
+                continue;   /* from the DCR itself: its copy goes to the copy (checked above) */
+            bool fixed = false;
+            for (size_t k = 0; k < c->nfixes && !fixed; k++)
+                fixed = c->fixes[k].lo == I.addr;
+            if (!fixed) {
+                char ot[160];
+                struct entry_ctx ec;
+                memset(&ec, 0, sizeof ec);
+                snprintf(ec.who, sizeof ec.who, "branch at 0x%llx", (unsigned long long)I.addr);
+                rc_format(&I, ot, sizeof ot);
+                mismatch(c, &ec, R_INTO_DCR, ot, NULL, "lands at 0x%llx, inside the optimized DCR at 0x%llx, and "
+                         "was not re-pointed to the copy", (unsigned long long)T, (unsigned long long)sites[lo].lo);
+            }
+        }
     }
 }
 
@@ -798,6 +1049,25 @@ static void check_bytes(struct ctx *c)
         if (pool || moved)
             radd(&ok, s->sh_offset, s->sh_offset + s->sh_size);
     }
+    /* .symtab: symbols of the sections kprewrite copied elsewhere (.dynamic,
+     * .dynstr, ...) follow them: only their value and section index move */
+    for (size_t i = 1; i < out->shnum && i < in->shnum; i++) {
+        const Elf64_Shdr *s = &out->sh[i], *si = &in->sh[i];
+        if (s->sh_type != SHT_SYMTAB || si->sh_type != SHT_SYMTAB || s->sh_offset != si->sh_offset ||
+            s->sh_size != si->sh_size || s->sh_offset > out->size || s->sh_size > out->size - s->sh_offset ||
+            si->sh_offset > in->size || si->sh_size > in->size - si->sh_offset)
+            continue;
+        for (uint64_t o = 0; o + sizeof(Elf64_Sym) <= s->sh_size; o += sizeof(Elf64_Sym)) {
+            Elf64_Sym a, b;
+            memcpy(&a, in->map + si->sh_offset + o, sizeof a);
+            memcpy(&b, out->map + s->sh_offset + o, sizeof b);
+            if (memcmp(&a, &b, sizeof a) && a.st_name == b.st_name && a.st_info == b.st_info &&
+                a.st_other == b.st_other && a.st_size == b.st_size && b.st_shndx < out->shnum &&
+                (b.st_shndx >= in->shnum || out->sh[b.st_shndx].sh_addr != in->sh[b.st_shndx].sh_addr ||
+                 b.st_shndx != a.st_shndx))
+                radd(&ok, s->sh_offset + o, s->sh_offset + o + sizeof b);
+        }
+    }
     const Elf64_Phdr *dyn_in = NULL;
     for (size_t i = 0; i < in->phnum; i++)
         if (in->ph[i].p_type == PT_DYNAMIC)
@@ -811,6 +1081,11 @@ static void check_bytes(struct ctx *c)
         uint64_t off;
         if (v2off(out, c->sites[i].lo, &off))
             radd(&sites, off, off + (c->sites[i].hi - c->sites[i].lo));
+    }
+    for (size_t i = 0; i < c->nfixes; i++) {   /* checked on their own: check_fixups */
+        uint64_t off;
+        if (v2off(out, c->fixes[i].lo, &off))
+            radd(&sites, off, off + (c->fixes[i].hi - c->fixes[i].lo));
     }
     rfinish(&ok);
     rfinish(&sites);
@@ -899,7 +1174,7 @@ int main(int argc, char **argv)
     c.text_hi = xs->sh_addr + xs->sh_size;
     const struct kprw_table *t = (const void *)(c.out.map + ts->sh_offset);
     if (t->magic == KPRW_MAGIC) {
-        if (t->version != KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
+        if (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry) ||
             sizeof *t + (uint64_t)t->nentries * sizeof(struct kprw_entry) > ts->sh_size ||
             (uint64_t)t->strings_off + t->strings_size > ts->sh_size || t->strings_size == 0)
             die("%s: probe table version %u, entry size %u, %u entries: not a table this checker reads", c.out.path,
@@ -912,11 +1187,21 @@ int main(int argc, char **argv)
         c.sites = calloc(t->nentries ? t->nentries : 1, sizeof *c.sites);
         if (!c.sites)
             die("out of memory");
+        c.codes = calloc(t->nentries ? t->nentries : 1, sizeof *c.codes);
+        if (!c.codes)
+            die("out of memory");
         for (uint32_t i = 0; i < t->nentries; i++) {
             check_entry(&c, t, &e[i], strs);
             uint64_t s = c.tab + (uint64_t)(int64_t)e[i].site_rel;
             c.sites[c.nsites++] = (struct range){ s, s + e[i].dcr_len };
+            if (e[i].verdict == KPRW_OPTIMIZED)
+                c.codes[c.ncodes++] = c.tab + (uint64_t)(int64_t)e[i].code_rel;
         }
+        uint32_t nfx = t->version >= 5 ? t->nfixups : 0;
+        const struct kprw_fixup *fx = (const void *)(e + t->nentries);
+        if ((uint64_t)((const uint8_t *)(fx + nfx) - (const uint8_t *)t) > t->strings_off)
+            die("%s: %u fixups run into the strings", c.out.path, nfx);
+        check_fixups(&c, t, fx, nfx, strs);
         /* sites must not overlap: each owns its bytes */
         qsort(c.sites, c.nsites, sizeof *c.sites, cmp_site);
         for (size_t i = 1; i < c.nsites; i++)
@@ -927,6 +1212,7 @@ int main(int argc, char **argv)
                          (unsigned long long)c.sites[i].lo);
                 mismatch(&c, &ec, R_TABLE, NULL, NULL, "two entries own overlapping bytes");
             }
+        check_branches_into(&c);
     } else if (t->magic != 0) {
         die("%s: %s does not start with a probe table (magic 0x%x)", c.out.path, KPRW_SEC_TABLE, t->magic);
     }
@@ -946,5 +1232,8 @@ int main(int argc, char **argv)
         }
     putchar('\n');
     free(c.sites);
+    free(c.inner);
+    free(c.fixes);
+    free(c.codes);
     return total ? 1 : 0;
 }

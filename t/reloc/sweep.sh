@@ -1,7 +1,7 @@
 #!/bin/sh
 # make check-reloc: every ELF file under DIRS (default /usr/bin and
 # /usr/lib/x86_64-linux-gnu) that kprewrite accepts is rewritten with
-# --probe '*' in both detour layouts (inline, shared) into a scratch
+# --probe '*' in the three detour layouts (compact, inline, shared) into a scratch
 # directory, and t/reloc/reloc-check checks every relocated copy and every
 # changed byte. Prints a summary (files, refusals by reason, probes checked,
 # mismatches by rule, the worst files); every mismatch line goes to
@@ -19,7 +19,7 @@ if [ "${1:-}" = --one ]; then
     # a file of results a job: two jobs' lines never interleave
     exec >"$RELOC_WORK/res/${W##*/}"
     echo "file $f"
-    for layout in inline shared; do
+    for layout in compact inline shared; do
         "$KP" --runtime "$RT" --detours "$layout" --probe '*' -o "$W/out" "$f" >/dev/null 2>"$W/err"
         rc=$?
         if [ ! -s "$W/out" ] || [ $rc -eq 1 ] || [ $rc -gt 3 ]; then
@@ -68,7 +68,7 @@ find -L "$@" -type f -printf '%D:%i %p\n' 2>/dev/null | sort -k1,1 -u | cut -d' 
         [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && printf '%s\0' "$f"
     done >"$RELOC_WORK/list"
 nfiles=$(tr -cd '\0' <"$RELOC_WORK/list" | wc -c)
-echo "check-reloc: $nfiles ELF files under $*, rewritten twice each (inline and shared detours), ${RELOC_JOBS:-2} at a time"
+echo "check-reloc: $nfiles ELF files under $*, rewritten three times each (compact, inline and shared detours), ${RELOC_JOBS:-2} at a time"
 
 nice -n 10 xargs -0 -P "${RELOC_JOBS:-2}" -n 1 sh "$0" --one <"$RELOC_WORK/list"
 find "$RELOC_WORK/res" -type f -exec cat {} + >"$RELOC_WORK/results"
@@ -111,16 +111,16 @@ awk -v nfiles="$nfiles" -v secs=$((end - start)) -v out="$OUT" '
             close("sort -rn")
         }
         for (x in failed) print "checker failure: " failed[x]
-        split("inline shared", lays, " ")
-        for (li = 1; li <= 2; li++) if ((lay = lays[li]) in entries)
+        split("compact inline shared", lays, " ")
+        for (li = 1; li <= 3; li++) if ((lay = lays[li]) in entries)
             printf "%-7s probes checked: %d (%d optimized, %d int3), %d instructions, %d mismatches\n",
                 lay, entries[lay], opt[lay], int3[lay], insns[lay], mis[lay]
         if (length(byrule)) {
-            print "mismatches by rule (inline / shared; files):"
+            print "mismatches by rule (compact / inline / shared; files):"
             for (r in byrule)
-                printf "  %6d  %-20s %d / %d; %d files\n", byrule[r], r, rl[r, "inline"], rl[r, "shared"], files_rule[r] | "sort -rn"
+                printf "  %6d  %-20s %d / %d / %d; %d files\n", byrule[r], r, rl[r, "compact"], rl[r, "inline"], rl[r, "shared"], files_rule[r] | "sort -rn"
             close("sort -rn")
-            print "worst files (mismatches, both layouts):"
+            print "worst files (mismatches, all layouts):"
             for (x in worst) if (worst[x]) printf "  %6d  %s\n", worst[x], x | "sort -rn | head -n 15"
             close("sort -rn | head -n 15")
             printf "every mismatch line: %s\n", out
