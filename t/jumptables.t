@@ -98,7 +98,7 @@ like 'f\+0x0  \[OPTIMIZED\]' "$(check1 "$D/ptr" f)" \
 # Both kinds, as PIE and not.
 cat >"$D/ind.s" <<'ASM'
 	.text
-	.globl tail, cgoto, cgoto2, selfgo
+	.globl tail, cgoto, cgoto2, selfgo, tailcfi, tailnocfi, onejmp
 	.type tail,@function
 tail:                                   # tail(obj): return obj->vtbl->fn(obj)
 	mov (%rdi), %rax
@@ -133,6 +133,39 @@ selfgo:                                 # goto *(&&selfgo + i): its own start, p
 one:	mov $1, %eax
 	ret
 	.size one, .-one
+	.type tailcfi,@function
+tailcfi:                                # return pick()(x), by a tail call after the epilogue;
+	.cfi_startproc                  # it takes an address inside itself (1f), so only its
+	push %rbx                       # unwind data proves the jump leaves: CFA = rsp + 8 there
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbx, -16
+	lea 1f(%rip), %rcx
+	mov %rdi, %rbx
+	call pick
+	mov %rbx, %rdi
+	pop %rbx
+	.cfi_def_cfa_offset 8
+	jmp *%rax
+1:	ret
+	.cfi_endproc
+	.size tailcfi, .-tailcfi
+	.type tailnocfi,@function
+tailnocfi:                              # the same without unwind data: unproven
+	push %rbx
+	lea 1f(%rip), %rcx
+	mov %rdi, %rbx
+	call pick
+	mov %rbx, %rdi
+	pop %rbx
+	jmp *%rax
+1:	ret
+	.size tailnocfi, .-tailnocfi
+	.type onejmp,@function
+onejmp:                                 # arithmetic on its own start, but a DCR of one
+	lea onejmp(%rip), %rax          # 7-byte instruction: nothing can land inside it
+	add %rdi, %rax
+	jmp *%rax
+	.size onejmp, .-onejmp
 	.section .data.rel.ro,"aw"
 	.balign 8
 tab:	.quad 1b, 2b
@@ -141,7 +174,7 @@ tab2:	.quad 3b
 vtbl:	.quad 0, one
 	.section .note.GNU-stack,"",@progbits
 ASM
-printf 'int tail(void *, long);\nint cgoto(long);\nextern void *vtbl[];\nint main(void){void *o = vtbl; return tail(&o, 0) + cgoto(1) != 3;}\n' >"$D/m3.c"
+printf 'int tail(void *, long);\nint cgoto(long);\nextern void *vtbl[];\nstatic int ret1(void){return 1;}\nvoid *pick(void){return (void *)ret1;}\nint tailcfi(long);\nint main(void){void *o = vtbl; return tail(&o, 0) + cgoto(1) + tailcfi(0) != 4;}\n' >"$D/m3.c"
 for pie in -fPIE/-pie -fno-pie/-no-pie; do
     cf=${pie%/*}; lf=${pie#*/}
     $CC $cf $lf -o "$D/ind$cf" "$D/ind.s" "$D/m3.c"
@@ -152,6 +185,13 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     like "cgoto2\\+0x0  \\[INT3\\] jump-into-dcr \\(address 0x0*$(addr_of "$D/ind$cf" cgoto2 | sed 's/^0*//' | awk '{ printf "%x", strtonum("0x"$1) + 2 }') is taken" \
         "$out" "$cf: a label of a computed goto on the DCR's second instruction: int3, naming the address"
     like 'selfgo\+0x0  \[INT3\] indirect-jump' "$out" "$cf: arithmetic on the function's own start: int3"
+    out2=$("$KPREWRITE" --check --summary --probe tailcfi --probe tailnocfi --probe onejmp "$D/ind$cf")
+    like 'tailcfi\+0x0  \[OPTIMIZED\]' "$out2" "$cf: a tail call after the epilogue, by the function's CFI: optimized"
+    like 'tailnocfi\+0x0  \[INT3\] indirect-jump' "$out2" "$cf: the same without unwind data: int3"
+    like 'onejmp\+0x0  \[OPTIMIZED\]  dcr 7: lea .*\[one instruction: the function.s unproven indirect jump cannot land inside it\]' \
+        "$out2" "$cf: arithmetic on its own start, but a DCR of one instruction: optimized"
+    like '0 indirect jumps through loaded pointers, 1 tail calls \(frame at entry\), 0 onto taken addresses, 2 unproven' \
+        "$out2" "$cf: the summary counts the tail call"
     like '3 indirect jumps through loaded pointers, 0 tail calls \(frame at entry\), 0 onto taken addresses, 1 unproven' \
         "$out" "$cf: the summary counts them"
     like 'tail\+0x0  \[INT3\] indirect-jump' "$("$KPREWRITE" --check --strict-indirect --probe tail "$D/ind$cf")" \

@@ -237,4 +237,16 @@ else
     skip "no /usr/bin/sort"; for i in 1 2 3 4 5; do skip "no /usr/bin/sort"; done
 fi
 
+# the dynamic loader runs before any library is loaded: refused, untouched
+ld=$(readelf -lW /bin/sh 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+if [ -n "$ld" ] && [ -r "$ld" ]; then
+    rm -f "$D/ld.out"
+    err=$(KP --probe '*' -o "$D/ld.out" "$ld" 2>&1 >/dev/null); rc=$?
+    is "1|kprewrite: $ld: the dynamic loader: it runs before any library, so the runtime cannot be loaded into it|no" \
+       "$rc|$(printf '%s\n' "$err" | tail -n 1)|$([ -e "$D/ld.out" ] && echo yes || echo no)" \
+       "the dynamic loader ($ld): refused with one line, nothing written"
+else
+    skip "no program interpreter found"
+fi
+
 done_testing

@@ -141,13 +141,19 @@ static int plan_read(const struct image *img, struct plan *p, char *err, size_t 
     if (!p->strtab || !p->strsz || !(p->dynstr = at_vaddr(img, p, p->strtab, p->strsz)) ||
         p->dynstr[p->strsz - 1] != 0)
         return fail(err, errlen, path, "no usable dynamic string table (DT_STRTAB, DT_STRSZ)");
-    for (size_t i = 0; i < p->ndyn; i++)
-        if (p->dyn[i].d_tag == DT_NEEDED && p->dyn[i].d_un.d_val < p->strsz) {
-            const char *name = (const char *)p->dynstr + p->dyn[i].d_un.d_val;
-            const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-            if (strncmp(base, "libkprewrite-rt.so", 18) == 0)
-                p->has_runtime = true;
-        }
+    for (size_t i = 0; i < p->ndyn; i++) {
+        if ((p->dyn[i].d_tag != DT_NEEDED && p->dyn[i].d_tag != DT_SONAME) || p->dyn[i].d_un.d_val >= p->strsz)
+            continue;
+        const char *name = (const char *)p->dynstr + p->dyn[i].d_un.d_val;
+        const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+        if (p->dyn[i].d_tag == DT_NEEDED && strncmp(base, "libkprewrite-rt.so", 18) == 0)
+            p->has_runtime = true;
+        /* the dynamic loader runs before any library is loaded: its own
+         * DT_NEEDED is never read, and its first probe hit would trap */
+        if (p->dyn[i].d_tag == DT_SONAME && (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0))
+            return fail(err, errlen, path, "the dynamic loader: it runs before any library, so the runtime cannot "
+                        "be loaded into it");
+    }
     p->dynamic_sec = p->dynstr_sec = SIZE_MAX;
     for (size_t i = 1; i < img->nsecs; i++) {
         const struct section *s = &img->secs[i];
