@@ -880,59 +880,7 @@ static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct
     }
 }
 
-/*
- * An independent look at the analysis: a linear sweep over the original
- * image's executable sections finds every direct branch; one that lands
- * inside an optimized DCR (after its first byte, from outside it) must
- * have been re-pointed to the copy by a fixup. (Jump tables and landing
- * pads are beyond a linear sweep.)
- */
-static void check_branches_into(struct ctx *c)
-{
-    const struct elf *in = &c->in;
-    struct range *sites = c->sites;
-    for (size_t s = 1; s < in->shnum; s++) {
-        const Elf64_Shdr *sh = &in->sh[s];
-        if (!(sh->sh_flags & SHF_EXECINSTR) || sh->sh_type != SHT_PROGBITS || sh->sh_offset > in->size ||
-            sh->sh_size > in->size - sh->sh_offset)
-            continue;
-        const uint8_t *p = in->map + sh->sh_offset;
-        for (uint64_t o = 0; o < sh->sh_size;) {
-            struct insn I;
-            if (!rc_decode(p + o, sh->sh_size - o, sh->sh_addr + o, &I)) {
-                o++;
-                continue;
-            }
-            o += I.zi.length;
-            if (!is_rel_imm(&I))
-                continue;
-            uint64_t T = rel_target(&I);
-            size_t lo = 0, hi = c->nsites;   /* the site holding T */
-            while (lo < hi) {
-                size_t m = (lo + hi) / 2;
-                if (sites[m].hi <= T) lo = m + 1; else hi = m;
-            }
-            if (lo == c->nsites || T <= sites[lo].lo || T >= sites[lo].hi || !copy_of(c, T))
-                continue;
-            if (I.addr >= sites[lo].lo && I.addr < sites[lo].hi)
-                continue;   /* from the DCR itself: its copy goes to the copy (checked above) */
-            bool fixed = false;
-            for (size_t k = 0; k < c->nfixes && !fixed; k++)
-                fixed = c->fixes[k].lo == I.addr;
-            if (!fixed) {
-                char ot[160];
-                struct entry_ctx ec;
-                memset(&ec, 0, sizeof ec);
-                snprintf(ec.who, sizeof ec.who, "branch at 0x%llx", (unsigned long long)I.addr);
-                rc_format(&I, ot, sizeof ot);
-                mismatch(c, &ec, R_INTO_DCR, ot, NULL, "lands at 0x%llx, inside the optimized DCR at 0x%llx, and "
-                         "was not re-pointed to the copy", (unsigned long long)T, (unsigned long long)sites[lo].lo);
-            }
-        }
-    }
-}
-
-/* ---- bytes changed outside the sites ------------------------------------------------ */
+/* ---- where the original's code is: function symbols and FDEs ------------------ */
 
 static int cmp_range(const void *a, const void *b)
 {
@@ -972,6 +920,184 @@ static void rfinish(struct rangeset *s)
     }
     s->n = k;
 }
+
+
+/* A DW_EH_PE value of .eh_frame (the forms compilers use), at *pos. */
+static bool eh_value(const uint8_t *d, size_t size, size_t *pos, uint8_t enc, uint64_t vaddr, uint64_t *v)
+{
+    uint64_t x = 0;
+    size_t n;
+    switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: n = 8; break;
+    case 0x03: case 0x0b: n = 4; break;
+    case 0x02: case 0x0a: n = 2; break;
+    default: return false;
+    }
+    if (*pos + n > size)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        x |= (uint64_t)d[*pos + i] << (8 * i);
+    if ((enc & 0x0f) == 0x0b)
+        x = (uint64_t)(int64_t)(int32_t)x;
+    else if ((enc & 0x0f) == 0x0a)
+        x = (uint64_t)(int64_t)(int16_t)x;
+    if ((enc & 0x70) == 0x10)
+        x += vaddr + *pos;
+    else if ((enc & 0x70) != 0)
+        return false;
+    *pos += n;
+    *v = x;
+    return true;
+}
+
+static bool uleb(const uint8_t *d, size_t size, size_t *pos, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned sh = 0; *pos < size; sh += 7) {
+        uint8_t b = d[(*pos)++];
+        if (sh < 64)
+            x |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The FDE encoding of the CIE at off ('R' of its augmentation), or -1. */
+static int cie_fde_enc(const uint8_t *d, size_t size, size_t off, uint64_t vaddr)
+{
+    size_t pos = off + 8;   /* length, id */
+    if (pos + 1 > size || d[pos] != 1)
+        return -1;          /* version 1: a u8 return register */
+    const char *aug = (const char *)d + pos + 1;
+    size_t alen = strnlen(aug, size - pos - 1);
+    pos += 2 + alen;
+    uint64_t u;
+    if (!uleb(d, size, &pos, &u) || !uleb(d, size, &pos, &u) || pos >= size)   /* alignments */
+        return -1;
+    pos++;                  /* return address register */
+    if (aug[0] != 'z')
+        return 0;           /* absptr */
+    if (!uleb(d, size, &pos, &u))
+        return -1;
+    for (const char *a = aug + 1; *a; a++) {
+        if (pos >= size)
+            return -1;
+        if (*a == 'R')
+            return d[pos];
+        if (*a == 'L')
+            pos++;
+        else if (*a == 'P') {
+            uint8_t enc = d[pos++];
+            uint64_t v;
+            if (!eh_value(d, size, &pos, enc & 0x7f, vaddr, &v))
+                return -1;
+        } else if (*a != 'S' && *a != 'B' && *a != 'G')
+            return -1;
+    }
+    return 0;
+}
+
+/* The original's code as its functions cover it: FUNC symbols with a size,
+ * and .eh_frame's FDEs (a stripped binary keeps those). A linear sweep of
+ * these finds its branches, not what data inside .text (hand-written
+ * crypto's strings and tables) decodes as. */
+static void code_ranges(const struct elf *e, struct rangeset *out)
+{
+    for (size_t i = 1; i < e->shnum; i++) {
+        const Elf64_Shdr *s = &e->sh[i];
+        if ((s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) || s->sh_offset > e->size ||
+            s->sh_size > e->size - s->sh_offset)
+            continue;
+        for (uint64_t o = 0; o + sizeof(Elf64_Sym) <= s->sh_size; o += sizeof(Elf64_Sym)) {
+            Elf64_Sym y;
+            memcpy(&y, e->map + s->sh_offset + o, sizeof y);
+            if (ELF64_ST_TYPE(y.st_info) == STT_FUNC && y.st_shndx != SHN_UNDEF && y.st_size)
+                radd(out, y.st_value, y.st_value + y.st_size);
+        }
+    }
+    const Elf64_Shdr *eh = sec_by_name(e, ".eh_frame");
+    if (eh && eh->sh_type == SHT_PROGBITS && eh->sh_offset <= e->size && eh->sh_size <= e->size - eh->sh_offset) {
+        const uint8_t *d = e->map + eh->sh_offset;
+        size_t size = eh->sh_size;
+        for (size_t pos = 0; pos + 8 <= size;) {
+            uint32_t len, id;
+            memcpy(&len, d + pos, 4);
+            if (len == 0 || len == 0xffffffffu || len > size - pos - 4)
+                break;
+            memcpy(&id, d + pos + 4, 4);
+            if (id != 0 && id <= pos + 4) {
+                int enc = cie_fde_enc(d, size, pos + 4 - id, eh->sh_addr);
+                size_t p = pos + 8;
+                uint64_t start, range;
+                if (enc >= 0 && eh_value(d, size, &p, (uint8_t)enc, eh->sh_addr, &start) &&
+                    eh_value(d, size, &p, (uint8_t)(enc & 0x0f), eh->sh_addr, &range) && start && range)
+                    radd(out, start, start + range);
+            }
+            pos += 4 + (size_t)len;
+        }
+    }
+    rfinish(out);
+}
+
+/*
+ * An independent look at the analysis: a linear sweep over the original
+ * image's functions finds every direct branch; one that lands inside an
+ * optimized DCR (after its first byte, from outside it) must have been
+ * re-pointed to the copy by a fixup. (Jump tables and landing pads are
+ * beyond a linear sweep.)
+ */
+static void check_branches_into(struct ctx *c)
+{
+    const struct elf *in = &c->in;
+    struct range *sites = c->sites;
+    struct rangeset code = { 0 };
+    code_ranges(in, &code);
+    for (size_t r = 0; r < code.n; r++) {
+        size_t avail;
+        const uint8_t *p = vread(in, code.v[r].lo, &avail);
+        if (!p)
+            continue;
+        uint64_t len = code.v[r].hi - code.v[r].lo < avail ? code.v[r].hi - code.v[r].lo : avail;
+        for (uint64_t o = 0; o < len;) {
+            struct insn I;
+            if (!rc_decode(p + o, len - o, code.v[r].lo + o, &I)) {
+                o++;
+                continue;
+            }
+            o += I.zi.length;
+            if (!is_rel_imm(&I))
+                continue;
+            uint64_t T = rel_target(&I);
+            size_t lo = 0, hi = c->nsites;   /* the site holding T */
+            while (lo < hi) {
+                size_t m = (lo + hi) / 2;
+                if (sites[m].hi <= T) lo = m + 1; else hi = m;
+            }
+            if (lo == c->nsites || T <= sites[lo].lo || T >= sites[lo].hi || !copy_of(c, T))
+                continue;
+            if (I.addr >= sites[lo].lo && I.addr < sites[lo].hi)
+                continue;   /* from the DCR itself: its copy goes to the copy (checked above) */
+            bool fixed = false;
+            for (size_t k = 0; k < c->nfixes && !fixed; k++)
+                fixed = c->fixes[k].lo == I.addr;
+            if (!fixed) {
+                char ot[160];
+                struct entry_ctx ec;
+                memset(&ec, 0, sizeof ec);
+                snprintf(ec.who, sizeof ec.who, "branch at 0x%llx", (unsigned long long)I.addr);
+                rc_format(&I, ot, sizeof ot);
+                mismatch(c, &ec, R_INTO_DCR, ot, NULL, "lands at 0x%llx, inside the optimized DCR at 0x%llx, and "
+                         "was not re-pointed to the copy", (unsigned long long)T, (unsigned long long)sites[lo].lo);
+            }
+        }
+    }
+    free(code.v);
+}
+
+/* ---- bytes changed outside the sites ------------------------------------------------ */
 
 static bool rhas(const struct rangeset *s, uint64_t x)
 {
