@@ -58,7 +58,7 @@ ctl_cleanup() {
 
 # run_once WORKLOAD LABEL LOG: runs the workload once in a fresh directory;
 # sets r_status (ok, CRASH SIGxxx (prog), TIMEOUT, EXIT n), r_sum, r_ms;
-# the output is left in $W/run/LABEL.out, backtraces of cores in LOG.gdb
+# the output is left in $W/run/LABEL.out, backtraces of the first 3 cores in LOG.gdb
 run_once() {
     rd=$W/run/$2
     rm -rf "$rd"; mkdir -p "$rd"
@@ -83,7 +83,7 @@ run_once() {
     r_sum=$( { cat "$rd.out"; echo "--- exit statuses"; sort "$rd.status"; } | sha256sum | cut -c1-16)
     # backtraces of the cores the crashes left, addresses also as FILE+0xVADDR
     if command -v gdb >/dev/null 2>&1; then
-        find "$rd" -name 'core*' -type f 2>/dev/null | while read -r c; do
+        find "$rd" -name 'core*' -type f 2>/dev/null | sort | head -n 3 | while read -r c; do
             exe=$(file "$c" | sed -n "s/.*execfn: '\([^']*\)'.*/\1/p")
             { echo "=== $(file -b "$c" | sed 's/, real uid.*execfn/, execfn/')"
               timeout 120 gdb -batch -nx -ex 'info proc mappings' -ex 'info registers rip rsp' -ex 'x/4i $pc' \
@@ -221,9 +221,9 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                     i=0
                     while [ $i -lt "$runs" ]; do
                         (export KP_SUBJECT= KP_PROBED= KP_LIBDIR= KP_LDDCHECK=
-                         run_once "$wl" "$row.t-orig" "$L/$row.timing.log"; echo "$r_ms" >>"$W/run/$row.to"
+                         run_once "$wl" "$row.t-orig" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.to"
                          [ "$r_sum" = "$osum" ] || echo "original run $i: $r_status, output $r_sum" >>"$L/$row.timing.log")
-                        (KP_LDDCHECK=; run_once "$wl" "$row.t-probed" "$L/$row.timing.log"; echo "$r_ms" >>"$W/run/$row.tp"
+                        (KP_LDDCHECK=; run_once "$wl" "$row.t-probed" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.tp"
                          [ "$r_sum" = "$osum" ] || echo "probed run $i: $r_status, output $r_sum" >>"$L/$row.timing.log"
                          [ "$r_sum" = "$osum" ] || echo flaky >"$W/run/$row.flaky")
                         i=$((i + 1))
@@ -265,7 +265,7 @@ else
 fi
 [ -n "$orig_notes" ] && echo "notes:$orig_notes"
 awk -F '\t' '$10 != "identical" { print "  " $1 " " $2 ": " $10 }' "$W/rows" | sed '1i failed rows (logs: ROW.log, ROW.log.gdb, ROW.diff):' | grep . || true
-echo "logs: $L (per row FILE.MODE: .report (kprewrite), .log (stderr, hit counts), .log.gdb (backtraces), .hits, .diff, .timing.log); table: $W/table"
+echo "logs: $L (per row FILE.MODE: .report (kprewrite), .log (stderr, hit counts), .log.gdb (backtraces), .hits, .diff, .timing.log, .timing-runs.log); table: $W/table"
 } | tee -a "$W/table"
 
 if [ "${KP_CORPUS_RECORD:-0}" = 1 ]; then

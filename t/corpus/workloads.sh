@@ -41,6 +41,8 @@ kp() {
     fi
     _kp_rc=$?
     echo "$_kp_name $_kp_rc" >>"$KP_STATUS"
+    # a core (core_pattern "core") would be overwritten by the next crash
+    [ $_kp_rc -gt 128 ] && [ -f core ] && mv core "core.$(wc -l <"$KP_STATUS" | tr -d ' ').$_kp_name"
     return $_kp_rc
 }
 
