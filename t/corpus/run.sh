@@ -121,7 +121,7 @@ hits() {
         sort -k1,1nr -k2,2
 }
 
-fmt='%-16s %-6s %-9s %6s %6s %5s %5s %6s %6s %-26s %8s %6s %5s  %s\n'
+fmt='%-16s %-6s %-9s %6s %6s %5s %5s %6s %6s %-28s %8s %6s %5s  %s\n'
 header() {
     printf "$fmt" FILE MODE WORKLOAD PROBES JUMP% INT3 REFUS SIZE% REWRIT STATUS SLOWDOWN HIT TOP100 "INT3/REFUSED BY REASON"
     printf "$fmt" "" "" "" "" "" "" "" "" "(s)" "" "(x)" "probes" "int3" ""
