@@ -137,7 +137,7 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
     expected=$(awk -v w="$wl" '!/^#/ && $3 == w { print $4; exit }' "$here/corpus.list")
     (cd "$IN" && "gen_$wl") >"$L/$wl.gen.log" 2>&1
     # the original, the reference of this run
-    export KP_SUBJECT= KP_PROBED= KP_LIBDIR= KP_LDDCHECK=
+    export KP_SUBJECT='' KP_PROBED='' KP_LIBDIR='' KP_LDDCHECK=''
     run_once "$wl" "$wl.orig" "$L/$wl.orig.log"
     cp "$W/run/$wl.orig.out" "$L/$wl.orig.out"
     osum=$r_sum ostatus=$r_status oms=$r_ms
@@ -188,9 +188,9 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                 so=$(stat -c %s "$real"); sp=$(stat -c %s "$out")
                 size=$(awk -v a="$so" -v b="$sp" 'BEGIN { printf "%+.1f", 100 * (b - a) / a }')
                 if [ -n "$soname" ]; then
-                    export KP_SUBJECT= KP_PROBED= KP_LIBDIR="${out%/*}" KP_LDDCHECK="$W/run/$row.ldd"
+                    export KP_SUBJECT='' KP_PROBED='' KP_LIBDIR="${out%/*}" KP_LDDCHECK="$W/run/$row.ldd"
                 else
-                    export KP_SUBJECT="$f" KP_PROBED="$out" KP_LIBDIR= KP_LDDCHECK=
+                    export KP_SUBJECT="$f" KP_PROBED="$out" KP_LIBDIR='' KP_LDDCHECK=''
                 fi
                 : >"$W/run/$row.ldd"
                 # the checked run: counts every hit (KPREWRITE_REPORT=1)
@@ -220,7 +220,7 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                     : >"$W/run/$row.to"; : >"$W/run/$row.tp"
                     i=0
                     while [ $i -lt "$runs" ]; do
-                        (export KP_SUBJECT= KP_PROBED= KP_LIBDIR= KP_LDDCHECK=
+                        (export KP_SUBJECT='' KP_PROBED='' KP_LIBDIR='' KP_LDDCHECK=''
                          run_once "$wl" "$row.t-orig" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.to"
                          [ "$r_sum" = "$osum" ] || echo "original run $i: $r_status, output $r_sum" >>"$L/$row.timing.log")
                         (KP_LDDCHECK=; run_once "$wl" "$row.t-probed" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.tp"

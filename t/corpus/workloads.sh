@@ -196,6 +196,7 @@ EOF
     srv=$!
     u=http://127.0.0.1:$PORT
     if waitport $srv curl -sf "$u/index.html"; then
+        clients=
         for c in 1 2; do
             awk -v u="$u" -v c=$c 'BEGIN { for (i = 0; i < 900; i++) {
                 r = (i * 7 + c) % 300
@@ -204,9 +205,10 @@ EOF
                 else if (i % 13 == 0) print "url = \"" u "/sub/s" (i % 13) ".bin\""
                 else print "url = \"" u "/f" r "\"" } }' >urls$c
             curl -s --compressed -K urls$c -w '%{http_code}\n' >out$c 2>&1 &
-            eval "cl$c=\$!"
+            clients="$clients $!"
         done
-        wait "$cl1" "$cl2"
+        # shellcheck disable=SC2086
+        wait $clients
         sum out1; sum out2
         curl -s -r 100-299 "$u/f7.txt" | sum
         curl -s -I "$u/f8.txt" | grep -c -i '^content-length'
