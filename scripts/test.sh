@@ -3,7 +3,10 @@
 # the normal build (./build) and the ASan+UBSan build (./build-san) -- and end
 # with "N passed, N failed[, N skipped]", the harness's own counts summed.
 # KP_SANITIZERS=0 skips the sanitizer run. Then `make check-kernel` (a small
-# kernel built, baked and booted under qemu; KP_KERNEL=0 skips it).
+# kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
+# check-corpus-quick` (Debian programs and libraries probed on every function
+# and every return, their workloads' output compared with the originals';
+# one row a file and mode; KP_CORPUS=0 skips it).
 top=$(cd "$(dirname "$0")/.." && pwd)
 sh "$top/scripts/install-deps.sh" || exit 1
 sh "$top/scripts/build.sh" || exit 1
@@ -45,6 +48,21 @@ if [ "${KP_KERNEL:-1}" != 0 ]; then
     [ $rc -eq 0 ] || { status=1; [ "${kfail:-0}" -gt 0 ] || kfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
     passed=$((passed + ${kpass:-0})); failed=$((failed + ${kfail:-0}))
     echo "kernel: ${kpass:-0} passed, ${kfail:-0} failed"
+fi
+
+if [ "${KP_CORPUS:-1}" != 0 ]; then
+    log=$top/build/check-corpus.log
+    make -s -C "$top/build" check-corpus-quick >"$log" 2>&1
+    rc=$?
+    cpass=$(sed -n 's/^corpus: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log" | tail -n 1)
+    cfail=$(sed -n 's/^corpus: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log" | tail -n 1)
+    if [ $rc -ne 0 ]; then
+        status=1; [ "${cfail:-0}" -gt 0 ] || cfail=1
+        echo "== corpus: $log"
+        sed -n '/^FILE /,$p' "$log" | grep -v '^corpus: ' || tail -n 30 "$log"
+    fi
+    passed=$((passed + ${cpass:-0})); failed=$((failed + ${cfail:-0}))
+    echo "corpus: ${cpass:-0} passed, ${cfail:-0} failed"
 fi
 
 if [ "$skipped" -gt 0 ]; then
