@@ -126,6 +126,11 @@ ok $? "a shared library gets a pool"
 is "$want" "$(LD_LIBRARY_PATH="$D/lib-probed" "$D/uselib")" "the program using it: output identical"
 LD_LIBRARY_PATH="$D/lib-probed" KPREWRITE_REPORT=1 "$D/uselib" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "the library's probes count (lib_scale 777, lib_sum 1)"
+# the exported names stay in its dynamic string table (KPRW_NAME_DYN): not in the table
+objcopy -O binary -j .kprewrite.table "$D/lib-probed/libpb.so" "$D/table.bin"
+ok $([ -s "$D/table.bin" ] && ! grep -q lib_scale "$D/table.bin"; echo $?) \
+    "its exported names are read from its .dynstr, not copied into the probe table"
+
 $CC -O2 -DDLOPEN -o "$D/dlopenlib" "$S/prebuilt-lib.c" -ldl
 KP --probe main "$D/dlopenlib" >/dev/null 2>&1   # the runtime is loaded (and initialised) before the dlopen
 is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it with dlopen: output identical"

@@ -28,7 +28,8 @@
 #define KPRW_VERSION 5             /* 2: int3 entries, out-of-line copies; 3: return probes;
                                         4: 28-byte entries, original bytes shared in the
                                         strings, unnamed functions named by address;
-                                        5: fixups, short jumps (KPRW_F_JUMP8) */
+                                        5: fixups, short jumps (KPRW_F_JUMP8), names in
+                                        the image's dynamic string table */
 #define KPRW_VERSION_MIN 4         /* the oldest a reader accepts: 4 differs only in
                                       having neither */
 
@@ -61,7 +62,9 @@ struct kprw_table {
     uint32_t nentries;
     uint32_t strings_off;            /* from the header */
     uint32_t strings_size;
-    uint32_t text_used;              /* bytes of .kprewrite.text in use */
+    int32_t dynstr_rel;              /* version 5: the image's dynamic string table
+                                        (DT_STRTAB) - header, where KPRW_NAME_DYN names
+                                        are (0: none is); version 4: text bytes used */
     int64_t state_rel;               /* .kprewrite.data - header */
     int64_t tramp_rel;               /* return trampoline - header (0: no return probes) */
     uint32_t flags;                  /* enum kprw_table_flags */
@@ -113,6 +116,11 @@ enum kprw_table_flags {
  * .eh_frame bounds): its name is "fde@0x" and the function's link-time
  * address in lower-case hex, link_addr + site_rel - offset. */
 #define KPRW_NAME_FDE 0xffffffffu
+/* An entry's name_off with this bit (and not KPRW_NAME_FDE): the name is
+ * the image's own, at (name_off & ~KPRW_NAME_DYN) in its dynamic string
+ * table (dynstr_rel), which is in memory anyway: a library's exported
+ * names are not copied into the table. */
+#define KPRW_NAME_DYN 0x80000000u
 
 /* One probe point. Addresses are 32-bit offsets from the header (the pool
  * lies within rel32 reach of the code it probes). The strings hold the

@@ -266,6 +266,14 @@ static int retarget(const struct image *img, uint8_t *out, const struct probe *p
     return 0;
 }
 
+/* Is name one of the image's dynamic strings, which the runtime finds in
+ * memory (a whole string: it ends there too)? */
+static bool in_dynstr(const struct pool_sections *ps, const char *name)
+{
+    return ps->dynstr_vaddr && ps->dynstr && name >= ps->dynstr && name < ps->dynstr + ps->dynstr_size &&
+           (size_t)(name - ps->dynstr) < KPRW_NAME_DYN && memchr(name, 0, ps->dynstr_size - (size_t)(name - ps->dynstr));
+}
+
 static bool bakeable(const struct probe *p)
 {
     return p->verdict == V_OPTIMIZED || p->verdict == V_INT3;
@@ -379,6 +387,13 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
      * its section is big enough, and a measured pool has size 0. */
     uint64_t text_size = measure ? 0 : ps->text->size;
 
+    /* the dynamic string table, where names may be left (in_dynstr) */
+    int64_t dynstr_rel64 = ps->dynstr_vaddr ? (int64_t)(ps->dynstr_vaddr - ps->table->addr) : 0;
+    int32_t dynstr_rel = (int32_t)dynstr_rel64;
+    struct pool_sections psn = *ps;
+    if (dynstr_rel64 != dynstr_rel)
+        psn.dynstr_vaddr = 0, dynstr_rel = 0;   /* out of reach: copy the names */
+    ps = &psn;
     size_t data_need = n * sizeof(struct kprw_state);
     struct kprw_table *t = (void *)table;
     /* entries and strings are built here, then copied when they fit */
@@ -588,7 +603,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             char fde[32];
             snprintf(fde, sizeof fde, "fde@0x%" PRIx64, (uint64_t)(p->addr - p->off));
             int64_t name = !kernel && strcmp(p->sym, fde) == 0 ? (int64_t)KPRW_NAME_FDE
-                                                               : strtab_add(&strs, p->sym, strlen(p->sym) + 1);
+                         : in_dynstr(ps, p->sym) ? (int64_t)(KPRW_NAME_DYN | (uint32_t)(p->sym - ps->dynstr))
+                                                 : strtab_add(&strs, p->sym, strlen(p->sym) + 1);
             int64_t obytes = strtab_add(&strs, orig, site_len);
             if (name < 0 || obytes < 0) {
                 snprintf(err, errlen, "%s: out of memory", img->path);
@@ -657,7 +673,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         t->strings_off = (uint32_t)((char *)str - (char *)t);
         t->strings_size = (uint32_t)strings_size;
         t->link_addr = ps->table->addr;
-        t->text_used = (uint32_t)text_used;
+        t->dynstr_rel = dynstr_rel;
         t->state_rel = (int64_t)(ps->data->addr - ps->table->addr);
         t->tramp_rel = tramp ? (int64_t)(tramp - ps->table->addr) : 0;
         if (call_kret)

@@ -15,6 +15,13 @@ struct pool_sections {
      * runtime's __kprewrite_enter: no save, no frame for a count-only
      * hit), when the pool has the fifth slot; see detour.c */
     bool compact_entries;
+    /* the names kprobes are registered by may be the image's own: a name
+     * in [dynstr, dynstr + dynstr_size) (the bytes of the input's
+     * .dynstr) is stored as its offset there (KPRW_NAME_DYN), and the
+     * table points at the output's DT_STRTAB, dynstr_vaddr (0: none) */
+    const char *dynstr;
+    size_t dynstr_size;
+    uint64_t dynstr_vaddr;
     /* vmlinux: the kernel runtime's dispatcher (kprewrite_dispatch), called
      * directly by the detours; the image has no slot section */
     uint64_t kernel_dispatch;

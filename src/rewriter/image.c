@@ -335,6 +335,30 @@ bool image_symbol(const struct image *img, const char *name, uint64_t *value)
     return false;
 }
 
+bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value)
+{
+    size_t phnum = 0;
+    if (elf_getphdrnum(img->elf, &phnum) != 0)
+        return false;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(img->elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC || ph.p_offset > img->map_size ||
+            ph.p_filesz > img->map_size - ph.p_offset)
+            continue;
+        for (uint64_t off = 0; off + sizeof(Elf64_Dyn) <= ph.p_filesz; off += sizeof(Elf64_Dyn)) {
+            Elf64_Dyn d;
+            memcpy(&d, img->map + ph.p_offset + off, sizeof d);
+            if (d.d_tag == DT_NULL)
+                break;
+            if (d.d_tag == tag) {
+                *value = d.d_un.d_val;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 bool image_is_code_cb(void *img, uint64_t vaddr)
 {
     return image_is_exec_addr(img, vaddr);

@@ -54,6 +54,8 @@ const struct section *image_section_at(const struct image *img, uint64_t vaddr);
 bool image_is_exec_addr(const struct image *img, uint64_t vaddr);
 /* Callback form for x86_is_code_fn. */
 bool image_is_code_cb(void *img, uint64_t vaddr);
+/* The value of the first entry tagged tag of the dynamic section (PT_DYNAMIC). */
+bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value);
 /* The value of a defined symbol of .symtab named name (the first one). */
 bool image_symbol(const struct image *img, const char *name, uint64_t *value);
 const char *image_kind_name(enum image_kind k);

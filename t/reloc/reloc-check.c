@@ -452,6 +452,15 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         snprintf(name, sizeof name, "fde@0x%llx", (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
     else if (e->name_off < strsz && memchr(strs + e->name_off, 0, strsz - e->name_off))
         snprintf(name, sizeof name, "%s", strs + e->name_off);
+    else if ((e->name_off & KPRW_NAME_DYN) && t->version >= 5 && t->dynstr_rel) {
+        size_t av;   /* the image's own name, in its dynamic string table */
+        const char *d = (const char *)vread(&c->out, c->tab + (uint64_t)(int64_t)t->dynstr_rel +
+                                            (e->name_off & ~KPRW_NAME_DYN), &av);
+        if (d && memchr(d, 0, av))
+            snprintf(name, sizeof name, "%s", d);
+        else
+            snprintf(name, sizeof name, "(name_off 0x%x)", e->name_off);
+    }
     else
         snprintf(name, sizeof name, "(name_off 0x%x)", e->name_off);
     snprintf(ec.who, sizeof ec.who, "%s+0x%x at 0x%llx", name, e->offset, (unsigned long long)ec.site);
@@ -460,7 +469,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
     bool opt = e->verdict == KPRW_OPTIMIZED;
     if ((e->verdict != KPRW_OPTIMIZED && e->verdict != KPRW_INT3) || (e->kind != KPRW_KIND_K && e->kind != KPRW_KIND_R) ||
         e->dcr_len == 0 || e->dcr_len > KPRW_ORIG_MAX || (uint64_t)e->orig_off + e->dcr_len > strsz ||
-        (e->name_off != KPRW_NAME_FDE && e->name_off >= strsz)) {
+        (e->name_off != KPRW_NAME_FDE && !(e->name_off & KPRW_NAME_DYN) && e->name_off >= strsz)) {
         mismatch(c, &ec, R_TABLE, NULL, NULL, "malformed entry (verdict %u, kind %u, dcr_len %u, orig_off %u)",
                  e->verdict, e->kind, e->dcr_len, e->orig_off);
         return;

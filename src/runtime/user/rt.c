@@ -45,6 +45,8 @@
  * point. */
 struct pool {
     const struct kprw_table *t;
+    const char *dynstr;       /* the image's dynamic string table (KPRW_NAME_DYN) */
+    uint64_t dynspan;         /* the bytes a name there may start in */
     struct kprw_state *state;
     struct point *points;     /* mapped for every entry, handed out in fill order */
     uint32_t unready;         /* entries not filled: points[nentries - unready] is next */
@@ -259,15 +261,16 @@ static unsigned nrefused;
 /* *int3s: how many of its entries are int3 probes (when not refused). A
  * table is checked even when no more refusals can be remembered: then its
  * refusal is only said again. */
-static bool table_refused(const struct kprw_table *t, uint32_t *int3s)
+static bool table_refused(const struct kprw_table *t, uint32_t *int3s, uint64_t *dynspan)
 {
     *int3s = t->nentries;
+    *dynspan = 0;
     for (unsigned i = 0; i < nrefused; i++)
         if (refused[i] == t)
             return true;
     const char *object;
     char why[200];
-    const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, int3s, why, sizeof why);
+    const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, int3s, dynspan, why, sizeof why);
     if (!bad)
         return false;
     if (nrefused < MAX_REFUSED)
@@ -303,6 +306,16 @@ static const char *fde_name(char *buf, uint64_t addr)
     return buf;
 }
 
+/* A name in the image's dynamic string table (checked to start in it),
+ * when it ends there too; without libc. */
+static const char *dyn_name(const struct pool *p, uint64_t off)
+{
+    for (uint64_t k = off; k < p->dynspan; k++)
+        if (!p->dynstr[k])
+            return p->dynstr + off;
+    return "?";
+}
+
 /* Fill point i of p from its entry, under rt_lock; its state then leads
  * the detour's dispatcher to it. Calls nothing in libc (the first hit of a
  * point fills it from the detour, where the probed code's vector registers
@@ -320,7 +333,8 @@ static void point_fill(struct pool *p, uint32_t i)
     pt->addr = (uintptr_t)t + (uintptr_t)(intptr_t)e->site_rel;
     pt->offset = e->offset;
     pt->name = e->name_off == KPRW_NAME_FDE ? fde_name(pt->fde_name, t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset)
-                                            : strings + e->name_off;
+             : (e->name_off & KPRW_NAME_DYN) ? dyn_name(p, e->name_off & ~KPRW_NAME_DYN)
+                                             : strings + e->name_off;
     pt->flags = e->flags;
     pt->kind = e->kind;
     pt->verdict = e->verdict;
@@ -385,7 +399,8 @@ static bool add_pool(const struct kprw_table *t)
         if (p->t == t)
             return true;
     uint32_t int3s;
-    if (table_refused(t, &int3s))
+    uint64_t dynspan;
+    if (table_refused(t, &int3s, &dynspan))
         return false;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = map_points(t->nentries);
@@ -411,6 +426,8 @@ static bool add_pool(const struct kprw_table *t)
     pthread_once(&key_once, make_key);
     counters_grow(reserved);
     p->t = t;
+    p->dynspan = dynspan;
+    p->dynstr = dynspan ? (const char *)t + t->dynstr_rel : NULL;
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;

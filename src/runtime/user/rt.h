@@ -58,7 +58,9 @@ void rt_lock_drop(void);
 struct kprw_table;
 /* NULL when every offset of the table can be followed safely; else why
  * (in why, or a constant), and *object names the image (table-check.c). */
-const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, char *why, size_t len);
+/* *dynspan: the bytes a KPRW_NAME_DYN name may start in (0: none). */
+const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, uint64_t *dynspan,
+                           char *why, size_t len);
 extern struct point **rt_points;       /* by id; filled lazily: call rt_points_ready
                                           before reading them all */
 void rt_points_ready(void);            /* under rt_lock: fill every point */

@@ -108,13 +108,15 @@ static const char *const field_faults[] = {
 /* The faults of x's fields, computed without a branch: one bit each
  * when `named`, else only non-zero when there is one (no shifts: the
  * start-up pass over every entry only needs to know). */
-static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings_size, bool named)
+static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings_size, uint64_t dynspan, bool named)
 {
     unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED, s = named;
+    uint32_t name = x->name_off, dyn = (name & KPRW_NAME_DYN) && name != KPRW_NAME_FDE;
     return ((kind != KPRW_KIND_K) & (kind != KPRW_KIND_R)) |
            (!opt & (verdict != KPRW_INT3)) << s |
            ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < ((x->flags & KPRW_F_JUMP8) ? 2u : 5u)))) << 2 * s |   /* 0 wraps */
-           ((x->name_off >= strings_size) & (x->name_off != KPRW_NAME_FDE)) << 3 * s |
+           ((!dyn & (name >= strings_size) & (name != KPRW_NAME_FDE)) |
+            (dyn & ((uint64_t)(name & ~KPRW_NAME_DYN) >= dynspan))) << 3 * s |
            ((uint64_t)x->orig_off + len > strings_size) << 4 * s;
 }
 
@@ -122,14 +124,14 @@ static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings
  * bounds of the sites, jumps those of the code the entries jump to;
  * *int3s counts the entries that are not optimized. Accumulates instead
  * of branching. */
-static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings_size, struct span *sites,
-                        struct span *jumps, uint32_t *int3s)
+static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings_size, uint64_t dynspan,
+                        struct span *sites, struct span *jumps, uint32_t *int3s)
 {
     unsigned wrong = 0, int3 = 0;
     int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
     for (uint32_t i = 0; i < n; i++) {
         const struct kprw_entry *x = &e[i];
-        wrong |= entry_faults(x, strings_size, false);
+        wrong |= entry_faults(x, strings_size, dynspan, false);
         int3 += x->verdict != KPRW_OPTIMIZED;
         int64_t site = x->site_rel, to = x->code_rel;
         unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
@@ -144,9 +146,11 @@ static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings
     return !wrong;
 }
 
-const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, char *why, size_t len)
+const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, uint64_t *dynspan,
+                           char *why, size_t len)
 {
     *int3s = 0;
+    *dynspan = 0;
     struct object o = { .want = t, .name = "?" };
     *object = "?";
     if (!dl_iterate_phdr(find_object, &o))
@@ -175,6 +179,15 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (t->nentries && (t->strings_size == 0 || !in_segment(&o, (uintptr_t)strings, t->strings_size, PF_R, PF_W) ||
                         strings[t->strings_size - 1] != 0))
         return "the string table lies outside the table's segment or is not terminated";
+    /* names in the image's dynamic string table: the readable bytes from
+     * there to the end of its segment (a name's end is looked for within) */
+    if (t->version >= 5 && t->dynstr_rel) {
+        uintptr_t ds = at(t, t->dynstr_rel);
+        int h = -1;
+        if (!in_segment_at(&o, &h, ds, 1, PF_R, 0))
+            return "the dynamic string table lies outside the object";
+        *dynspan = o.hi[h] - ds < o.file_end[h] - ds ? o.hi[h] - ds : o.file_end[h] - ds;
+    }
     struct kprw_state *st = (void *)at(t, t->state_rel);
     if (t->nentries && !in_segment(&o, (uintptr_t)st, (uint64_t)t->nentries * sizeof *st, PF_R | PF_W, PF_X))
         return "the state array lies outside a writable, non-executable segment";
@@ -196,7 +209,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
      * every function); when it finds something wrong, the second pass
      * below finds which entry and says why. */
     struct span sites, jumps;
-    bool fields_ok = fields_sane(e, t->nentries, t->strings_size, &sites, &jumps, int3s);
+    bool fields_ok = fields_sane(e, t->nentries, t->strings_size, *dynspan, &sites, &jumps, int3s);
     if (fields_ok && !states_zero)
         for (uint32_t k = 0; k < t->nentries; k++)
             fields_ok &= st[k].rt == NULL;   /* the detours would follow it: only the runtime sets it */
@@ -205,7 +218,7 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     uint32_t i = 0;
     for (; !fields_ok && i < t->nentries && !bad; i++) {
         x = &e[i];
-        unsigned faults = entry_faults(x, t->strings_size, true);
+        unsigned faults = entry_faults(x, t->strings_size, *dynspan, true);
         if (faults)
             bad = field_faults[__builtin_ctz(faults)];
         else if (!states_zero && st[i].rt)
@@ -229,7 +242,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (bad) {   /* i is one past the bad entry */
         snprintf(why, len, "entry %u (%.60s+0x%x): %s", i - 1,
                  x->name_off < t->strings_size ? strings + x->name_off
-                 : x->name_off == KPRW_NAME_FDE ? "fde@" : "?", x->offset, bad);
+                 : x->name_off == KPRW_NAME_FDE ? "fde@" : (x->name_off & KPRW_NAME_DYN) ? "(dynamic name)" : "?",
+                 x->offset, bad);
         return why;
     }
     return NULL;
