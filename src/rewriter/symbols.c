@@ -90,9 +90,10 @@ static int read_symtab(const struct image *img, const struct section *s, struct 
         struct raw *r = vec_push(raws);
         if (!r)
             goto oom;
-        /* Prefer global over weak over local names, symtab over dynsym,
-         * and names without a '.' suffix. */
-        int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (s->type == SHT_SYMTAB) +
+        /* Prefer global over weak over local names, dynsym over symtab
+         * (the same name, but in .dynstr, which is loaded: the probe table
+         * need not copy it, KPRW_NAME_DYN), and names without a '.' suffix. */
+        int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (s->type == SHT_DYNSYM) +
                    (strchr(name, '.') ? 0 : 8);
         *r = (struct raw){ sym.st_value, sym.st_size, name, rank, FO_SYMBOL };
     }
