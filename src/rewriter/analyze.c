@@ -12,54 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Compact instruction boundary kept for probed functions. */
-struct cinsn {
-    uint32_t off;
-    uint8_t len, kind, flags;
-};
-
-struct fstate {
-    struct cinsn *insns;
-    size_t n;
-    uint64_t decode_fail;    /* first undecodable address, 0 if none */
-};
-
-enum ref_kind { REF_BRANCH, REF_JTABLE, REF_PAD, REF_TABLE, REF_ENDBR };
-
-/* Something that may transfer control to target. */
-struct ref {
-    uint64_t target, from;
-    uint8_t kind;            /* enum ref_kind */
-    uint8_t table;           /* REF_TABLE: enum ktable_id */
-    uint8_t width;           /* REF_JTABLE: the entry's size (4: relative to base) */
-    bool retargetable;       /* REF_JTABLE: from a table bounded by its check */
-    uint64_t entry, base;    /* REF_JTABLE: the entry's address, the table's */
-};
-
-/* A jump table entry (REF_JTABLE). */
-struct ref_table {
-    uint64_t entry, base;
-    uint8_t width;
-    bool relative, bounded;
-};
-
-struct refs { struct ref *v; size_t n, cap; };
-
-struct state {
-    const struct image *img;
-    const struct symbols *sy;
-    const struct kfacts *kf;
-    uint8_t *probed;         /* per function: has probes to analyse */
-    uint8_t *fam_probed;     /* per family head (parent): some member has probes */
-    uint64_t *taint;         /* per family head: first unproven indirect jump */
-    uint8_t *ends;           /* per function: its last instruction does not fall through */
-    struct fstate *fs;       /* per function (filled for probed ones) */
-    struct refs refs;
-    struct analysis_stats *st;
-    struct taken taken;      /* code addresses the image materializes, built at
-                                the first unproven indirect jump (user images) */
-    int taken_state;         /* 0 not built, 1 built, -1 failed */
-};
+#include "analysis.h"
 
 static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
 {
@@ -116,7 +69,7 @@ static bool got_slot(const struct image *img, uint64_t slot)
 /* The code addresses the image materializes (taken.c), built once. User
  * images only: a kernel computes addresses in ways this does not see (its
  * tables, alternatives), so there every unproven jump stays one. */
-static const struct taken *taken_set(struct state *s)
+const struct taken *taken_set(struct state *s)
 {
     if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
         return NULL;
@@ -338,10 +291,7 @@ static int landing_pads(struct state *s)
     return 0;
 }
 
-static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
+void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
 {
     va_list ap;
     if (v != V_OPTIMIZED) {   /* the tactics of a jump are moot */
@@ -360,7 +310,7 @@ static void set(struct probe *p, enum verdict v, enum kp_reason r, const char *f
     }
 }
 
-static size_t find_insn(const struct fstate *f, uint32_t off)
+size_t find_insn(const struct fstate *f, uint32_t off)
 {
     size_t a = 0, b = f->n;
     while (a < b) {
@@ -371,7 +321,7 @@ static size_t find_insn(const struct fstate *f, uint32_t off)
 }
 
 /* First ref with from < target... in (lo, hi): lo < target < hi. */
-static const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi)
+const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi)
 {
     size_t a = 0, b = r->n;
     while (a < b) {
@@ -399,11 +349,11 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
     if (!r)
         r = kfacts_blacklisted(s->kf, fn->start);
     if (r) {
-        set(p, V_REFUSED, KP_R_BLACKLISTED, "%s", ktable_name(r->table));
+        probe_set(p, V_REFUSED, KP_R_BLACKLISTED, "%s", ktable_name(r->table));
         return true;
     }
     if (parent != fn && (r = kfacts_blacklisted(s->kf, parent->start))) {
-        set(p, V_REFUSED, KP_R_BLACKLISTED, "piece of %s (%s)", parent->name, ktable_name(r->table));
+        probe_set(p, V_REFUSED, KP_R_BLACKLISTED, "piece of %s (%s)", parent->name, ktable_name(r->table));
         return true;
     }
     return false;
@@ -427,14 +377,14 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
     size_t nlen = strcspn(fn->name, "@");
     for (size_t k = 0; k < sizeof twice / sizeof twice[0]; k++)
         if (strlen(twice[k]) == nlen && strncmp(fn->name, twice[k], nlen) == 0) {
-            set(p, V_REFUSED, KP_R_RETURNS_TWICE, "%s", twice[k]);
+            probe_set(p, V_REFUSED, KP_R_RETURNS_TWICE, "%s", twice[k]);
             return true;
         }
     /* A call leaves the return address on top: CFA = %rsp + 8. A piece of
      * a function (its .cold part, a landing pad) starts with its parent's
      * frame, and its top of stack is the parent's data */
     if (!call_entry(s, fn)) {
-        set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
+        probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
         return true;
     }
     bool leaves = f->decode_fail != 0;   /* undecoded bytes may hold its ret */
@@ -445,7 +395,7 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
         if (!b)
             continue;
         if (x86_switches_stack(b, avail < f->insns[i].len ? avail : f->insns[i].len)) {
-            set(p, V_REFUSED, KP_R_STACK_SWITCH, "loads %%rsp at 0x%llx", (unsigned long long)a);
+            probe_set(p, V_REFUSED, KP_R_STACK_SWITCH, "loads %%rsp at 0x%llx", (unsigned long long)a);
             return true;
         }
         if (f->insns[i].kind == XK_RET || f->insns[i].kind == XK_JMP_IND) {
@@ -457,7 +407,7 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
         }
     }
     if (!leaves) {
-        set(p, V_REFUSED, KP_R_NORETURN, "no ret and no jump out of %s", fn->name);
+        probe_set(p, V_REFUSED, KP_R_NORETURN, "no ret and no jump out of %s", fn->name);
         return true;
     }
     return false;
@@ -471,7 +421,7 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
  * starts where it did. */
 /* A byte of what assemblers pad with: int3, or the nop encodings
  * (90, 66 90, 0f 1f /0 with their 2e, 40/44/80/84 and 00 bytes). */
-static bool is_pad_byte(uint8_t c)
+bool is_pad_byte(uint8_t c)
 {
     switch (c) {
     case 0xcc: case 0x90: case 0x66: case 0x2e: case 0x0f: case 0x1f:
@@ -532,13 +482,13 @@ static void dcr_text(const struct state *s, struct probe *p, const struct func *
 
 /* The int3 verdict of a point with fewer than 5 bytes to its function's
  * end. */
-static void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra)
+void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra)
 {
     if (fn->end - fn->start < X86_JMP32_LEN)
-        set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long%s", (unsigned long long)(fn->end - fn->start),
+        probe_set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long%s", (unsigned long long)(fn->end - fn->start),
             extra ? extra : "");
     else
-        set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s%s", len, fn->name, extra ? extra : "");
+        probe_set(p, V_INT3, KP_R_CROSSES_FUNCTION, "%u bytes to the end of %s%s", len, fn->name, extra ? extra : "");
 }
 
 /* Is the probe's DCR instruction boundary at a (strictly inside)? */
@@ -622,7 +572,7 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     if (why) {
         char d[160];
         describe_ref(r, d, sizeof d);
-        set(p, V_INT3, KP_R_JUMP_INTO_DCR, "%s%s", d, why);
+        probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "%s%s", d, why);
         free(v);
         return false;
     }
@@ -661,12 +611,12 @@ static void judge(struct state *s, struct probe *p)
     }
     if (i == f->n || f->insns[i].off != off) {
         if (f->decode_fail && p->addr >= f->decode_fail) {
-            set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
+            probe_set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
             return;
         }
         uint64_t before = fn->start + f->insns[i - 1].off;
         uint64_t after = i < f->n ? fn->start + f->insns[i].off : before + f->insns[i - 1].len;
-        set(p, V_REFUSED, KP_R_NOT_INSN_BOUNDARY, "inside the instruction at 0x%llx; boundaries 0x%llx and 0x%llx",
+        probe_set(p, V_REFUSED, KP_R_NOT_INSN_BOUNDARY, "inside the instruction at 0x%llx; boundaries 0x%llx and 0x%llx",
             (unsigned long long)before, (unsigned long long)before, (unsigned long long)after);
         return;
     }
@@ -674,7 +624,7 @@ static void judge(struct state *s, struct probe *p)
     /* Every probe runs its first instruction out of line (the int3 path
      * resumes at a copy of it), so that one must be relocatable. */
     if (!x86_relocatable(&pi, &why)) {
-        set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
+        probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
         return;
     }
     const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr, pi.len);
@@ -682,13 +632,13 @@ static void judge(struct state *s, struct probe *p)
         if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == X86_JMP32_LEN) {
             p->notes |= NOTE_FENTRY_TAKEOVER;
         } else {
-            set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
+            probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
             p->reason_arg = ktable_name(rs->table);
             return;
         }
     }
     if (kfacts_extable_in(s->kf, p->addr, p->addr + 1)) {
-        set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
+        probe_set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
         return;
     }
 
@@ -698,7 +648,7 @@ static void judge(struct state *s, struct probe *p)
         len += f->insns[j].len;
     dcr_text(s, p, fn, f, i, j, len);
     if (f->decode_fail) {
-        set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
+        probe_set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
         return;
     }
     p->code_len = p->dcr_len;
@@ -728,7 +678,7 @@ static void judge(struct state *s, struct probe *p)
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
         if (!x86_relocatable(&in, &why)) {
-            set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
+            probe_set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
             return;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
@@ -748,19 +698,19 @@ static void judge(struct state *s, struct probe *p)
     }
     rs = kfacts_reserved_overlap(s->kf, p->addr + pi.len, len - pi.len);
     if (rs) {
-        set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
+        probe_set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
         p->reason_arg = ktable_name(rs->table);
         return;
     }
     uint64_t ex = kfacts_extable_in(s->kf, fn->start, fn->end);
     if (ex) {
-        set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
+        probe_set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
         return;
     }
     /* An indirect jump lands on an instruction: inside a DCR of one, it
      * could only land in the middle of it */
     if (s->taint[fn->parent] && j - i > 1) {
-        set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
+        probe_set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
         return;
     }
     if (s->taint[fn->parent])
@@ -771,7 +721,7 @@ static void judge(struct state *s, struct probe *p)
     for (size_t k = i + 1; tk && k < j; k++) {
         uint64_t a = fn->start + f->insns[k].off;
         if (taken_inside(tk, a - 1, a + 1)) {
-            set(p, V_INT3, KP_R_JUMP_INTO_DCR, "address 0x%llx is taken (an indirect jump may land there)",
+            probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "address 0x%llx is taken (an indirect jump may land there)",
                 (unsigned long long)a);
             return;
         }
@@ -780,7 +730,7 @@ static void judge(struct state *s, struct probe *p)
         return;
     if (has_call) {
         if (s->img->kind == IMG_VMLINUX || call_inside) {
-            set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
+            probe_set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
             return;
         }
         p->notes |= NOTE_CALL_KEPT;
@@ -795,7 +745,7 @@ static void judge(struct state *s, struct probe *p)
     p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry;
     if (!p->at_entry && !x86_flags_dead(image_read_cb, (void *)s->img, p->addr, fn->end))
         p->notes |= NOTE_FLAGS_SAVED;
-    set(p, V_OPTIMIZED, KP_R_NONE, NULL);
+    probe_set(p, V_OPTIMIZED, KP_R_NONE, NULL);
 }
 
 static int cmp_probe_addr(const void *a, const void *b)
@@ -823,180 +773,11 @@ static int resolve_overlaps(struct probe_list *probes)
             continue;
         for (size_t j = i + 1; j < n && v[j]->addr < a->addr + a->dcr_len; j++)
             if (v[j]->addr > a->addr) {
-                set(a, V_INT3, KP_R_OVERLAPS_PROBE, "probe at 0x%llx", (unsigned long long)v[j]->addr);
+                probe_set(a, V_INT3, KP_R_OVERLAPS_PROBE, "probe at 0x%llx", (unsigned long long)v[j]->addr);
                 break;
             }
     }
     free(v);
-    return 0;
-}
-
-struct span { uint64_t lo, hi; };
-
-static int cmp_span(const void *a, const void *b)
-{
-    const struct span *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* The first span of v (sorted, not overlapping) that overlaps [lo, hi). */
-static const struct span *span_overlap(const struct span *v, size_t n, uint64_t lo, uint64_t hi)
-{
-    size_t a = 0, b = n;
-    while (a < b) {   /* first span ending after lo */
-        size_t m = (a + b) / 2;
-        if (v[m].hi <= lo) a = m + 1; else b = m;
-    }
-    return a < n && v[a].lo < hi ? &v[a] : NULL;
-}
-
-/* Padding between functions, where trampolines may go: after a function
- * whose last instruction does not fall through, up to the next function
- * (or the section's end), the bytes assemblers pad with that nothing
- * branches into. Sorted, at least 5 bytes each. */
-static int padding_runs(const struct state *s, struct span **out, size_t *nout)
-{
-    struct span *v = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < s->sy->nfuncs; i++) {
-        const struct func *fn = &s->sy->funcs[i];
-        if (!s->ends[i] || fn->size_guessed)
-            continue;
-        const struct section *sec = image_section_at(s->img, fn->end);
-        if (!sec || !sec->data || !(sec->flags & SHF_EXECINSTR))
-            continue;
-        uint64_t hi = sec->addr + sec->size;
-        if (i + 1 < s->sy->nfuncs && s->sy->funcs[i + 1].start < hi)
-            hi = s->sy->funcs[i + 1].start;
-        uint64_t lo = fn->end, a = lo;
-        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && is_pad_byte(*b); a++, b++)
-            ;
-        const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
-        if (r)
-            a = r->target;
-        if (a - lo < X86_JMP32_LEN)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct span *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return -1;
-            }
-            v = nv;
-        }
-        v[n++] = (struct span){ lo, a };
-    }
-    *out = v;
-    *nout = n;
-    return 0;
-}
-
-/* A 5-byte trampoline slot starting within [lo, hi], taken from the runs
- * (their lo moves past it); 0 when none is free there. */
-static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi)
-{
-    size_t a = 0, b = n;
-    while (a < b) {   /* first run ending after lo */
-        size_t m = (a + b) / 2;
-        if (runs[m].hi <= lo) a = m + 1; else b = m;
-    }
-    for (; a < n && runs[a].lo <= hi; a++) {
-        uint64_t at = runs[a].lo > lo ? runs[a].lo : lo;
-        if (at <= hi && at + X86_JMP32_LEN <= runs[a].hi) {
-            if (at == runs[a].lo)
-                runs[a].lo += X86_JMP32_LEN;
-            else
-                runs[a].hi = at;   /* the bytes above stay unused: simpler than splitting */
-            return at;
-        }
-    }
-    return 0;
-}
-
-/* The tactics that need every verdict first: a branch re-pointed to a copy
- * must not lie in bytes another probe owns (they may be put back, or run
- * out of line), and rel8 branches and short sites need a trampoline in
- * padding within rel8 reach. A probe that cannot have what it needs goes
- * int3. */
-static int place_tactics(struct state *s, struct probe_list *probes)
-{
-    size_t n = 0, nruns = 0;
-    bool any = false;
-    for (size_t i = 0; i < probes->n; i++)
-        any |= probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & (NOTE_RETARGET | NOTE_JUMP8));
-    if (!any)
-        return 0;
-    struct span *owned = malloc(probes->n * sizeof *owned), *runs = NULL;
-    if (!owned || padding_runs(s, &runs, &nruns) < 0) {
-        free(owned);
-        return -1;
-    }
-    for (size_t i = 0; i < probes->n; i++) {
-        const struct probe *p = &probes->v[i];
-        if (p->verdict == V_REFUSED || p->func == SIZE_MAX)
-            continue;
-        unsigned first = p->dcr_len;
-        if (p->verdict == V_INT3) {
-            size_t avail;
-            struct x86_insn in;
-            const uint8_t *b = image_read(s->img, p->addr, &avail);
-            first = b ? x86_decode(b, avail, p->addr, &in) : 1;
-        }
-        owned[n++] = (struct span){ p->addr, p->addr + (first ? first : 1) };
-    }
-    sort_array(owned, n, sizeof *owned, cmp_span);
-    /* merge overlaps (twins at one address) so that the search holds */
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (m && owned[k].lo < owned[m - 1].hi) {
-            if (owned[k].hi > owned[m - 1].hi)
-                owned[m - 1].hi = owned[k].hi;
-        } else {
-            owned[m++] = owned[k];
-        }
-    }
-    n = m;
-    /* the padding the padding tactic's jumps reach into is taken */
-    for (size_t k = 0; k < nruns; k++) {
-        const struct span *o = span_overlap(owned, n, runs[k].lo, runs[k].hi);
-        for (; o && o < owned + n && o->lo < runs[k].hi; o++)
-            if (o->hi > runs[k].lo)
-                runs[k].lo = o->hi < runs[k].hi ? o->hi : runs[k].hi;
-    }
-    for (size_t i = 0; i < probes->n; i++) {
-        struct probe *p = &probes->v[i];
-        if (p->verdict != V_OPTIMIZED)
-            continue;
-        for (size_t k = 0; k < p->nretargets; k++) {
-            struct retarget *t = &p->retargets[k];
-            if (t->kind != RT_BRANCH && t->kind != RT_BRANCH8)
-                continue;
-            const struct span *o = span_overlap(owned, n, t->at, t->at + t->len);
-            if (o) {
-                set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx, in bytes the probe at 0x%llx owns",
-                    (unsigned long long)t->at, (unsigned long long)t->target, (unsigned long long)o->lo);
-                break;
-            }
-            if (t->kind == RT_BRANCH8) {
-                uint64_t end = t->at + t->len;
-                t->tramp = take_slot(runs, nruns, end - 128, end + 127);
-                if (!t->tramp) {
-                    set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx; a rel8, and no padding within its "
-                        "reach for a trampoline", (unsigned long long)t->at, (unsigned long long)t->target);
-                    break;
-                }
-            }
-        }
-        if (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8)) {
-            uint64_t end = p->addr + X86_JMP8_LEN;
-            p->tramp = take_slot(runs, nruns, end - 128, end + 127);
-            if (!p->tramp)
-                short_verdict(p, &s->sy->funcs[p->func], p->dcr_len, "; no padding within rel8 reach for a trampoline");
-        }
-    }
-    free(owned);
-    free(runs);
     return 0;
 }
 
