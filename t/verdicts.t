@@ -18,22 +18,22 @@ is "k  f_endbr+0x4  [OPTIMIZED]  dcr 7: push %rbx; mov %rdi, %rbx; mov %rbx, %ra
    "$(check1 "$V" f_endbr)" "SYM+0 on endbr64 is placed after it and says so"
 is "$("$KPREWRITE" --check --probe f_endbr "$V" | cut -c1-16)" "$("$KPREWRITE" --check --probe f_endbr+4 "$V" | cut -c1-16)" \
    "SYM+4 on endbr64 is the same address"
-is "k  f_short+0x0  [INT3] too-short (the function is 3 bytes long; no padding within rel8 reach for a trampoline)  dcr 2: xor %eax, %eax" \
+is "k  f_short+0x0  [INT3] too-short (the function is 3 bytes long; no room within rel8 reach for a trampoline)  dcr 2: xor %eax, %eax" \
    "$(check1 "$V" f_short)" "too-short: no padding within 128 bytes for the short jump's trampoline"
 is "k  f_padded+0x0  [OPTIMIZED]  dcr 5: xor %eax, %eax; ret  [the jump ends in the padding after the function]" \
    "$(check1 "$V" f_padded)" "padding tactic: a 3-byte function whose jump ends in the padding after it"
-short8='\[OPTIMIZED\]  dcr 2: xor %eax, %eax  \[a jmp rel8 to a trampoline in padding: the function is shorter than a jmp rel32\]$'
+short8='\[OPTIMIZED\]  dcr 2: xor %eax, %eax  \[a jmp rel8 to a trampoline: the function is shorter than a jmp rel32\]$'
 like "$short8" "$(check1 "$V" f_padtight)" "padding tactic: not when the next function starts within the jump (a short jump instead)"
 like "$short8" "$(check1 "$V" f_padjumped)" "padding tactic: not when a branch targets the padding (a short jump instead)"
 like 'summary: tactics: 1 plain jump, 1 jump into the padding after the function, 1 short jump to a trampoline, 1 with 1 branches or table entries re-pointed to the copy; 0 one-instruction' \
    "$("$KPREWRITE" --check --summary --probe f_padded --probe f_opt --probe f_padtight --probe f_switch+27 "$V" 2>&1)" \
    "--summary counts the tactics"
-like '"tactics": \{"jump": 1, "padding": 1, "short_jump": 1, "retarget": 1, "retargeted": 1, "one_instruction": 0\}' \
+like '"tactics": \{"jump": 1, "padding": 1, "short_jump": 1, "retarget": 1, "retargeted": 1, "one_instruction": 0, "evicted_windows": 0\}' \
    "$("$KPREWRITE" --check --json --probe f_padded --probe f_opt --probe f_padtight --probe f_switch+27 "$V" 2>&1)" \
    "--json counts the tactics"
-is "k  f_tail+0x7  [INT3] crosses-function (2 bytes to the end of f_tail; no padding within rel8 reach for a trampoline)  dcr 2: add %esi, %eax" \
+is "k  f_tail+0x7  [INT3] crosses-function (2 bytes to the end of f_tail; no room within rel8 reach for a trampoline)  dcr 2: add %esi, %eax" \
    "$(check1 "$V" f_tail+7)" "crosses-function: no padding for the short jump's trampoline"
-is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_jumpin 2); a rel8, and no padding within its reach for a trampoline)  dcr 5: xor %eax, %eax; add \$0x1, %eax" \
+is "k  f_jumpin+0x0  [INT3] jump-into-dcr (branch at $(a f_jumpin 7) to $(a f_jumpin 2); a rel8, and no room within its reach for a trampoline)  dcr 5: xor %eax, %eax; add \$0x1, %eax" \
    "$(check1 "$V" f_jumpin)" "jump-into-dcr names the branch, a rel8 with no room for a trampoline"
 is "k  f_jumpin+0x2  [OPTIMIZED]  dcr 5: add \$0x1, %eax; cmp %edi, %eax" \
    "$(check1 "$V" f_jumpin+2)" "a branch to the DCR's first byte is fine"

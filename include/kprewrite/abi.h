@@ -163,7 +163,10 @@ enum kprw_fixup_kind {
     KPRW_FIX_BRANCH = 1,             /* a rel32 branch re-pointed */
     KPRW_FIX_BRANCH8 = 2,            /* a rel8 branch re-pointed to a trampoline */
     KPRW_FIX_TABLE = 3,              /* a jump-table entry re-pointed */
-    KPRW_FIX_TRAMPOLINE = 4,         /* a jmp rel32 written into padding */
+    KPRW_FIX_TRAMPOLINE = 4,         /* a jmp rel32 written into padding, or into an evicted window */
+    KPRW_FIX_EVICT = 5,              /* a window of instructions evicted for trampolines: a jmp
+                                        rel32 to a stub that runs them out of line and jumps
+                                        back, then int3 (or trampolines, fixups of their own) */
 };
 
 /* Live state, one per entry, in .kprewrite.data: 8 bytes, so that the

@@ -15,6 +15,7 @@ struct analysis_stats {
                                  materializes no address inside itself (taken.c) */
     size_t ijmp_load;         /* through a pointer loaded from memory */
     size_t ijmp_tail;         /* tail calls: the frame at its entry state (CFI) */
+    size_t evictions;         /* windows of instructions evicted for trampolines */
     size_t landing_pads;
 };
 

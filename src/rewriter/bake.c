@@ -450,6 +450,29 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         text_used = (text_used + len + 15) & ~(size_t)15;
     }
 
+    /* windows evicted for trampolines: a jmp to a stub running them, then
+     * int3 where trampolines go (written with their probes, below) */
+    for (size_t w = 0; w < probes->nev; w++) {
+        const struct eviction *ev = &probes->ev[w];
+        size_t avail;
+        const uint8_t *orig = image_read(img, ev->at, &avail);
+        uint64_t at = ps->text->addr + text_used;
+        uint8_t win[256];
+        char derr[200];
+        size_t len = orig && avail >= ev->len ? x86_emit_ool(at, ev->at, orig, ev->len, det, derr, sizeof derr) : 0;
+        if (!len || !x86_emit_jmp32(ev->at, at, win)) {
+            snprintf(err, errlen, "%s: the window evicted at 0x%llx: %s", img->path, (unsigned long long)ev->at,
+                     len ? "the pool is out of jump reach" : orig ? derr : "not in the file");
+            goto fail;
+        }
+        memset(win + X86_JMP32_LEN, 0xcc, ev->len - X86_JMP32_LEN);
+        if (fix(img, out, ev->at, win, ev->len, KPRW_FIX_EVICT, ps->table->addr, &strs, &fx, err, errlen) < 0)
+            goto fail;
+        if (text_used + len <= text_size)
+            memcpy(text + text_used, det, len);
+        text_used += len;
+    }
+
     if (returns) {
         /* one return trampoline for the image, first in the text */
         uint64_t at = ps->text->addr + text_used;

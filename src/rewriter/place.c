@@ -2,6 +2,7 @@
 #include "analysis.h"
 #include "../arch/x86/decode.h"
 #include "sort.h"
+#include "kprewrite/abi.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,19 +95,137 @@ static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi)
  * out of line), and rel8 branches and short sites need a trampoline in
  * padding within rel8 reach. A probe that cannot have what it needs goes
  * int3. */
+/* Where trampolines may go, and what may not be evicted (place_tactics). */
+struct room {
+    struct state *s;
+    struct span *runs;          /* free bytes: padding, the tails of evicted windows */
+    size_t nruns, capruns;
+    struct span *busy;          /* no window there: owned bytes, re-pointed branches, windows */
+    size_t nbusy, capbusy;
+    struct probe_list *probes;  /* evictions are listed in it */
+    size_t capev;
+};
+
+static bool grow(void **v, size_t *cap, size_t n, size_t elt)
+{
+    if (n < *cap)
+        return true;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*v, c * elt);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = c;
+    return true;
+}
+
+static bool busy_at(const struct room *r, uint64_t lo, uint64_t hi)
+{
+    for (size_t k = 0; k < r->nbusy; k++)   /* few: owned bytes are checked apart */
+        if (r->busy[k].lo < hi && r->busy[k].hi > lo)
+            return true;
+    return false;
+}
+
+/* The window of whole instructions of f from instruction k, at least
+ * EVICT_MIN bytes, that may run out of line: relocatable, a call only at
+ * its end, nothing landing on an instruction after its first (no branch,
+ * table, pad, materialized address, unproven jump), no byte another probe
+ * owns or a re-pointed branch uses. Its length, or 0. */
+#define EVICT_MIN (2 * X86_JMP32_LEN)   /* the jump to its stub, one trampoline */
+static unsigned window_at(const struct room *r, const struct func *fn, const struct fstate *f, size_t k,
+                          const struct span *owned, size_t nowned)
+{
+    struct state *s = r->s;
+    const struct taken *tk = taken_set(s);
+    uint64_t a = fn->start + f->insns[k].off;
+    unsigned len = 0;
+    size_t j = k;
+    for (; j < f->n && len < EVICT_MIN; j++) {
+        struct x86_insn in = { .addr = fn->start + f->insns[j].off, .len = f->insns[j].len,
+                               .kind = f->insns[j].kind, .flags = f->insns[j].flags };
+        const char *why;
+        if (!x86_relocatable(&in, &why))
+            return 0;
+        if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && len + in.len < EVICT_MIN)
+            return 0;   /* a call returns into the window: only as its last */
+        if (j > k && tk && taken_inside(tk, in.addr - 1, in.addr + 1))
+            return 0;
+        len += in.len;
+    }
+    if (len < EVICT_MIN || len > KPRW_ORIG_MAX || (s->taint[fn->parent] && j - k > 1) ||
+        ref_into(&s->refs, a, a + len) || span_overlap(owned, nowned, a, a + len) || busy_at(r, a, a + len))
+        return 0;
+    return len;
+}
+
+/* A trampoline slot starting within [lo, hi] in a window evicted for it,
+ * from a probed function around there; 0 when there is none. */
+static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct span *owned, size_t nowned)
+{
+    struct state *s = r->s;
+    const struct symbols *sy = s->sy;
+    if (s->img->kind == IMG_VMLINUX)
+        return 0;
+    /* the functions overlapping [lo - EVICT_MIN, hi]: a window starts 5
+     * bytes before its first slot */
+    size_t a = 0, b = sy->nfuncs;
+    uint64_t from = lo - X86_JMP32_LEN;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (sy->funcs[m].end <= from) a = m + 1; else b = m;
+    }
+    for (; a < sy->nfuncs && sy->funcs[a].start <= hi; a++) {
+        const struct func *fn = &sy->funcs[a];
+        const struct fstate *f = &s->fs[a];
+        if (!s->probed[a] || !f->insns || f->decode_fail)
+            continue;   /* refs into unprobed functions are not kept: unknown */
+        for (size_t k = 0; k < f->n; k++) {
+            uint64_t at = fn->start + f->insns[k].off, slot = at + X86_JMP32_LEN;
+            if (slot < lo)
+                continue;
+            if (slot > hi)
+                break;
+            unsigned len = window_at(r, fn, f, k, owned, nowned);
+            if (!len || !grow((void **)&r->probes->ev, &r->capev, r->probes->nev, sizeof *r->probes->ev) ||
+                !grow((void **)&r->busy, &r->capbusy, r->nbusy, sizeof *r->busy))
+                continue;
+            r->probes->ev[r->probes->nev++] = (struct eviction){ at, (uint8_t)len };
+            r->busy[r->nbusy++] = (struct span){ at, at + len };
+            if (len - X86_JMP32_LEN >= 2 * X86_JMP32_LEN && grow((void **)&r->runs, &r->capruns, r->nruns, sizeof *r->runs)) {
+                /* room for more: the rest of the tail is a run of its own */
+                r->runs[r->nruns++] = (struct span){ slot + X86_JMP32_LEN, at + len };
+                sort_array(r->runs, r->nruns, sizeof *r->runs, cmp_span);
+            }
+            s->st->evictions++;
+            return slot;
+        }
+    }
+    return 0;
+}
+
+/* A slot within [lo, hi]: in padding, else in an evicted window. */
+static uint64_t slot_for(struct room *r, uint64_t lo, uint64_t hi, const struct span *owned, size_t nowned)
+{
+    uint64_t t = take_slot(r->runs, r->nruns, lo, hi);
+    return t ? t : evict_for(r, lo, hi, owned, nowned);
+}
+
 int place_tactics(struct state *s, struct probe_list *probes)
 {
-    size_t n = 0, nruns = 0;
+    size_t n = 0;
     bool any = false;
     for (size_t i = 0; i < probes->n; i++)
         any |= probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & (NOTE_RETARGET | NOTE_JUMP8));
     if (!any)
         return 0;
-    struct span *owned = malloc(probes->n * sizeof *owned), *runs = NULL;
-    if (!owned || padding_runs(s, &runs, &nruns) < 0) {
+    struct room r = { .s = s, .probes = probes };
+    struct span *owned = malloc(probes->n * sizeof *owned);
+    if (!owned || padding_runs(s, &r.runs, &r.nruns) < 0) {
         free(owned);
         return -1;
     }
+    r.capruns = r.nruns;
     for (size_t i = 0; i < probes->n; i++) {
         const struct probe *p = &probes->v[i];
         if (p->verdict == V_REFUSED || p->func == SIZE_MAX)
@@ -119,6 +238,10 @@ int place_tactics(struct state *s, struct probe_list *probes)
             first = b ? x86_decode(b, avail, p->addr, &in) : 1;
         }
         owned[n++] = (struct span){ p->addr, p->addr + (first ? first : 1) };
+        /* a branch to be re-pointed may not be evicted */
+        for (size_t k = 0; p->verdict == V_OPTIMIZED && k < p->nretargets; k++)
+            if (p->retargets[k].kind <= RT_BRANCH8 && grow((void **)&r.busy, &r.capbusy, r.nbusy, sizeof *r.busy))
+                r.busy[r.nbusy++] = (struct span){ p->retargets[k].at, p->retargets[k].at + p->retargets[k].len };
     }
     sort_array(owned, n, sizeof *owned, cmp_span);
     /* merge overlaps (twins at one address) so that the search holds */
@@ -133,11 +256,11 @@ int place_tactics(struct state *s, struct probe_list *probes)
     }
     n = m;
     /* the padding the padding tactic's jumps reach into is taken */
-    for (size_t k = 0; k < nruns; k++) {
-        const struct span *o = span_overlap(owned, n, runs[k].lo, runs[k].hi);
-        for (; o && o < owned + n && o->lo < runs[k].hi; o++)
-            if (o->hi > runs[k].lo)
-                runs[k].lo = o->hi < runs[k].hi ? o->hi : runs[k].hi;
+    for (size_t k = 0; k < r.nruns; k++) {
+        const struct span *o = span_overlap(owned, n, r.runs[k].lo, r.runs[k].hi);
+        for (; o && o < owned + n && o->lo < r.runs[k].hi; o++)
+            if (o->hi > r.runs[k].lo)
+                r.runs[k].lo = o->hi < r.runs[k].hi ? o->hi : r.runs[k].hi;
     }
     for (size_t i = 0; i < probes->n; i++) {
         struct probe *p = &probes->v[i];
@@ -155,9 +278,9 @@ int place_tactics(struct state *s, struct probe_list *probes)
             }
             if (t->kind == RT_BRANCH8) {
                 uint64_t end = t->at + t->len;
-                t->tramp = take_slot(runs, nruns, end - 128, end + 127);
+                t->tramp = slot_for(&r, end - 128, end + 127, owned, n);
                 if (!t->tramp) {
-                    probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx; a rel8, and no padding within its "
+                    probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx; a rel8, and no room within its "
                         "reach for a trampoline", (unsigned long long)t->at, (unsigned long long)t->target);
                     break;
                 }
@@ -165,13 +288,13 @@ int place_tactics(struct state *s, struct probe_list *probes)
         }
         if (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8)) {
             uint64_t end = p->addr + X86_JMP8_LEN;
-            p->tramp = take_slot(runs, nruns, end - 128, end + 127);
+            p->tramp = slot_for(&r, end - 128, end + 127, owned, n);
             if (!p->tramp)
-                short_verdict(p, &s->sy->funcs[p->func], p->dcr_len, "; no padding within rel8 reach for a trampoline");
+                short_verdict(p, &s->sy->funcs[p->func], p->dcr_len, "; no room within rel8 reach for a trampoline");
         }
     }
     free(owned);
-    free(runs);
+    free(r.runs);
+    free(r.busy);
     return 0;
 }
-

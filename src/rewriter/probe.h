@@ -70,9 +70,19 @@ struct probe {
     uint64_t tramp;          /* NOTE_JUMP8: the trampoline the site's jmp rel8 goes to */
 };
 
+/* A window of instructions evicted to make room for trampolines (place.c):
+ * its first 5 bytes jump to a stub that runs the window's instructions
+ * out of line and jumps back; the rest hold trampolines (or int3). */
+struct eviction {
+    uint64_t at;
+    uint8_t len;
+};
+
 struct probe_list {
     struct probe *v;
     size_t n, cap;
+    struct eviction *ev;     /* set by the analysis */
+    size_t nev;
 };
 
 const char *verdict_name(enum verdict v);

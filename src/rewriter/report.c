@@ -20,7 +20,7 @@ static const char *note_text(unsigned bit)
     case NOTE_FLAGS_SAVED: return "flags live: saved";
     case NOTE_PADDING: return "the jump ends in the padding after the function";
     case NOTE_RETARGET: return "branches or jump-table entries into the DCR re-pointed to its copy";
-    case NOTE_JUMP8: return "a jmp rel8 to a trampoline in padding: the function is shorter than a jmp rel32";
+    case NOTE_JUMP8: return "a jmp rel8 to a trampoline: the function is shorter than a jmp rel32";
     case NOTE_ONE_INSN: return "one instruction: the function's unproven indirect jump cannot land inside it";
     case NOTE_AFTER_PAD_NOP: return "after the nop of a landing-pad piece: it is entered at its landing pad";
     }
@@ -162,8 +162,8 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
         fprintf(out, "}");
     }
     fprintf(out, ", \"tactics\": {\"jump\": %zu, \"padding\": %zu, \"short_jump\": %zu, \"retarget\": %zu, "
-            "\"retargeted\": %zu, \"one_instruction\": %zu}", c.plain, c.padding, c.jump8, c.retarget, c.retargets,
-            c.one_insn);
+            "\"retargeted\": %zu, \"one_instruction\": %zu, \"evicted_windows\": %zu}", c.plain, c.padding, c.jump8,
+            c.retarget, c.retargets, c.one_insn, st->evictions);
     fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_loaded\": %zu, \"indirect_jumps_tail\": %zu, "
             "\"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
             st->jump_tables, st->ijmp_load, st->ijmp_tail, st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
@@ -182,8 +182,8 @@ void report_summary(FILE *out, const struct probe_list *probes, const struct ana
                         reason_name((enum kp_reason)r), c.reason[v][r]);
     fprintf(out, "summary: tactics: %zu plain jump, %zu jump into the padding after the function, %zu short jump "
             "to a trampoline, %zu with %zu branches or table entries re-pointed to the copy; %zu one-instruction "
-            "DCRs despite an unproven indirect jump\n", c.plain, c.padding, c.jump8, c.retarget, c.retargets,
-            c.one_insn);
+            "DCRs despite an unproven indirect jump; %zu windows of instructions evicted for trampolines\n", c.plain,
+            c.padding, c.jump8, c.retarget, c.retargets, c.one_insn, st->evictions);
     fprintf(out, "summary: %zu functions decoded, %zu instructions, %zu jump tables recovered, "
             "%zu indirect jumps through loaded pointers, %zu tail calls (frame at entry), "
             "%zu onto taken addresses, %zu unproven, %zu landing pads\n",

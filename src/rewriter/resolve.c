@@ -176,5 +176,6 @@ void probe_list_free(struct probe_list *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i].retargets);
     free(l->v);
+    free(l->ev);
     memset(l, 0, sizeof *l);
 }

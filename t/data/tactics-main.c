@@ -5,7 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
-long t_loop(long), t_far(long);
+long t_loop(long), t_far(long), pk_before(long), pk_loop(long), pk_after(long);
+int pk_short(int);
 int t_switch(long);
 int t_short(int), t_next(int), t_short_ret(int), t_after(int);
 
@@ -22,6 +23,9 @@ static int serve(const char *stop)
             bad += t_switch(k) != (k >= 0 && k <= 2 ? 10 + k : -1);
         for (int x = 0; x < 20; x++, calls += 4)
             bad += (t_short(x) != x + 7) + (t_next(x) != 3 * x) + (t_short_ret(x) != x - 1) + (t_after(x) != (x ^ 5));
+        for (long x = 1; x <= 20; x++, calls += 4)
+            bad += (pk_before(x) != x + 40) + (pk_short((int)x) != x + 7) + (pk_loop(x) != x * (x + 1) / 2) +
+                   (pk_after(x) != x - 40);
     }
     printf("served %s, bad %ld\n", calls > 1000 ? "many calls" : "few calls", bad);
     return bad != 0;
@@ -40,6 +44,8 @@ int main(int argc, char **argv)
             sum += t_switch(k) * (k + 7);
         for (int x = 0; x < 10; x++)
             sum += t_short(x) + t_next(x) * 11 + t_short_ret(x) * 13 + t_after(x) * 17;
+        for (long x = 1; x <= 10; x++)
+            sum += pk_before(x) * 3 + pk_short((int)x) * 5 + pk_loop(x) * 7 + pk_after(x) * 11;
     }
     printf("rounds %ld sum %ld\n", rounds, sum);
     printf("t_loop(4) %ld t_far(4) %ld t_switch(1) %d t_short(1) %d t_next(2) %d t_short_ret(9) %d t_after(3) %d\n",

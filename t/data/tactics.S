@@ -82,6 +82,42 @@ t_after:                        /* x ^ 5 */
         .size t_after, .-t_after
         .p2align 4, 0xcc
 
+/* Functions packed with no padding between them (as python3.11 is built):
+ * a short one and a rel8 loop into an entry DCR find no padding within 128
+ * bytes, so windows of pk_before's and pk_after's straight code are
+ * evicted (run out of line) to make room for their trampolines. */
+        .section .text.packed,"ax",@progbits
+        .globl pk_before, pk_short, pk_loop, pk_after
+        .type pk_before,@function
+pk_before:                      /* pk_before(x) = x + 40 */
+        mov %rdi, %rax
+        .rept 40
+        add $1, %rax
+        .endr
+        ret
+        .size pk_before, .-pk_before
+        .type pk_short,@function
+pk_short:                       /* pk_short(x) = x + 7; 4 bytes */
+        lea 7(%rdi), %eax
+        ret
+        .size pk_short, .-pk_short
+        .type pk_loop,@function
+pk_loop:                        /* pk_loop(n) = n + ... + 1 */
+        xor %eax, %eax
+1:      add %rdi, %rax
+        dec %rdi
+        jnz 1b
+        ret
+        .size pk_loop, .-pk_loop
+        .type pk_after,@function
+pk_after:                       /* pk_after(x) = x - 40 */
+        mov %rdi, %rax
+        .rept 40
+        sub $1, %rax
+        .endr
+        ret
+        .size pk_after, .-pk_after
+
         .section .rodata
         .balign 4
 .Ltab:  .long .Lc0 - .Ltab, .Lc1 - .Ltab, .Lc2 - .Ltab

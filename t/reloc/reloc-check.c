@@ -438,7 +438,10 @@ static bool pad_byte(uint8_t b)
            b == 0x44 || b == 0x80 || b == 0x84;
 }
 
-static void check_entry(struct ctx *c, const struct kprw_table *t, const struct kprw_entry *e, const char *strs)
+/* window: e stands for a window evicted for trampolines (a fixup): its
+ * copy is checked as a DCR's, its bytes after the jmp by check_fixups */
+static void check_entry(struct ctx *c, const struct kprw_table *t, const struct kprw_entry *e, const char *strs,
+                        bool window)
 {
     struct entry_ctx ec;
     memset(&ec, 0, sizeof ec);
@@ -463,8 +466,11 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
     }
     else
         snprintf(name, sizeof name, "(name_off 0x%x)", e->name_off);
-    snprintf(ec.who, sizeof ec.who, "%s+0x%x at 0x%llx", name, e->offset, (unsigned long long)ec.site);
-    c->entries++;
+    if (window)
+        snprintf(ec.who, sizeof ec.who, "window evicted at 0x%llx", (unsigned long long)ec.site);
+    else
+        snprintf(ec.who, sizeof ec.who, "%s+0x%x at 0x%llx", name, e->offset, (unsigned long long)ec.site);
+    c->entries += !window;
 
     bool opt = e->verdict == KPRW_OPTIMIZED;
     if ((e->verdict != KPRW_OPTIMIZED && e->verdict != KPRW_INT3) || (e->kind != KPRW_KIND_K && e->kind != KPRW_KIND_R) ||
@@ -474,7 +480,9 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
                  e->verdict, e->kind, e->dcr_len, e->orig_off);
         return;
     }
-    if (opt)
+    if (window)
+        ;
+    else if (opt)
         c->optimized++;
     else
         c->int3++;
@@ -515,7 +523,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
             int32_t d;
             memcpy(&d, sp + 1, 4);
             good = e->dcr_len >= 5 && sp[0] == 0xe9 && ec.site + 5 + (uint64_t)(int64_t)d == ec.code;
-            for (unsigned i = 5; good && i < e->dcr_len; i++)
+            for (unsigned i = 5; good && !window && i < e->dcr_len; i++)
                 good = sp[i] == 0xcc;
         } else {
             good = sp[0] == 0xcc && memcmp(sp + 1, orig + 1, e->dcr_len - 1u) == 0;
@@ -776,6 +784,29 @@ static bool is_code_entry(const struct ctx *c, uint64_t a)
 static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct kprw_fixup *fx, uint32_t nfx,
                          const char *strs)
 {
+    /* windows evicted for trampolines: each copied out of line like a DCR
+     * (its copy's instructions join the map before it is sorted) */
+    struct range *wins = calloc(nfx ? nfx : 1, sizeof *wins);
+    size_t nwins = 0;
+    if (!wins)
+        die("out of memory");
+    for (uint32_t i = 0; i < nfx; i++) {
+        const struct kprw_fixup *f = &fx[i];
+        if (f->kind != KPRW_FIX_EVICT)
+            continue;
+        uint64_t a = c->tab + (uint64_t)(int64_t)f->site_rel;
+        size_t oa;
+        const uint8_t *op = vread(&c->out, a, &oa);
+        if (!op || oa < 5 || f->len < 10 || op[0] != 0xe9 || (uint64_t)f->orig_off + f->len > t->strings_size)
+            continue;   /* reported below */
+        int32_t d;
+        memcpy(&d, op + 1, 4);
+        struct kprw_entry w = { .site_rel = f->site_rel, .code_rel = (int32_t)(a + 5 + (uint64_t)(int64_t)d - c->tab),
+                                .name_off = KPRW_NAME_FDE, .orig_off = f->orig_off, .dcr_len = f->len,
+                                .kind = KPRW_KIND_K, .verdict = KPRW_OPTIMIZED };
+        check_entry(c, t, &w, strs, true);
+        wins[nwins++] = (struct range){ a, a + f->len };
+    }
     qsort(c->inner, c->ninner, sizeof *c->inner, cmp_inner);
     c->fixes = calloc(nfx ? nfx : 1, sizeof *c->fixes);
     if (!c->fixes)
@@ -870,8 +901,11 @@ static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct
             bool pad = true;
             for (unsigned k = 0; k < f->len; k++)
                 pad &= pad_byte(ip[k]);
+            for (size_t w = 0; w < nwins && !pad; w++)   /* or in an evicted window's tail */
+                pad = a >= wins[w].lo + 5 && a + f->len <= wins[w].hi;
             if (!pad || f->len != 5 || !rc_decode(op, f->len, a, &C) || classify(&C) != C_JMP) {
-                mismatch(c, &ec, R_FIXUP, h1, h2, "a trampoline must be a jmp written over padding");
+                mismatch(c, &ec, R_FIXUP, h1, h2, "a trampoline must be a jmp written over padding or an evicted "
+                         "window's tail");
                 break;
             }
             uint64_t to = rel_target(&C);
@@ -883,10 +917,27 @@ static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct
                          (unsigned long long)to);
             break;
         }
+        case KPRW_FIX_EVICT: {
+            /* the copy was checked above; the tail: int3, where no trampoline is */
+            bool good = f->len >= 10 && op[0] == 0xe9;
+            for (unsigned k = 5; good && k < f->len; k++) {
+                bool tr = false;
+                for (uint32_t q = 0; q < nfx && !tr; q++) {
+                    uint64_t b = c->tab + (uint64_t)(int64_t)fx[q].site_rel;
+                    tr = fx[q].kind == KPRW_FIX_TRAMPOLINE && a + k >= b && a + k < b + fx[q].len;
+                }
+                good = tr || op[k] == 0xcc;
+            }
+            if (!good)
+                mismatch(c, &ec, R_FIXUP, h1, h2, "an evicted window must be a jmp to its copy, then int3 or "
+                         "trampolines");
+            break;
+        }
         default:
             mismatch(c, &ec, R_TABLE, h1, h2, "unknown fixup kind %u", f->kind);
         }
     }
+    free(wins);
 }
 
 /* ---- where the original's code is: function symbols and FDEs ------------------ */
@@ -1326,7 +1377,7 @@ int main(int argc, char **argv)
         if (!c.codes)
             die("out of memory");
         for (uint32_t i = 0; i < t->nentries; i++) {
-            check_entry(&c, t, &e[i], strs);
+            check_entry(&c, t, &e[i], strs, false);
             uint64_t s = c.tab + (uint64_t)(int64_t)e[i].site_rel;
             c.sites[c.nsites++] = (struct range){ s, s + e[i].dcr_len };
             if (e[i].verdict == KPRW_OPTIMIZED)
