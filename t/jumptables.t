@@ -73,6 +73,39 @@ ASM
 $CC -o "$D/nobound2" "$D/nobound2.s" "$D/m.c"
 like 'f\+0x7  \[INT3\] jump-into-dcr' "$("$KPREWRITE" --check --probe f+7 "$D/nobound2")" \
     "no bound check: an entry pointing into the DCR still refuses the jump"
+# ...but a table read past its end (no bound) names no target in another
+# function: the next data, read as entries relative to this table, lands
+# in victim's DCR; compilers put no other function's labels in a switch
+cat >"$D/overread.s" <<'ASM'
+	.text
+	.globl f, victim
+	.type f,@function
+f:
+	lea 8f(%rip), %rdx
+	movslq (%rdx,%rdi,4), %rax
+	add %rdx, %rax
+	jmp *%rax
+1:	mov $1, %eax
+	ret
+2:	mov $2, %eax
+	ret
+	.size f, .-f
+	.type victim,@function
+victim:
+	xor %eax, %eax
+	mov $3, %ecx
+	ret
+	.size victim, .-victim
+	.section .rodata
+	.balign 4
+8:	.long 1b-8b, 2b-8b
+	.long victim+2-8b	/* the next data (another table's, say) */
+	.long 0x7fffffff
+	.section .note.GNU-stack,"",@progbits
+ASM
+$CC -o "$D/overread" "$D/overread.s" "$D/m.c"
+like 'victim\+0x0  \[OPTIMIZED\]' "$("$KPREWRITE" --check --probe victim --probe f "$D/overread")" \
+    "a table read past its end: what lands in another function is no target (victim stays optimized)"
 # a table-less indirect jump (a pointer from an argument) proves nothing
 cat >"$D/ptr.s" <<'ASM'
 	.text
