@@ -183,7 +183,7 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
             why=$(reasons "$L/$row.report")
             jump=$(awk -v o="$opt" -v p="$probes" 'BEGIN { if (p > 0) printf "%.1f", 100 * o / p; else print "-" }')
             if [ $rrc -ne 0 ] && [ $rrc -ne 2 ] && [ $rrc -ne 3 ] || [ ! -f "$out" ]; then
-                status="REWRITE-FAILED ($rrc)" size=- slow=- hitn=0 top=0
+                status="REWRITE-FAILED ($rrc)" size=- slow=- hitn=0 top=0 so=0 sp=0
             else
                 so=$(stat -c %s "$real"); sp=$(stat -c %s "$out")
                 size=$(awk -v a="$so" -v b="$sp" 'BEGIN { printf "%+.1f", 100 * (b - a) / a }')
@@ -236,8 +236,8 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
             fi
             printf "$fmt" "$base" "$mode" "$wl" "$probes" "$jump" "$int3" "$ref" "$size" "$rw" "$status" "$slow" "$hitn" "$top" "$why" |
                 tee -a "$W/table"
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$base" "$mode" "$wl" "$probes" "$opt" "$int3" "$ref" \
-                "$size" "$rw" "$status" "$slow" "$hitn" "$top" "$why" >>"$W/rows"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$base" "$mode" "$wl" "$probes" "$opt" "$int3" "$ref" \
+                "$size" "$rw" "$status" "$slow" "$hitn" "$top" "$why" "$so" "$sp" >>"$W/rows"
         done
     done
 done
@@ -245,14 +245,15 @@ done
 # ---- the summary ----
 {
 echo
-awk -F '\t' '{ m = $2; n[m]++; p[m] += $4; o[m] += $5; P += $4; O += $5
+awk -F '\t' '{ m = $2; n[m]++; p[m] += $4; o[m] += $5; P += $4; O += $5; so[m] += $15; sp[m] += $16
                if ($10 == "identical") ok[m]++
                if ($11 != "-" && $11 > 0) { t[m]++; lg[m] += log($11); if ($11 > w[m]) { w[m] = $11; wf[m] = $1 } } }
      END { for (i = 1; i <= 2; i++) { m = i == 1 ? "entry" : "return"; if (!(m in n)) continue
                printf "%-6s: %d rows, %d identical; ", m, n[m], ok[m]
                if (t[m]) printf "slowdown geometric mean %.2fx, worst %.2fx (%s) over the %d timed rows; ", exp(lg[m] / t[m]), w[m], wf[m], t[m]
                else printf "no timed row; "
-               printf "%.2f %% of %d function entries jump-optimized\n", (p[m] ? 100 * o[m] / p[m] : 0), p[m] }
+               printf "%.2f %% of %d function entries jump-optimized; size %+.1f %% over all files\n",
+                      (p[m] ? 100 * o[m] / p[m] : 0), p[m], (so[m] ? 100 * (sp[m] - so[m]) / so[m] : 0) }
            printf "overall: %.2f %% of %d function entries jump-optimized\n", (P ? 100 * O / P : 0), P }' "$W/rows"
 ntop=$(awk -F '\t' '$13 > 0' "$W/rows" | wc -l)
 if [ "$ntop" -gt 0 ]; then
