@@ -42,3 +42,12 @@ use_runtime() {
     RT_STATIC="-L$KP_BUILDDIR -lkprewrite-pool $KP_BUILDDIR/.libs/libkprewrite-rt.a -lpthread -ldl $KP_SAN_FLAGS"
     export LD_LIBRARY_PATH="$KP_BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
+# In a sanitizer build the runtime library is built with ASan, which must
+# come first in a process: programs not built with the sanitizer (prebuilt
+# images given the runtime) get libasan preloaded. Leak checks are off
+# (the programs under test are not ours to fix).
+preload_sanitizer() {
+    [ -n "$KP_SAN_FLAGS" ] || return 0
+    export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
+    export ASAN_OPTIONS=detect_leaks=0
+}

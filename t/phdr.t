@@ -17,10 +17,7 @@ D=$(tmpdir phdr)
 S=$KP_SRCDIR/t/data
 RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
 KP() { "$KPREWRITE" --runtime "$RTLIB" "$@"; }
-if [ -n "$KP_SAN_FLAGS" ]; then   # as in prebuilt.t: the runtime wants libasan first
-    export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
-    export ASAN_OPTIONS=detect_leaks=0
-fi
+preload_sanitizer
 hits() { awk -v s="$2+0x0" '$4 == s { print $6 }' "$1"; }
 notes() { readelf -lW "$1" | grep -c '^ *NOTE '; }
 phnum() { readelf -hW "$1" | awk '/Number of program headers/ { print $5 }'; }

@@ -14,10 +14,7 @@ D=$(tmpdir pieces)
 S=$KP_SRCDIR/t/data
 use_runtime
 RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
-if [ -n "$KP_SAN_FLAGS" ]; then   # the programs here are not built with the sanitizer
-    export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
-    export ASAN_OPTIONS=detect_leaks=0
-fi
+preload_sanitizer
 P=$D/pc
 if $CC -O2 -pthread -o "$P" "$S/pieces-main.c" "$S/pieces.S" 2>"$D/cc.err"; then ok 0 "the fixture builds"
 else ok 1 "the fixture builds ($(head -n 1 "$D/cc.err"))"; fi

@@ -14,10 +14,7 @@ KP() { "$KPREWRITE" --runtime "$RTLIB" "$@"; }
 # A sanitizer build's runtime needs libasan first in the process: the
 # programs here were not built with it, so preload it (leaks are checked by
 # the other tests of that build).
-if [ -n "$KP_SAN_FLAGS" ]; then
-    export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
-    export ASAN_OPTIONS=detect_leaks=0
-fi
+preload_sanitizer
 vg() { [ -z "$KP_SAN_FLAGS" ] && [ -n "$VALGRIND" ] && command -v "$VALGRIND" >/dev/null 2>&1; }
 # hits IMAGE-RUN-STDERR SYM: the hit count KPREWRITE_REPORT=1 printed for SYM+0x0
 hits() { awk -v s="$2+0x0" '$4 == s { print $6 }' "$1"; }

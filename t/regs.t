@@ -13,6 +13,7 @@ need "$CC"
 D=$(tmpdir regs)
 S=$KP_SRCDIR/t/data
 use_runtime
+preload_sanitizer
 export KPREWRITE_CTL_DIR="$D/ctl"
 RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
 PROBES="--probe leaf_entry --probe leaf_ret%return --probe leaf_int3 --probe leaf_int3_ret%return
@@ -63,7 +64,7 @@ for layout in shared inline; do
     "$KPREWRITE" --runtime "$RTLIB" --detours $layout $PROBES -o "$Q.$layout" "$Q" >"$D/qreport.$layout" 2>&1
     is "OPTIMIZED OPTIMIZED INT3 INT3 OPTIMIZED OPTIMIZED OPTIMIZED " "$(verdicts "$D/qreport.$layout")" \
         "prebuilt, $layout: the probes are baked with the verdicts the fixture needs"
-    is "$qwant" "$(LD_PRELOAD= "$Q.$layout" 2>&1)" "prebuilt, $layout: every register and the live flags come back"
+    is "$qwant" "$("$Q.$layout" 2>&1)" "prebuilt, $layout: every register and the live flags come back"
     rep=$(KPREWRITE_REPORT=1 "$Q.$layout" 2>&1 >/dev/null)
     is "3 3 3 3 6 2000 2000" "$(for s in leaf_entry leaf_ret leaf_int3 leaf_int3_ret leaf_mid ipa_leaf ipa_leaf2; do
         printf '%s\n' "$rep" | awk -v s="$s" '$4 ~ "^"s"\\+" { print $6; exit }'; done | tr '\n' ' ' | sed 's/ $//')" \

@@ -20,8 +20,7 @@ is "k  classify+0x0  $full" "$(check1 "$D/stripped" classify --system-map "$D/Sy
 # At run time: a prebuilt stripped program names its points as kprewrite
 # did (the table stores no name for them: the runtime spells fde@ADDR from
 # the address), mid-function points included, with exact counts.
-# (a sanitizer build's runtime needs libasan first in the process, as in prebuilt.t)
-[ -n "$KP_SAN_FLAGS" ] && export LD_PRELOAD="$($CC -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0
+preload_sanitizer
 cp "$D/stripped" "$D/probed"
 mid=$(( $("$KPREWRITE" --check --probe "fde@0x$a" "$D/stripped" | sed -n 's/.*dcr \([0-9]*\):.*/\1/p') ))
 "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe '*' --probe "fde@0x$a+$mid" \

@@ -13,6 +13,7 @@ need "$CC" cmp objcopy
 D=$(tmpdir tactics)
 S=$KP_SRCDIR/t/data
 use_runtime
+preload_sanitizer
 RTLIB=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
 export KPREWRITE_CTL_DELAY_MS=0
 export KPREWRITE_CTL_DIR="$D/ctl"

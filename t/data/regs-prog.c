@@ -59,11 +59,13 @@ static int check(const char *name, long (*fn)(void), int round, long di, long si
 
 /* -fipa-ra: these callers may keep values in caller-saved registers
  * across the calls (checked by their results) */
-__attribute__((noinline, noclone)) long ipa_leaf(long x) { return x * 3 + 1; }
-__attribute__((noinline, noclone)) long ipa_leaf2(long x) { return x ^ 0x55; }
-__attribute__((noinline, noclone)) long ipa_caller(long a, long b, long c, long d, long e)
+/* (unsigned: the products wrap, which is defined) */
+__attribute__((noinline, noclone)) unsigned long ipa_leaf(unsigned long x) { return x * 3 + 1; }
+__attribute__((noinline, noclone)) unsigned long ipa_leaf2(unsigned long x) { return x ^ 0x55; }
+__attribute__((noinline, noclone)) unsigned long ipa_caller(unsigned long a, unsigned long b, unsigned long c,
+                                                            unsigned long d, unsigned long e)
 {
-    long r = ipa_leaf(a);
+    unsigned long r = ipa_leaf(a);
     r += ipa_leaf(b) + a + b + c + d + e;
     r += ipa_leaf2(c) * a * b * c * d * e;
     return r + ipa_leaf2(d) + a - b + c - d + e;
@@ -138,10 +140,10 @@ int main(int argc, char **argv)
         bad |= check("leaf_mid", (long (*)(void))leaf_mid, round, 3, 9, 1);
         bad |= check("leaf_mid", (long (*)(void))leaf_mid, round, 9, 3, 0);
     }
-    long sum = 0;
-    for (long i = 0; i < 1000; i++)
+    unsigned long sum = 0;
+    for (unsigned long i = 0; i < 1000; i++)
         sum += ipa_caller(i, i + 1, i + 2, i + 3, i + 4);
-    printf("ipa_caller sum %ld\n", sum);
+    printf("ipa_caller sum %lu\n", sum);
 #ifdef WITH_RUNTIME
     if (handlers)
         printf("handlers: pre %ld ret %ld bad %ld\n", seen_pre, seen_ret, seen_bad);
