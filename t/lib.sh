@@ -13,6 +13,15 @@ is() { # WANT GOT DESCRIPTION
         printf '# want: %s\n# got:  %s\n' "$1" "$2"
     fi
 }
+isnt() { # UNWANTED GOT DESCRIPTION
+    T=$((T + 1))
+    if [ "$1" != "$2" ]; then
+        echo "ok $T - $3"
+    else
+        echo "not ok $T - $3"
+        printf '# got what it should not: %s\n' "$2"
+    fi
+}
 like() { # ERE GOT DESCRIPTION
     T=$((T + 1))
     if printf '%s\n' "$2" | grep -Eq -- "$1"; then

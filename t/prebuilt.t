@@ -54,7 +54,8 @@ P=$D/prog-fPIE
 cp "$P" "$D/retagged"
 dynoff=$(readelf -d "$P" | sed -n 's/^Dynamic section at offset \(0x[0-9a-f]*\).*/\1/p')
 idx=$(readelf -d "$P" | awk '/^ *0x/ { n++ } /6b707277/ { print n - 1; exit }')
-printf '\100' | LD_PRELOAD= dd of="$D/retagged" bs=1 seek=$((dynoff + idx * 16 + 8)) conv=notrunc 2>/dev/null
+low=$(od -An -tu1 -j $((dynoff + idx * 16 + 8)) -N1 "$P" | tr -d ' ')   # the value's low byte, 64 off
+printf "\\$(printf %03o $((low ^ 64)))" | LD_PRELOAD= dd of="$D/retagged" bs=1 seek=$((dynoff + idx * 16 + 8)) conv=notrunc 2>/dev/null
 KPREWRITE_REPORT=1 "$D/retagged" 1000 abc >"$D/retagged.out" 2>"$D/retagged.hits"
 is "$("$P.orig" 1000 abc)|" "$(cat "$D/retagged.out")|$(hits "$D/retagged.hits" mix)" \
     "a KPRW_DT_TABLE edited to name no segment's start arms nothing: output identical, no hits"

@@ -114,8 +114,8 @@ done
 ok $([ -n "$e" ]; echo $?) "p1 has entry ${e:-?}"
 E=$((TOFF + 64 + ${e:-0} * 28))   # struct kprw_entry: 28 bytes after the 64-byte header
 # put BYTES (printf escapes) at OFFSET of a copy NAME, then run it
-hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION
-    cp "$H" "$D/$1"
+hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION (a copy of $HBASE, or $H)
+    cp "${HBASE:-$H}" "$D/$1"
     printf "$3" | dd of="$D/$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
     out=$(KPREWRITE_REPORT=1 "$D/$1" plain 2>"$D/$1.err"); rc=$?
     is "0|$want_plain" "$rc|$out" "$5: the program runs, output unchanged"
@@ -134,7 +134,12 @@ hostile site $E '\000\000\000\100' "entry $e \(p1\+0x0\): site outside executabl
 hostile detour $((E + 4)) '\100\000\000\000' "entry $e \(p1\+0x0\): detour outside executable code" \
     "a detour into the table"
 hostile name $((E + 8)) '\377\377\377\177' "entry $e \(\?\+0x0\): name outside the string table" "a name past the strings"
-hostile orig $((E + 16)) '\376\377\377\377' "entry $e \(p1\+0x0\): original bytes outside the string table" \
+# (p1's copy needed no relocation: its original bytes are in its copy, flag
+# KPRW_F_ORIG_AT_COPY in byte 24; without the flag they are in the strings)
+ok $([ "$(od -An -tu1 -j $((E + 24)) -N1 "$H" | tr -d ' ')" -ge 32 ]; echo $?) "p1 keeps its original bytes in its copy"
+cp "$H" "$D/noflag"
+printf '\000' | dd of="$D/noflag" bs=1 seek=$((E + 24)) conv=notrunc 2>/dev/null
+HBASE=$D/noflag hostile orig $((E + 16)) '\376\377\377\377' "entry $e \(p1\+0x0\): original bytes outside the string table" \
     "original bytes past the strings"
 # struct kprw_entry's bytes: 23 dcr_len, 25 kind, 26 verdict
 hostile kind $((E + 25)) 'x' "entry $e \(p1\+0x0\): unknown kind" "an unknown kind"

@@ -53,6 +53,11 @@ enum kprw_entry_flags {
      * rel32 to the detour) in the padding between functions, not a jmp
      * rel32: the function is shorter than 5 bytes (dcr_len >= 2) */
     KPRW_F_JUMP8       = 1u << 4,
+    /* the site's original bytes are the first dcr_len bytes at code +
+     * ool_off (a copy that needed no relocation), not in the strings:
+     * orig_off is unused. (Set only in tables that carry
+     * KPRW_T_ORIG_AT_COPY, which older runtimes refuse.) */
+    KPRW_F_ORIG_AT_COPY = 1u << 5,
 };
 
 struct kprw_table {
@@ -92,11 +97,15 @@ enum kprw_table_flags {
     /* Compact detours (kprobes at call entries) call the slots' fifth
      * pointer (__kprewrite_enter): the runtime fills it in an added pool. */
     KPRW_T_ENTER = 1u << 4,
+    /* Entries may keep their original bytes in their copy
+     * (KPRW_F_ORIG_AT_COPY): a user-space table, about an eighth smaller. */
+    KPRW_T_ORIG_AT_COPY = 1u << 5,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a
  * calling convention it does not follow. */
-#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER)
+#define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER | \
+                      KPRW_T_ORIG_AT_COPY)
 
 /* .kprewrite.slot: the dispatcher, the return handler, the return-probe
  * entry and return, the compact detours' entry. A slot section of 16, 24
@@ -132,7 +141,8 @@ struct kprw_entry {
                                         copy of the first instruction - header */
     uint32_t name_off;               /* symbol name, in the strings; or KPRW_NAME_FDE */
     uint32_t offset;                 /* from the symbol */
-    uint32_t orig_off;               /* the site's dcr_len original bytes, in the strings */
+    uint32_t orig_off;               /* the site's dcr_len original bytes, in the strings
+                                        (unless KPRW_F_ORIG_AT_COPY) */
     uint16_t hook_off;               /* kind 'r', optimized: where the probed function returns
                                         into its detour when a return probe took the call,
                                         from code (0: none) */

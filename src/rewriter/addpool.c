@@ -1,11 +1,18 @@
 /*
  * Adding a pool to an image that was not linked with the runtime. Code and
  * data keep their addresses: two PT_LOADs are appended after the highest
- * one (in reach of the text for rel32 jumps; a third with ROOM_MOVE below),
- * and the pieces of the dynamic linking data that must grow (.dynamic for
- * one more DT_NEEDED and the tag naming the table, KPRW_DT_TABLE; .dynstr
- * for the runtime's path) are copied into them and re-pointed; the old
- * copies stay where they were, unused.
+ * one (in reach of the text for rel32 jumps; a third with ROOM_MOVE below).
+ * The dynamic linking data must grow: .dynamic by one more DT_NEEDED and
+ * the tag naming the table (KPRW_DT_TABLE), .dynstr by the runtime's path.
+ * Each grows in place where it can - .dynamic into the spare DT_NULLs GNU
+ * ld leaves, .dynstr over what follows it once that (the symbol version
+ * tables, in practice) moves into the pool - and is otherwise copied into
+ * the pool and re-pointed, the old copy staying where it was, unused. The
+ * file grows by little more than the probes' table and detours: the new
+ * PT_LOADs start in the file where the loaded part ends (each maps at the
+ * same offset in a page of its own, so no page of padding is written), and
+ * the non-allocated tail (section names, symbols, debug link, section
+ * headers) moves after them rather than staying as a dead copy.
  *
  * The new PT_LOADs need entries in the program header table. Where that
  * table lies matters to three readers: the kernel passes its address to
@@ -41,136 +48,21 @@
  *   not keep working.
  */
 #include "addpool.h"
+#include "addpool-plan.h"
 #include "kprewrite/abi.h"
 
-#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PAGE 0x1000u
-#define NEW_LOADS 3
-#define NEW_SECTIONS 4
 #define SPARE_DYN 3   /* DT_NULLs left for later tools */
-
-static uint64_t up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
-
-struct plan {
-    const Elf64_Ehdr *eh;
-    const Elf64_Phdr *ph;
-    size_t phnum, first_load, last_load, dyn_ph, interp_ph;
-    uint64_t vend;
-    const Elf64_Dyn *dyn;
-    size_t ndyn;                  /* entries before DT_NULL */
-    uint64_t strtab, strsz;
-    const uint8_t *dynstr;        /* its file bytes */
-    bool has_runtime;             /* a DT_NEEDED names libkprewrite-rt already */
-    bool interp;                  /* PT_INTERP: an executable (a library has none) */
-    size_t dynamic_sec, dynstr_sec;
-};
-
-static int fail(char *err, size_t errlen, const char *path, const char *what)
-{
-    snprintf(err, errlen, "%s: %s", path, what);
-    return -1;
-}
-
-/* The file bytes at vaddr, len of them, through the PT_LOADs. */
-static const uint8_t *at_vaddr(const struct image *img, const struct plan *p, uint64_t vaddr, uint64_t len)
-{
-    for (size_t i = 0; i < p->phnum; i++) {
-        const Elf64_Phdr *ph = &p->ph[i];
-        if (ph->p_type == PT_LOAD && vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr <= ph->p_filesz &&
-            len <= ph->p_filesz - (vaddr - ph->p_vaddr) && ph->p_offset + ph->p_filesz <= img->map_size)
-            return img->map + ph->p_offset + (vaddr - ph->p_vaddr);
-    }
-    return NULL;
-}
-
-static int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
-{
-    const char *path = img->path;
-    memset(p, 0, sizeof *p);
-    p->eh = (const Elf64_Ehdr *)img->map;
-    if (p->eh->e_phentsize != sizeof(Elf64_Phdr) || p->eh->e_phnum == 0 || p->eh->e_phnum == PN_XNUM ||
-        p->eh->e_phoff % 8 || p->eh->e_phoff > img->map_size || (uint64_t)p->eh->e_phnum * sizeof(Elf64_Phdr) > img->map_size - p->eh->e_phoff)
-        return fail(err, errlen, path, "malformed program headers: cannot add a pool");
-    if (p->eh->e_shnum + NEW_SECTIONS >= SHN_LORESERVE || p->eh->e_shstrndx == 0 || p->eh->e_shstrndx >= img->nsecs)
-        return fail(err, errlen, path, "too many sections, or no section name table: cannot add a pool");
-    p->ph = (const Elf64_Phdr *)(img->map + p->eh->e_phoff);
-    p->phnum = p->eh->e_phnum;
-    p->dyn_ph = p->interp_ph = SIZE_MAX;
-    p->first_load = p->last_load = SIZE_MAX;
-    bool interp = false;
-    for (size_t i = 0; i < p->phnum; i++) {
-        const Elf64_Phdr *ph = &p->ph[i];
-        if (ph->p_type == PT_LOAD) {
-            if (p->first_load == SIZE_MAX)
-                p->first_load = i;
-            p->last_load = i;
-            if (ph->p_vaddr + ph->p_memsz > p->vend)
-                p->vend = ph->p_vaddr + ph->p_memsz;
-        }
-        if (ph->p_type == PT_DYNAMIC)
-            p->dyn_ph = i;
-        if (ph->p_type == PT_INTERP) {
-            interp = p->interp = true;
-            p->interp_ph = i;
-        }
-    }
-    if (p->dyn_ph == SIZE_MAX || (img->ehdr.e_type == ET_EXEC && !interp))
-        return fail(err, errlen, path, "a static executable: the runtime cannot be loaded into it (no dynamic "
-                    "linking); relink it with `pkg-config --libs kprewrite-rt` to probe it");
-    if (p->last_load == SIZE_MAX)
-        return fail(err, errlen, path, "no PT_LOAD segment");
-    const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
-    if (dp->p_offset > img->map_size || dp->p_filesz > img->map_size - dp->p_offset)
-        return fail(err, errlen, path, "PT_DYNAMIC lies past the end of the file");
-    if (dp->p_offset % 8)   /* the loader reads it as an array of Elf64_Dyn */
-        return fail(err, errlen, path, "PT_DYNAMIC is misaligned in the file");
-    p->dyn = (const Elf64_Dyn *)(img->map + dp->p_offset);
-    size_t max = dp->p_filesz / sizeof(Elf64_Dyn);
-    for (p->ndyn = 0; p->ndyn < max && p->dyn[p->ndyn].d_tag != DT_NULL; p->ndyn++) {
-        if (p->dyn[p->ndyn].d_tag == DT_STRTAB)
-            p->strtab = p->dyn[p->ndyn].d_un.d_ptr;
-        if (p->dyn[p->ndyn].d_tag == DT_STRSZ)
-            p->strsz = p->dyn[p->ndyn].d_un.d_val;
-    }
-    if (p->ndyn == max)
-        return fail(err, errlen, path, "the dynamic section has no DT_NULL");
-    if (!p->strtab || !p->strsz || !(p->dynstr = at_vaddr(img, p, p->strtab, p->strsz)) ||
-        p->dynstr[p->strsz - 1] != 0)
-        return fail(err, errlen, path, "no usable dynamic string table (DT_STRTAB, DT_STRSZ)");
-    for (size_t i = 0; i < p->ndyn; i++) {
-        if ((p->dyn[i].d_tag != DT_NEEDED && p->dyn[i].d_tag != DT_SONAME) || p->dyn[i].d_un.d_val >= p->strsz)
-            continue;
-        const char *name = (const char *)p->dynstr + p->dyn[i].d_un.d_val;
-        const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-        if (p->dyn[i].d_tag == DT_NEEDED && strncmp(base, "libkprewrite-rt.so", 18) == 0)
-            p->has_runtime = true;
-        /* the dynamic loader runs before any library is loaded: its own
-         * DT_NEEDED is never read, and its first probe hit would trap */
-        if (p->dyn[i].d_tag == DT_SONAME && (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld64.so", 7) == 0))
-            return fail(err, errlen, path, "the dynamic loader: it runs before any library, so the runtime cannot "
-                        "be loaded into it");
-    }
-    p->dynamic_sec = p->dynstr_sec = SIZE_MAX;
-    for (size_t i = 1; i < img->nsecs; i++) {
-        const struct section *s = &img->secs[i];
-        if (s->type == SHT_DYNAMIC && s->addr == dp->p_vaddr)
-            p->dynamic_sec = i;
-        if (s->type == SHT_STRTAB && (s->flags & SHF_ALLOC) && s->addr == p->strtab)
-            p->dynstr_sec = i;
-    }
-    return 0;
-}
 
 uint64_t pool_add_text_addr(const struct image *img, char *err, size_t errlen)
 {
     struct plan p;
     if (plan_read(img, &p, err, errlen) < 0)
         return 0;
-    return up(p.vend, PAGE);
+    return up(p.vend, PAGE) + up(img->map_size, 64) % PAGE;
 }
 
 static Elf64_Shdr section(uint32_t name, uint64_t flags, uint64_t addr, uint64_t off, uint64_t size, uint64_t align)
@@ -201,186 +93,376 @@ enum room {
     ROOM_MOVE,    /* a larger table at the end of the file, in a PT_LOAD of its own */
 };
 
-/* ROOM_GROW: where the grown table lies and what it grows over. */
-struct grow {
-    size_t l0;            /* the PT_LOAD holding the table */
-    uint64_t l0_filesz;   /* its size, larger when the table reaches past its end */
-    uint64_t bs, be;      /* the sections that move, by vaddr (bs == be: the room was free) */
-    uint64_t fs;          /* the file offset of bs */
+static const char *const section_names[NEW_SECTIONS] = { KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA,
+                                                         KPRW_SEC_SLOT };
+
+/* A section's alignment in the file (1 for 0, and at most a page). */
+static uint64_t sec_align(const struct image *img, const struct section *s)
+{
+    Elf64_Shdr sh;   /* (pool_add checked the section header table lies in the file) */
+    memcpy(&sh, img->map + img->ehdr.e_shoff + s->index * sizeof sh, sizeof sh);
+    uint64_t a = sh.sh_addralign;
+    return a <= 1 ? 1 : a > PAGE || (a & (a - 1)) ? PAGE : a;
+}
+
+/* Where everything goes (pool_add plans it all before writing a byte). */
+struct layout {
+    enum room room;
+    bool two;                  /* an rw- PT_LOAD of its own; else state and slots end the last rw- one */
+    bool add_needed;           /* no DT_NEEDED names the runtime yet */
+    bool str_in_place;         /* the runtime's path goes at the end of .dynstr, where it lies */
+    bool dyn_in_place;         /* .dynamic is rewritten where it lies */
+    size_t notes[2];           /* PT_NOTE entries that become PT_LOADs (SIZE_MAX: none) */
+    size_t nnew;               /* program headers after */
+    struct grow g;
+    struct block blk[2];       /* moved: [0] what the table grew over, [1] what .dynstr grew over */
+    uint64_t rtlen, dynsz, da;
+    size_t dyn_cap;            /* entries .dynamic has room for where it lies */
+    uint64_t vb_da, vb_sl, vb_end;   /* one-note libraries: state and slots after the last rw- memory */
+    uint64_t keep;             /* the original file bytes kept where they are */
+    uint64_t fx, vx, tb, off_ds, dsz, off_dyn, off_tx, tx, xsz;   /* r-x */
+    uint64_t fw, vw, off_sl, off_da, wfile, wsz;                  /* rw- */
+    uint64_t dyn_v, dyn_f;     /* .dynamic, as it will be */
+    uint64_t phsz, vp, fp;     /* ROOM_MOVE: the new program header table */
+    uint64_t ftail;            /* where the non-allocated tail goes */
+    uint64_t fsh, shstrsz, fsht, nsh, total;
 };
 
-#define BLOCK_ALIGN 64u   /* the moved sections keep their place modulo this (none needs more) */
-
-static uint64_t end_of(uint64_t a, uint64_t n) { return a + n < a ? UINT64_MAX : a + n; }
-static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
-
-/* The dynamic tags whose value is an address (DT_CONFIG, DT_DEPAUDIT and
- * DT_AUDIT, in the address range, hold string offsets). */
-static bool addr_tag(int64_t tag)
-{
-    switch (tag) {
-    case DT_PLTGOT: case DT_HASH: case DT_STRTAB: case DT_SYMTAB: case DT_RELA: case DT_INIT: case DT_FINI:
-    case DT_REL: case DT_JMPREL: case DT_INIT_ARRAY: case DT_FINI_ARRAY: case DT_PREINIT_ARRAY:
-    case DT_SYMTAB_SHNDX: case DT_RELR: case DT_VERSYM: case DT_VERDEF: case DT_VERNEED:
-        return true;
-    case DT_CONFIG: case DT_DEPAUDIT: case DT_AUDIT:
-        return false;
-    }
-    return tag >= DT_ADDRRNGLO && tag <= DT_ADDRRNGHI;
-}
-
-/* The tag giving the extent of an address tag's data, 0 when none does. */
-static int64_t size_tag(int64_t tag)
-{
-    switch (tag) {
-    case DT_STRTAB: return DT_STRSZ;
-    case DT_RELA: return DT_RELASZ;
-    case DT_REL: return DT_RELSZ;
-    case DT_JMPREL: return DT_PLTRELSZ;
-    case DT_RELR: return DT_RELRSZ;
-    }
-    return 0;
-}
-
-static uint64_t dyn_val(const struct plan *p, int64_t tag)
-{
-    for (size_t i = 0; i < p->ndyn; i++)
-        if (p->dyn[i].d_tag == tag)
-            return p->dyn[i].d_un.d_val;
-    return 0;
-}
-
-/* A section only the headers and the dynamic tags name, so that it can live
- * anywhere: .interp, notes, symbol hash tables, .dynsym, .dynstr, symbol
- * versions, dynamic relocations. Never code or data. */
-static bool movable(const struct plan *p, const struct section *s)
-{
-    if (!(s->flags & SHF_ALLOC) || (s->flags & (SHF_WRITE | SHF_EXECINSTR | SHF_TLS)) || !s->data)
-        return false;
-    switch (s->type) {
-    case SHT_NOTE: case SHT_HASH: case SHT_GNU_HASH: case SHT_DYNSYM: case SHT_GNU_versym:
-    case SHT_GNU_verdef: case SHT_GNU_verneed: case SHT_RELA: case SHT_REL: case SHT_RELR:
-        return true;
-    case SHT_STRTAB:
-        return s->addr == p->strtab;
-    case SHT_PROGBITS:   /* .interp: exactly what PT_INTERP names */
-        return p->interp_ph != SIZE_MAX && s->addr == p->ph[p->interp_ph].p_vaddr &&
-               s->size == p->ph[p->interp_ph].p_filesz;
-    }
-    return false;
-}
-
-/* ROOM_GROW for a table of nnew entries: it stays at e_phoff, in the
- * PT_LOAD that maps it, and grows over what follows it there: bytes no
- * section uses, and movable sections (with the PT_INTERP, PT_NOTE,
- * PT_GNU_PROPERTY entries and the sized dynamic tables over them, whole),
- * which are copied into the pool. False when something else is in the way. */
-static bool plan_grow(const struct image *img, const struct plan *p, size_t nnew, struct grow *g)
+/* The file bytes from which on only non-allocated sections and the section
+ * header table lie (or zeros between them): those move after the pool.
+ * img->map_size when anything else is there (data appended to the file):
+ * then nothing moves. */
+static uint64_t plan_tail(const struct image *img, const struct plan *p)
 {
     const Elf64_Ehdr *eh = p->eh;
-    uint64_t t0 = eh->e_phoff, t1 = t0 + p->phnum * sizeof(Elf64_Phdr), t2 = t0 + nnew * sizeof(Elf64_Phdr);
-    memset(g, 0, sizeof *g);
-    g->l0 = SIZE_MAX;
-    for (size_t i = 0; i < p->phnum; i++) {
-        const Elf64_Phdr *ph = &p->ph[i];
-        if (ph->p_type == PT_LOAD && ph->p_offset <= t0 && t1 - ph->p_offset <= ph->p_filesz) {
-            g->l0 = i;
-            break;
-        }
-    }
-    if (g->l0 == SIZE_MAX || t2 > img->map_size)
-        return false;
-    const Elf64_Phdr *l0 = &p->ph[g->l0];
-    uint64_t dv = l0->p_vaddr - l0->p_offset;   /* vaddr - file offset in l0 */
-    if (dv % PAGE || end_of(t2, dv) != t2 + dv || l0->p_memsz < l0->p_filesz)
-        return false;
-    /* r: what the table grows over; b: the block that moves */
-    uint64_t r0 = t1 + dv, r1 = t2 + dv, bs = UINT64_MAX, be = 0;
-#define HIT(a0, a1) (overlaps(a0, a1, r0, r1) || (bs < be && overlaps(a0, a1, bs, be)))
-#define TAKE(a0, a1) do { \
-        if ((a0) < r0) return false; \
-        if ((a0) < bs) { bs = (a0); changed = true; } \
-        if ((a1) > be) { be = (a1); changed = true; } \
-    } while (0)
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t i = 1; i < img->nsecs; i++) {
-            const struct section *s = &img->secs[i];
-            if (s->type == SHT_NULL || s->size == 0)
-                continue;
-            uint64_t se = end_of(s->addr, s->size);
-            bool vhit = (s->flags & SHF_ALLOC) && HIT(s->addr, se);
-            bool fhit = s->type != SHT_NOBITS && HIT(end_of(s->offset, dv), end_of(end_of(s->offset, s->size), dv));
-            if (!vhit && !fhit)
-                continue;
-            if (!movable(p, s) || s->offset + dv != s->addr)
-                return false;
-            TAKE(s->addr, se);
-        }
-        for (size_t i = 0; i < p->phnum; i++) {
-            const Elf64_Phdr *ph = &p->ph[i];
-            if (i == g->l0 || ph->p_type == PT_PHDR || (ph->p_filesz == 0 && ph->p_memsz == 0))
-                continue;
-            uint64_t ve = end_of(ph->p_vaddr, ph->p_memsz);
-            if (!HIT(ph->p_vaddr, ve) && !HIT(end_of(ph->p_offset, dv), end_of(end_of(ph->p_offset, ph->p_filesz), dv)))
-                continue;
-            if ((ph->p_type != PT_INTERP && ph->p_type != PT_NOTE && ph->p_type != PT_GNU_PROPERTY) ||
-                ph->p_offset + dv != ph->p_vaddr || ph->p_filesz != ph->p_memsz || ph->p_align > BLOCK_ALIGN)
-                return false;
-            TAKE(ph->p_vaddr, ve);
-        }
-        for (size_t i = 0; i < p->ndyn; i++) {
-            int64_t st = size_tag(p->dyn[i].d_tag);
-            uint64_t a = p->dyn[i].d_un.d_ptr, ae = end_of(a, st ? dyn_val(p, st) : 0);
-            if (st && HIT(a, ae))
-                TAKE(a, ae);
-        }
-    }
-    /* an address tag into the room must name something that moves */
-    for (size_t i = 0; i < p->ndyn; i++) {
-        uint64_t a = p->dyn[i].d_un.d_ptr;
-        if (addr_tag(p->dyn[i].d_tag) && a >= r0 && a < r1 && !(a >= bs && a < be))
-            return false;
-    }
-#undef HIT
-#undef TAKE
-    if (bs < be) {
-        /* whole sections of l0, with file bytes: each keeps its place modulo BLOCK_ALIGN */
-        for (size_t i = 1; i < img->nsecs; i++) {
-            const struct section *s = &img->secs[i];
-            Elf64_Shdr sh;   /* (the caller checked the section header table lies in the file) */
-            memcpy(&sh, img->map + eh->e_shoff + s->index * sizeof sh, sizeof sh);
-            if ((s->flags & SHF_ALLOC) && s->addr >= bs && s->addr < be && sh.sh_addralign > BLOCK_ALIGN)
-                return false;
-        }
-        g->fs = bs - dv;
-        if (g->fs < l0->p_offset || g->fs - l0->p_offset > l0->p_filesz ||
-            be - bs > l0->p_filesz - (g->fs - l0->p_offset) || g->fs > img->map_size || be - bs > img->map_size - g->fs)
-            return false;
-        g->bs = bs;
-        g->be = be;
-    }
-    /* the grown table in l0: past its end only over the rest of its last
-     * page, which no other PT_LOAD maps */
-    g->l0_filesz = l0->p_filesz;
-    if (t2 - l0->p_offset > l0->p_filesz) {
-        uint64_t old_end = l0->p_vaddr + l0->p_filesz, new_end = t2 + dv;
-        if (l0->p_memsz != l0->p_filesz || l0->p_filesz == 0 || (old_end - 1) / PAGE != (new_end - 1) / PAGE)
-            return false;
-        for (size_t i = 0; i < p->phnum; i++) {
-            const Elf64_Phdr *ph = &p->ph[i];
-            if (i != g->l0 && ph->p_type == PT_LOAD &&
-                overlaps(ph->p_vaddr & ~(uint64_t)(PAGE - 1), up(end_of(ph->p_vaddr, ph->p_memsz), PAGE),
-                         old_end & ~(uint64_t)(PAGE - 1), up(new_end, PAGE)))
-                return false;
-        }
-        g->l0_filesz = g->l0_filesz + (new_end - old_end);
-    }
-    /* PT_PHDR, if any, names the table */
+    uint64_t tail = end_of(eh->e_phoff, (uint64_t)p->phnum * sizeof(Elf64_Phdr));
+    if (tail < sizeof *eh)
+        tail = sizeof *eh;
     for (size_t i = 0; i < p->phnum; i++)
-        if (p->ph[i].p_type == PT_PHDR && (p->ph[i].p_offset != t0 || p->ph[i].p_vaddr != t0 + dv))
-            return false;
-    return true;
+        if (p->ph[i].p_filesz && end_of(p->ph[i].p_offset, p->ph[i].p_filesz) > tail)
+            tail = end_of(p->ph[i].p_offset, p->ph[i].p_filesz);
+    if (tail >= img->map_size)
+        return img->map_size;
+    uint64_t sh_end = end_of(eh->e_shoff, (uint64_t)img->nsecs * sizeof(Elf64_Shdr));
+    if (eh->e_shoff < tail && sh_end > tail)
+        return img->map_size;
+    /* every byte past tail: in a non-allocated section, the section headers, or zero */
+    for (uint64_t at = tail; at < img->map_size;) {
+        uint64_t next = img->map_size;
+        bool covered = at >= eh->e_shoff && at < sh_end;
+        if (covered)
+            next = sh_end;
+        for (size_t i = 1; i < img->nsecs && !covered; i++) {
+            const struct section *s = &img->secs[i];
+            if (s->type == SHT_NOBITS || s->size == 0)
+                continue;
+            uint64_t se = end_of(s->offset, s->size);
+            if (s->offset < tail && se > tail)
+                return img->map_size;   /* straddles the end of what is loaded */
+            if (at >= s->offset && at < se) {
+                if (s->flags & SHF_ALLOC)
+                    return img->map_size;
+                covered = true;
+                next = se;
+            } else if (s->offset > at && s->offset < next)
+                next = s->offset;
+        }
+        if (!covered && eh->e_shoff > at && eh->e_shoff < next)
+            next = eh->e_shoff;
+        if (!covered)
+            for (uint64_t k = at; k < next && k < img->map_size; k++)
+                if (img->map[k])
+                    return img->map_size;
+        at = next > img->map_size ? img->map_size : next;
+    }
+    return tail;
+}
+
+/* Which way the program header table makes room (ROOM_*). */
+static int plan_room(const struct image *img, const struct plan *p, struct layout *L, char *err, size_t errlen)
+{
+    size_t nnotes = 0;
+    L->notes[0] = L->notes[1] = SIZE_MAX;
+    for (size_t i = p->phnum; i-- > 0 && nnotes < 2;)
+        if (p->ph[i].p_type == PT_NOTE)
+            L->notes[nnotes++] = i;
+    /* Two PT_NOTEs: an r-x and an rw- PT_LOAD in their place. One, in a
+     * library: one r-x PT_LOAD, and the probe state and slots as
+     * zero-filled memory added at the end of the last rw- PT_LOAD (a copy
+     * of .dynamic, if one is needed, goes in the r-x one: ld.so only reads
+     * a library's, glibc >= 2.35). Otherwise the table gets two more
+     * entries, growing in place (or, when that cannot be done, three in a
+     * new table at the end). */
+    const Elf64_Phdr *last = &p->ph[p->last_load];
+    bool lib = !p->interp;
+    L->room = ROOM_NOTES;
+    L->two = nnotes >= 2;
+    if (!L->two && !(lib && nnotes == 1 && (last->p_flags & PF_W) && last->p_vaddr + last->p_memsz == p->vend)) {
+        L->two = true;
+        L->notes[0] = L->notes[1] = SIZE_MAX;
+        L->room = plan_grow(img, p, p->phnum + 2, &L->g) ? ROOM_GROW : ROOM_MOVE;
+    }
+    if (L->room == ROOM_NOTES && !L->two)
+        L->notes[1] = SIZE_MAX;
+    L->nnew = p->phnum + (L->room == ROOM_GROW ? 2 : L->room == ROOM_MOVE ? 3 : 0);
+    if (L->nnew >= PN_XNUM)
+        return addpool_fail(err, errlen, img->path, "too many program headers: cannot add a pool");
+    const Elf64_Phdr *first = &p->ph[p->first_load];
+    if (L->room == ROOM_MOVE && (first->p_vaddr - first->p_offset) % PAGE)
+        return addpool_fail(err, errlen, img->path, "the first PT_LOAD is not page-aligned and the program header "
+                            "table cannot grow in place: cannot add a pool");
+    return 0;
+}
+
+static int plan_layout(const struct image *img, const struct plan *p, const struct pool_sizes *sz,
+                       const char *runtime, struct layout *L, char *err, size_t errlen)
+{
+    memset(L, 0, sizeof *L);
+    if (plan_room(img, p, L, err, errlen) < 0)
+        return -1;
+    L->add_needed = !p->has_runtime;
+    L->rtlen = L->add_needed ? strlen(runtime) + 1 : 0;
+    /* .dynamic: the runtime's DT_NEEDED and KPRW_DT_TABLE (replacing an old one) */
+    uint64_t ndyn = p->ndyn - (p->has_table_tag ? 1 : 0) + (L->add_needed ? 1 : 0) + 1;
+    uint64_t cap = p->dyn_cap;
+    if (p->dynamic_sec != SIZE_MAX && img->secs[p->dynamic_sec].size / sizeof(Elf64_Dyn) < cap)
+        cap = img->secs[p->dynamic_sec].size / sizeof(Elf64_Dyn);
+    L->dyn_cap = cap;
+    L->dyn_in_place = ndyn + 1 <= cap;   /* and a DT_NULL */
+    L->dynsz = L->dyn_in_place ? 0 : (ndyn + 1 + SPARE_DYN) * sizeof(Elf64_Dyn);
+    L->blk[0] = L->g.blk;
+    L->str_in_place = L->add_needed &&
+                      plan_strtab_room(img, p, L->rtlen, L->room == ROOM_GROW ? &L->g : NULL, &L->blk[1]);
+    if (!L->str_in_place)
+        memset(&L->blk[1], 0, sizeof L->blk[1]);
+    L->da = up(sz->data ? sz->data : 64, 64);
+    L->keep = plan_tail(img, p);
+
+    L->vb_da = up(p->vend, 64);
+    L->vb_sl = L->vb_da + L->da;
+    L->vb_end = L->vb_sl + KPRW_SLOTS_SIZE;
+    /* r-x: the table first (the runtime finds it there), [a copy of
+     * .dynstr], the sections that moved, [.dynamic], the detours */
+    L->fx = up(L->keep, 64);
+    L->vx = up(L->two ? p->vend : L->vb_end, PAGE) + L->fx % PAGE;
+    L->tb = up(sz->table > sizeof(struct kprw_table) ? sz->table : sizeof(struct kprw_table), 64);
+    L->off_ds = L->tb;
+    L->dsz = L->add_needed && !L->str_in_place ? p->strsz + L->rtlen : 0;
+    uint64_t ro_end = L->off_ds + L->dsz;
+    for (int i = 0; i < 2; i++)
+        if (L->blk[i].bs < L->blk[i].be) {
+            L->blk[i].off = ro_end + ((L->blk[i].bs - (L->vx + ro_end)) & (BLOCK_ALIGN - 1));
+            ro_end = L->blk[i].off + (L->blk[i].be - L->blk[i].bs);
+        }
+    L->off_dyn = up(ro_end, 8);
+    uint64_t after = L->two ? ro_end : L->off_dyn + L->dynsz;
+    L->off_tx = up(after, 64);
+    L->tx = up(sz->text ? sz->text : 16, 16);
+    L->xsz = L->off_tx + L->tx;
+    /* rw- (two): [.dynamic], slots, then the state as zero-filled memory
+     * (no bytes in the file: the runtime fills a state in when its point is
+     * first hit). The slots have file bytes (zeros), so that the segment
+     * holds a writable section with contents, as tools expect. */
+    L->fw = up(L->fx + L->xsz, 8);
+    L->vw = up(L->vx + L->xsz, PAGE) + L->fw % PAGE;
+    L->off_sl = up(L->dynsz, 8);
+    L->off_da = up(L->off_sl + KPRW_SLOTS_SIZE, 64);
+    L->wfile = L->two ? L->off_sl + KPRW_SLOTS_SIZE : 0;
+    L->wsz = L->two ? L->off_da + L->da : 0;
+    const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
+    L->dyn_v = L->dyn_in_place ? dp->p_vaddr : L->two ? L->vw : L->vx + L->off_dyn;
+    L->dyn_f = L->dyn_in_place ? dp->p_offset : L->two ? L->fw : L->fx + L->off_dyn;
+    /* ROOM_MOVE: the new table in a read-only PT_LOAD after the pool, at
+     * the vaddr every kernel computes for AT_PHDR (first PT_LOAD's p_vaddr
+     * - p_offset + e_phoff) and ld.so then finds PT_PHDR at */
+    const Elf64_Phdr *first = &p->ph[p->first_load];
+    uint64_t d0 = first->p_vaddr - first->p_offset;
+    L->phsz = L->nnew * sizeof(Elf64_Phdr);
+    if (L->room == ROOM_MOVE) {
+        L->vp = up(L->vw + L->wsz, PAGE);
+        if (up(L->fw + L->wfile, PAGE) + d0 > L->vp)
+            L->vp = up(L->fw + L->wfile, PAGE) + d0;
+        L->fp = L->vp - d0;
+    }
+    /* non-allocated: the tail's sections (when they move), .shstrtab, section headers */
+    L->ftail = L->room == ROOM_MOVE ? L->fp + L->phsz : L->two ? L->fw + L->wfile : L->fx + L->xsz;
+    uint64_t f = L->ftail;
+    for (size_t i = 1; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (s->offset >= L->keep && s->type != SHT_NOBITS && s->size && i != p->eh->e_shstrndx)
+            f = end_of(up(f, sec_align(img, s)), s->size);
+    }
+    uint64_t namesz = 0;
+    for (int i = 0; i < NEW_SECTIONS; i++)
+        namesz += strlen(section_names[i]) + 1;
+    L->fsh = f;
+    L->shstrsz = img->secs[p->eh->e_shstrndx].size + namesz;
+    L->fsht = up(L->fsh + L->shstrsz, 8);
+    L->nsh = img->nsecs + NEW_SECTIONS;
+    L->total = L->fsht + L->nsh * sizeof(Elf64_Shdr);
+    if (L->vw + L->wsz < L->vx || (L->room == ROOM_MOVE && (L->vp < L->vw || L->fp < L->fw || L->vp + L->phsz < L->vp)) ||
+        L->total < L->keep || f == UINT64_MAX)
+        return addpool_fail(err, errlen, img->path, "the pool would not fit the address space");
+    return 0;
+}
+
+/* Program headers: PT_PHDR and PT_INTERP, the PT_LOADs (ascending, as the
+ * loaders want) and ours after them, then the rest. ROOM_NOTES: in place,
+ * with the same count, PT_NOTEs making room (their notes stay, as
+ * sections); ROOM_GROW: in place, two more; ROOM_MOVE: at fp, three more. */
+static size_t write_phdrs(const struct plan *p, const struct layout *L, uint8_t *b)
+{
+    Elf64_Phdr *nph = (Elf64_Phdr *)(b + (L->room == ROOM_MOVE ? L->fp : p->eh->e_phoff));
+    size_t k = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < p->phnum; i++) {
+            Elf64_Phdr ph = p->ph[i];
+            int group = ph.p_type == PT_PHDR || ph.p_type == PT_INTERP ? 0 : ph.p_type == PT_LOAD ? 1 : 2;
+            if (group != pass || i == L->notes[0] || i == L->notes[1])
+                continue;
+            if (i == p->dyn_ph && !L->dyn_in_place) {
+                ph.p_offset = L->dyn_f;
+                ph.p_vaddr = ph.p_paddr = L->dyn_v;
+                ph.p_filesz = ph.p_memsz = L->dynsz;
+                if (!L->two)
+                    ph.p_flags = PF_R;   /* ld.so then reads it without relocating it in place */
+            }
+            if (!L->two && i == p->last_load)
+                ph.p_memsz = L->vb_end - ph.p_vaddr;
+            if (ph.p_type == PT_PHDR && L->room != ROOM_NOTES) {
+                if (L->room == ROOM_MOVE) {
+                    ph.p_offset = L->fp;
+                    ph.p_vaddr = ph.p_paddr = L->vp;
+                }
+                ph.p_filesz = ph.p_memsz = L->phsz;
+            }
+            if (L->room == ROOM_GROW && i == L->g.l0)
+                ph.p_filesz = ph.p_memsz = L->g.l0_filesz;
+            int x = block_of(L->blk, 2, ph.p_vaddr);
+            if (ph.p_type != PT_LOAD && ph.p_type != PT_PHDR && ph.p_memsz && x >= 0) {
+                ph.p_offset += L->fx + L->blk[x].off - L->blk[x].fs;
+                ph.p_vaddr += L->vx + L->blk[x].off - L->blk[x].bs;
+                ph.p_paddr = ph.p_vaddr;
+            }
+            nph[k++] = ph;
+            if (pass == 1 && i == p->last_load) {
+                nph[k++] = load(L->fx, L->vx, L->xsz, PF_R | PF_X);
+                if (L->two) {
+                    nph[k] = load(L->fw, L->vw, L->wsz, PF_R | PF_W);
+                    nph[k++].p_filesz = L->wfile;
+                }
+                if (L->room == ROOM_MOVE)
+                    nph[k++] = load(L->fp, L->vp, L->phsz, PF_R);
+            }
+        }
+    return k;
+}
+
+/* .dynamic: the runtime's DT_NEEDED first, so its definitions come before
+ * libgcc_s's and libc's in symbol lookup (it interposes the unwinder's
+ * entry points and pthread_exit for return probes), and KPRW_DT_TABLE. */
+static void write_dynamic(const struct plan *p, const struct layout *L, uint8_t *b)
+{
+    Elf64_Dyn *nd = (Elf64_Dyn *)(b + L->dyn_f);
+    const Elf64_Dyn *old = p->dyn;   /* (the input's bytes: in place, nd is their copy in b) */
+    size_t cap = L->dyn_in_place ? L->dyn_cap : L->dynsz / sizeof(Elf64_Dyn), j = 0;
+    if (L->add_needed)
+        nd[j++] = (Elf64_Dyn){ .d_tag = DT_NEEDED, .d_un.d_val = p->strsz };
+    nd[j++] = (Elf64_Dyn){ .d_tag = KPRW_DT_TABLE, .d_un.d_ptr = L->vx };   /* the table starts the r-x PT_LOAD */
+    for (size_t i = 0; i < p->ndyn; i++) {
+        Elf64_Dyn d = old[i];
+        if (d.d_tag == KPRW_DT_TABLE)
+            continue;   /* a pool added before and since cut out: this one replaces it */
+        int x = addr_tag(d.d_tag) ? block_of(L->blk, 2, d.d_un.d_ptr) : -1;
+        if (x >= 0)
+            d.d_un.d_ptr += L->vx + L->blk[x].off - L->blk[x].bs;
+        if (d.d_tag == DT_STRTAB && L->dsz)
+            d.d_un.d_ptr = L->vx + L->off_ds;
+        if (d.d_tag == DT_STRSZ)
+            d.d_un.d_val = p->strsz + L->rtlen;
+        nd[j++] = d;
+    }
+    while (j < cap)
+        nd[j++] = (Elf64_Dyn){ .d_tag = DT_NULL };
+}
+
+/* Section names and headers: the moved sections, .dynamic and .dynstr
+ * where they are now, the tail's sections at their new offsets, ours. */
+static void write_sections(const struct image *img, const struct plan *p, const struct layout *L, uint8_t *b)
+{
+    const Elf64_Ehdr *oe = p->eh;
+    const struct section *shs = &img->secs[oe->e_shstrndx];
+    memcpy(b + L->fsh, shs->data, shs->size);
+    uint32_t name_at[NEW_SECTIONS];
+    uint64_t o = shs->size;
+    for (int i = 0; i < NEW_SECTIONS; i++) {
+        name_at[i] = (uint32_t)o;
+        memcpy(b + L->fsh + o, section_names[i], strlen(section_names[i]) + 1);
+        o += strlen(section_names[i]) + 1;
+    }
+    Elf64_Shdr *sh = (Elf64_Shdr *)(b + L->fsht);
+    memcpy(sh, img->map + oe->e_shoff, img->nsecs * sizeof(Elf64_Shdr));
+    uint64_t f = L->ftail;
+    for (size_t i = 1; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (sh[i].sh_flags & SHF_ALLOC) {
+            int x = block_of(L->blk, 2, sh[i].sh_addr);
+            if (x >= 0) {
+                sh[i].sh_addr += L->vx + L->blk[x].off - L->blk[x].bs;
+                sh[i].sh_offset += L->fx + L->blk[x].off - L->blk[x].fs;
+            }
+        } else if (s->offset >= L->keep && s->type != SHT_NOBITS && s->size && i != oe->e_shstrndx) {
+            f = up(f, sec_align(img, s));
+            memcpy(b + f, img->map + s->offset, s->size);
+            sh[i].sh_offset = f;
+            f += s->size;
+        } else if (s->offset >= L->keep)
+            sh[i].sh_offset = L->ftail;   /* empty, or no bytes: anywhere in the file */
+    }
+    sh[oe->e_shstrndx].sh_offset = L->fsh;
+    sh[oe->e_shstrndx].sh_size = L->shstrsz;
+    if (p->dynamic_sec != SIZE_MAX && !L->dyn_in_place) {
+        sh[p->dynamic_sec].sh_addr = L->dyn_v;
+        sh[p->dynamic_sec].sh_offset = L->dyn_f;
+        sh[p->dynamic_sec].sh_size = L->dynsz;
+        if (!L->two)
+            sh[p->dynamic_sec].sh_flags = SHF_ALLOC;
+    }
+    if (p->dynstr_sec != SIZE_MAX && L->dsz) {
+        sh[p->dynstr_sec].sh_addr = L->vx + L->off_ds;
+        sh[p->dynstr_sec].sh_offset = L->fx + L->off_ds;
+    }
+    if (p->dynstr_sec != SIZE_MAX)
+        sh[p->dynstr_sec].sh_size = p->strsz + L->rtlen;
+    /* .symtab's symbols in the sections that now live elsewhere (section
+     * symbols, _DYNAMIC, __abi_tag) follow them */
+    for (size_t i = 1; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (s->type != SHT_SYMTAB || !s->data)
+            continue;
+        for (uint64_t at = sh[i].sh_offset; at + sizeof(Elf64_Sym) <= sh[i].sh_offset + s->size; at += sizeof(Elf64_Sym)) {
+            Elf64_Sym sym;
+            memcpy(&sym, b + at, sizeof sym);
+            size_t x = sym.st_shndx;
+            if (x == 0 || x >= img->nsecs || x >= SHN_LORESERVE || !(sh[x].sh_flags & SHF_ALLOC) ||
+                sh[x].sh_addr == img->secs[x].addr)
+                continue;
+            sym.st_value += sh[x].sh_addr - img->secs[x].addr;
+            memcpy(b + at, &sym, sizeof sym);
+        }
+    }
+    size_t n = img->nsecs;
+    sh[n++] = section(name_at[0], SHF_ALLOC | SHF_EXECINSTR, L->vx + L->off_tx, L->fx + L->off_tx, L->tx, 16);
+    sh[n++] = section(name_at[1], SHF_ALLOC, L->vx, L->fx, L->tb, 64);
+    if (L->two) {
+        sh[n++] = nobits(name_at[2], L->vw + L->off_da, L->fw + L->off_da, L->da, 64);
+        sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, L->vw + L->off_sl, L->fw + L->off_sl, KPRW_SLOTS_SIZE, 8);
+    } else {
+        const Elf64_Phdr *last = &p->ph[p->last_load];
+        uint64_t foff = last->p_offset + (L->vb_da - last->p_vaddr);   /* where it would be (NOBITS) */
+        sh[n++] = nobits(name_at[2], L->vb_da, foff, L->da, 64);
+        sh[n++] = nobits(name_at[3], L->vb_sl, foff + L->da, KPRW_SLOTS_SIZE, 8);
+    }
 }
 
 int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
@@ -393,237 +475,37 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     const struct section *shs = &img->secs[oe->e_shstrndx];
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)(img->nsecs > oe->e_shnum ? img->nsecs : oe->e_shnum) * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
-        return fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
-    size_t notes[2] = { SIZE_MAX, SIZE_MAX }, nnotes = 0;
-    for (size_t i = p.phnum; i-- > 0 && nnotes < 2;)
-        if (p.ph[i].p_type == PT_NOTE)
-            notes[nnotes++] = i;
-    /* Two PT_NOTEs: an r-x and an rw- PT_LOAD in their place. One, in a
-     * library (whose .dynamic ld.so only reads, glibc >= 2.35): one r-x
-     * PT_LOAD holding .dynamic too, and the probe state and slots as
-     * zero-filled memory added at the end of the last rw- PT_LOAD.
-     * Otherwise the table gets two more entries, growing in place (or, when
-     * that cannot be done, three in a new table at the end). */
-    bool lib = !p.interp;
-    const Elf64_Phdr *last = &p.ph[p.last_load];
-    enum room room = ROOM_NOTES;
-    bool two = nnotes >= 2;
-    struct grow g = { 0 };
-    if (!two && !(lib && nnotes == 1 && (last->p_flags & PF_W) && last->p_vaddr + last->p_memsz == p.vend)) {
-        two = true;
-        notes[0] = notes[1] = SIZE_MAX;
-        room = plan_grow(img, &p, p.phnum + 2, &g) ? ROOM_GROW : ROOM_MOVE;
-    }
-    if (room == ROOM_NOTES && !two)
-        notes[1] = SIZE_MAX;
-    size_t nnew = p.phnum + (room == ROOM_GROW ? 2 : room == ROOM_MOVE ? 3 : 0);
-    if (nnew >= PN_XNUM)
-        return fail(err, errlen, img->path, "too many program headers: cannot add a pool");
-    const Elf64_Phdr *first = &p.ph[p.first_load];
-    uint64_t d0 = first->p_vaddr - first->p_offset;   /* what every kernel adds to e_phoff for AT_PHDR */
-    if (room == ROOM_MOVE && d0 % PAGE)
-        return fail(err, errlen, img->path, "the first PT_LOAD is not page-aligned and the program header table "
-                    "cannot grow in place: cannot add a pool");
-    bool add_needed = !p.has_runtime;
-    size_t rtlen = add_needed ? strlen(runtime) + 1 : 0;
-    uint64_t ndyn = p.ndyn + (add_needed ? 1 : 0) + 1 + SPARE_DYN, dynsz = ndyn * sizeof(Elf64_Dyn);
-    uint64_t da = up(sz->data ? sz->data : 64, 64);
-
-    /* one-note libraries: state and slots after the last rw- PT_LOAD's memory */
-    uint64_t vb_da = up(p.vend, 64), vb_sl = vb_da + da, vb_end = vb_sl + KPRW_SLOTS_SIZE;
-    /* r-x: the table first (the runtime finds it there), .dynstr, the
-     * sections the table grew over, [.dynamic], the detours */
-    uint64_t vx = up(two ? p.vend : vb_end, PAGE), fx = up(img->map_size, PAGE);
-    uint64_t tb = up(sz->table > sizeof(struct kprw_table) ? sz->table : sizeof(struct kprw_table), 64);
-    uint64_t off_ds = tb, dsz = p.strsz + rtlen, ro_end = off_ds + dsz, off_blk = 0;
-    if (g.bs < g.be) {
-        off_blk = ro_end + ((g.bs - (vx + ro_end)) & (BLOCK_ALIGN - 1));
-        ro_end = off_blk + (g.be - g.bs);
-    }
-    uint64_t d_v = vx + off_blk - g.bs, d_f = fx + off_blk - g.fs;   /* the moved sections' shift */
-    uint64_t off_dyn = up(ro_end, 8), after = two ? ro_end : off_dyn + dynsz;
-    uint64_t off_tx = up(after, 64), tx = up(sz->text ? sz->text : 16, 16), xsz = off_tx + tx;
-    /* rw- (two): .dynamic, slots, then the state as zero-filled memory (no
-     * bytes in the file: the runtime fills a state in when its point is
-     * first hit) */
-    uint64_t vw = up(vx + xsz, PAGE), fw = fx + (vw - vx);
-    uint64_t off_sl = up(dynsz, 8), off_da = up(off_sl + KPRW_SLOTS_SIZE, 64);
-    uint64_t wfile = two ? off_sl + KPRW_SLOTS_SIZE : 0, wsz = two ? off_da + da : 0;
-    uint64_t dyn_v = two ? vw : vx + off_dyn, dyn_f = two ? fw : fx + off_dyn;
-    /* ROOM_MOVE: the new table in a read-only PT_LOAD after the pool, at
-     * the vaddr every kernel computes for AT_PHDR (first PT_LOAD's p_vaddr
-     * - p_offset + e_phoff) and ld.so then finds PT_PHDR at */
-    uint64_t phsz = nnew * sizeof(Elf64_Phdr), vp = 0, fp = 0;
-    if (room == ROOM_MOVE) {
-        vp = up(vw + wsz, PAGE);
-        if (up(fw + wfile, PAGE) + d0 > vp)
-            vp = up(fw + wfile, PAGE) + d0;
-        fp = vp - d0;
-    }
-    /* non-allocated: .shstrtab, section headers */
-    static const char *const names[NEW_SECTIONS] = { KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA, KPRW_SEC_SLOT };
-    uint64_t namesz = 0;
-    for (int i = 0; i < NEW_SECTIONS; i++)
-        namesz += strlen(names[i]) + 1;
-    uint64_t fsh = room == ROOM_MOVE ? fp + phsz : two ? fw + wfile : fx + xsz, shstrsz = shs->size + namesz;
-    uint64_t fsht = up(fsh + shstrsz, 8), nsh = img->nsecs + NEW_SECTIONS;
-    uint64_t total = fsht + nsh * sizeof(Elf64_Shdr);
-    if (vw + wsz < vx || (room == ROOM_MOVE && (vp < vw || fp < fw || vp + phsz < vp)) || total < img->map_size)
-        return fail(err, errlen, img->path, "the pool would not fit the address space");
-
-    uint8_t *b = calloc(1, total);
+        return addpool_fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
+    struct layout L;
+    if (plan_layout(img, &p, sz, runtime, &L, err, errlen) < 0)
+        return -1;
+    uint8_t *b = calloc(1, L.total);
     if (!b)
-        return fail(err, errlen, img->path, "out of memory adding a pool");
-    memcpy(b, img->map, img->map_size);
-    memset(b + fx + off_tx, 0xcc, tx);
-    if (g.bs < g.be)
-        memcpy(b + fx + off_blk, img->map + g.fs, g.be - g.bs);
-#define IN_BLOCK(a) (g.bs < g.be && (a) >= g.bs && (a) < g.be)
-
-    /* Program headers: PT_PHDR and PT_INTERP, the PT_LOADs (ascending, as
-     * the loaders want) and ours after them, then the rest. ROOM_NOTES: in
-     * place, with the same count, PT_NOTEs making room (their notes stay,
-     * as sections); ROOM_GROW: in place, two more; ROOM_MOVE: at fp, three
-     * more. */
-    uint64_t phoff = room == ROOM_MOVE ? fp : oe->e_phoff;
-    Elf64_Phdr *nph = (Elf64_Phdr *)(b + phoff);
-    size_t k = 0;
-    for (int pass = 0; pass < 3; pass++)
-        for (size_t i = 0; i < p.phnum; i++) {
-            Elf64_Phdr ph = p.ph[i];
-            int group = ph.p_type == PT_PHDR || ph.p_type == PT_INTERP ? 0 : ph.p_type == PT_LOAD ? 1 : 2;
-            if (group != pass || i == notes[0] || i == notes[1])
-                continue;
-            if (i == p.dyn_ph) {
-                ph.p_offset = dyn_f;
-                ph.p_vaddr = ph.p_paddr = dyn_v;
-                ph.p_filesz = ph.p_memsz = dynsz;
-                if (!two)
-                    ph.p_flags = PF_R;   /* ld.so then reads it without relocating it in place */
-            }
-            if (!two && i == p.last_load)
-                ph.p_memsz = vb_end - ph.p_vaddr;
-            if (ph.p_type == PT_PHDR && room != ROOM_NOTES) {
-                if (room == ROOM_MOVE) {
-                    ph.p_offset = fp;
-                    ph.p_vaddr = ph.p_paddr = vp;
-                }
-                ph.p_filesz = ph.p_memsz = phsz;
-            }
-            if (room == ROOM_GROW && i == g.l0)
-                ph.p_filesz = ph.p_memsz = g.l0_filesz;
-            if (room == ROOM_GROW && ph.p_type != PT_LOAD && ph.p_type != PT_PHDR && ph.p_memsz && IN_BLOCK(ph.p_vaddr)) {
-                ph.p_offset += d_f;
-                ph.p_vaddr += d_v;
-                ph.p_paddr += d_v;
-            }
-            nph[k++] = ph;
-            if (pass == 1 && i == p.last_load) {
-                nph[k++] = load(fx, vx, xsz, PF_R | PF_X);
-                if (two) {
-                    nph[k] = load(fw, vw, wsz, PF_R | PF_W);
-                    nph[k++].p_filesz = wfile;
-                }
-                if (room == ROOM_MOVE)
-                    nph[k++] = load(fp, vp, phsz, PF_R);
-            }
-        }
-    if (k != nnew) {
+        return addpool_fail(err, errlen, img->path, "out of memory adding a pool");
+    memcpy(b, img->map, L.keep);
+    memset(b + L.fx + L.off_tx, 0xcc, L.tx);
+    for (int i = 0; i < 2; i++)
+        if (L.blk[i].bs < L.blk[i].be)
+            memcpy(b + L.fx + L.blk[i].off, img->map + L.blk[i].fs, L.blk[i].be - L.blk[i].bs);
+    if (write_phdrs(&p, &L, b) != L.nnew) {
         free(b);
-        return fail(err, errlen, img->path, "program headers out of order: cannot add a pool");
+        return addpool_fail(err, errlen, img->path, "program headers out of order: cannot add a pool");
     }
-    /* .dynstr with the runtime's path */
-    memcpy(b + fx + off_ds, p.dynstr, p.strsz);
-    if (add_needed)
-        memcpy(b + fx + off_ds + p.strsz, runtime, rtlen);
-    /* .dynamic: the runtime's DT_NEEDED first, so its definitions come
-     * before libgcc_s's and libc's in symbol lookup (it interposes the
-     * unwinder's entry points and pthread_exit for return probes) */
-    Elf64_Dyn *nd = (Elf64_Dyn *)(b + dyn_f);
-    size_t j = 0;
-    if (add_needed)
-        nd[j++] = (Elf64_Dyn){ .d_tag = DT_NEEDED, .d_un.d_val = p.strsz };
-    nd[j++] = (Elf64_Dyn){ .d_tag = KPRW_DT_TABLE, .d_un.d_ptr = vx };   /* the table starts the r-x PT_LOAD */
-    for (size_t i = 0; i < p.ndyn; i++) {
-        Elf64_Dyn d = p.dyn[i];
-        if (d.d_tag == KPRW_DT_TABLE)
-            continue;   /* a pool added before and since cut out: this one replaces it */
-        if (addr_tag(d.d_tag) && IN_BLOCK(d.d_un.d_ptr))
-            d.d_un.d_ptr += d_v;
-        if (d.d_tag == DT_STRTAB)
-            d.d_un.d_ptr = vx + off_ds;
-        if (d.d_tag == DT_STRSZ)
-            d.d_un.d_val = dsz;
-        nd[j++] = d;
+    /* .dynstr with the runtime's path: at its end (over what moved), or a copy */
+    if (L.str_in_place)
+        memcpy(b + img->secs[p.dynstr_sec].offset + p.strsz, runtime, L.rtlen);
+    else if (L.add_needed) {
+        memcpy(b + L.fx + L.off_ds, p.dynstr, p.strsz);
+        memcpy(b + L.fx + L.off_ds + p.strsz, runtime, L.rtlen);
     }
-    /* the rest (DT_NULL, spares) is already zero */
-
-    /* section names and headers */
-    memcpy(b + fsh, shs->data, shs->size);
-    uint32_t name_at[NEW_SECTIONS];
-    uint64_t o = shs->size;
-    for (int i = 0; i < NEW_SECTIONS; i++) {
-        name_at[i] = (uint32_t)o;
-        memcpy(b + fsh + o, names[i], strlen(names[i]) + 1);
-        o += strlen(names[i]) + 1;
-    }
-    Elf64_Shdr *sh = (Elf64_Shdr *)(b + fsht);
-    memcpy(sh, img->map + oe->e_shoff, img->nsecs * sizeof(Elf64_Shdr));
-    for (size_t i = 1; i < img->nsecs; i++)
-        if ((sh[i].sh_flags & SHF_ALLOC) && IN_BLOCK(sh[i].sh_addr)) {
-            sh[i].sh_addr += d_v;
-            sh[i].sh_offset += d_f;
-        }
-    sh[oe->e_shstrndx].sh_offset = fsh;
-    sh[oe->e_shstrndx].sh_size = shstrsz;
-    if (p.dynamic_sec != SIZE_MAX) {
-        sh[p.dynamic_sec].sh_addr = dyn_v;
-        sh[p.dynamic_sec].sh_offset = dyn_f;
-        sh[p.dynamic_sec].sh_size = dynsz;
-        if (!two)
-            sh[p.dynamic_sec].sh_flags = SHF_ALLOC;
-    }
-    if (p.dynstr_sec != SIZE_MAX) {
-        sh[p.dynstr_sec].sh_addr = vx + off_ds;
-        sh[p.dynstr_sec].sh_offset = fx + off_ds;
-        sh[p.dynstr_sec].sh_size = dsz;
-    }
-    /* .symtab's symbols in the sections that now live elsewhere (section
-     * symbols, _DYNAMIC, __abi_tag) follow them */
-    for (size_t i = 1; i < img->nsecs; i++) {
-        const struct section *s = &img->secs[i];
-        if (s->type != SHT_SYMTAB || !s->data)
-            continue;
-        for (uint64_t at = s->offset; at + sizeof(Elf64_Sym) <= s->offset + s->size; at += sizeof(Elf64_Sym)) {
-            Elf64_Sym sym;
-            memcpy(&sym, b + at, sizeof sym);
-            size_t x = sym.st_shndx;
-            if (x == 0 || x >= img->nsecs || x >= SHN_LORESERVE || !(sh[x].sh_flags & SHF_ALLOC) ||
-                sh[x].sh_addr == img->secs[x].addr)
-                continue;
-            sym.st_value += sh[x].sh_addr - img->secs[x].addr;
-            memcpy(b + at, &sym, sizeof sym);
-        }
-    }
-#undef IN_BLOCK
-    size_t n = img->nsecs;
-    sh[n++] = section(name_at[0], SHF_ALLOC | SHF_EXECINSTR, vx + off_tx, fx + off_tx, tx, 16);
-    sh[n++] = section(name_at[1], SHF_ALLOC, vx, fx, tb, 64);
-    if (two) {
-        sh[n++] = nobits(name_at[2], vw + off_da, fw + off_da, da, 64);
-        sh[n++] = section(name_at[3], SHF_ALLOC | SHF_WRITE, vw + off_sl, fw + off_sl, KPRW_SLOTS_SIZE, 8);
-    } else {
-        uint64_t foff = last->p_offset + (vb_da - last->p_vaddr);   /* where it would be (NOBITS) */
-        sh[n++] = nobits(name_at[2], vb_da, foff, da, 64);
-        sh[n++] = nobits(name_at[3], vb_sl, foff + da, KPRW_SLOTS_SIZE, 8);
-    }
-
+    write_dynamic(&p, &L, b);
+    write_sections(img, &p, &L, b);
     Elf64_Ehdr *e = (Elf64_Ehdr *)b;
-    e->e_shoff = fsht;
-    e->e_shnum = (uint16_t)nsh;
-    e->e_phoff = phoff;
-    e->e_phnum = (uint16_t)nnew;
+    e->e_shoff = L.fsht;
+    e->e_shnum = (uint16_t)L.nsh;
+    e->e_phoff = L.room == ROOM_MOVE ? L.fp : oe->e_phoff;
+    e->e_phnum = (uint16_t)L.nnew;
     *out = b;
-    *out_size = total;
+    *out_size = L.total;
     return 0;
 }

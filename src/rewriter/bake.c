@@ -152,14 +152,19 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     }
     for (uint32_t i = 0; i < t->nentries; i++) {
         uint64_t site = ps->table->addr + (uint64_t)e[i].site_rel;
-        size_t off;
+        uint64_t copy = ps->table->addr + (uint64_t)(int64_t)e[i].code_rel + e[i].ool_off;
+        bool at_copy = e[i].flags & KPRW_F_ORIG_AT_COPY;
+        size_t off, copy_off = 0;
         if (e[i].dcr_len > KPRW_ORIG_MAX || !file_offset(img, site, e[i].dcr_len, &off) ||
-            (uint64_t)e[i].orig_off + e[i].dcr_len > t->strings_size) {
+            (at_copy ? !file_offset(img, copy, e[i].dcr_len, &copy_off)
+                     : (uint64_t)e[i].orig_off + e[i].dcr_len > t->strings_size)) {
             snprintf(err, errlen, "%s: probe table entry %u names 0x%llx, outside the image", img->path, i,
                      (unsigned long long)site);
             return -1;
         }
-        memcpy(img->map + off, (const uint8_t *)t + t->strings_off + e[i].orig_off, e[i].dcr_len);   /* our private copy */
+        /* our private copy; the pool's text is not among what is put back */
+        memcpy(img->map + off, at_copy ? img->map + copy_off : (const uint8_t *)t + t->strings_off + e[i].orig_off,
+               e[i].dcr_len);
         char text[48];
         bool ret = e[i].kind == KPRW_KIND_R;
         if (!ret || (e[i].flags & KPRW_F_KPROBE)) {
@@ -628,7 +633,12 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             int64_t name = !kernel && strcmp(p->sym, fde) == 0 ? (int64_t)KPRW_NAME_FDE
                          : in_dynstr(ps, p->sym) ? (int64_t)(KPRW_NAME_DYN | (uint32_t)(p->sym - ps->dynstr))
                                                  : strtab_add(&strs, p->sym, strlen(p->sym) + 1);
-            int64_t obytes = strtab_add(&strs, orig, site_len);
+            /* a copy that needed no relocation holds the original bytes
+             * already (whether it did does not depend on where the pool
+             * is, so the measuring run counts the same strings) */
+            size_t copy_at = ool - at;
+            bool at_copy = !kernel && len >= copy_at + site_len && memcmp(det + copy_at, orig, site_len) == 0;
+            int64_t obytes = at_copy ? 0 : strtab_add(&strs, orig, site_len);
             if (name < 0 || obytes < 0) {
                 snprintf(err, errlen, "%s: out of memory", img->path);
                 goto fail;
@@ -639,7 +649,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             e[k].flags = ((p->notes & (NOTE_AFTER_ENDBR | NOTE_AFTER_PAD_NOP)) ? KPRW_F_AFTER_ENDBR : 0) |
                          (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8) ? KPRW_F_JUMP8 : 0) |
                          ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
-                         (p->at_entry ? KPRW_F_ENTRY : 0) |
+                         (p->at_entry ? KPRW_F_ENTRY : 0) | (at_copy ? KPRW_F_ORIG_AT_COPY : 0) |
                          (p->is_return && twinned[i] ? KPRW_F_KPROBE : 0);
             e[k].kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
             e[k].verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
@@ -705,6 +715,8 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             t->flags |= KPRW_T_ENTER;
         if (jmp_kret_return)
             t->flags |= KPRW_T_KRET_RETURN;
+        if (!kernel)
+            t->flags |= KPRW_T_ORIG_AT_COPY;
         if (ps->added) {
             t->flags |= KPRW_T_ADDED_POOL;
             t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);

@@ -474,7 +474,9 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
 
     bool opt = e->verdict == KPRW_OPTIMIZED;
     if ((e->verdict != KPRW_OPTIMIZED && e->verdict != KPRW_INT3) || (e->kind != KPRW_KIND_K && e->kind != KPRW_KIND_R) ||
-        e->dcr_len == 0 || e->dcr_len > KPRW_ORIG_MAX || (uint64_t)e->orig_off + e->dcr_len > strsz ||
+        e->dcr_len == 0 || e->dcr_len > KPRW_ORIG_MAX ||
+        (!(e->flags & KPRW_F_ORIG_AT_COPY) && (uint64_t)e->orig_off + e->dcr_len > strsz) ||
+        ((e->flags & KPRW_F_ORIG_AT_COPY) && !(t->flags & KPRW_T_ORIG_AT_COPY)) ||
         (e->name_off != KPRW_NAME_FDE && !(e->name_off & KPRW_NAME_DYN) && e->name_off >= strsz)) {
         mismatch(c, &ec, R_TABLE, NULL, NULL, "malformed entry (verdict %u, kind %u, dcr_len %u, orig_off %u)",
                  e->verdict, e->kind, e->dcr_len, e->orig_off);
@@ -488,9 +490,18 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         c->int3++;
     if (e->dcr_len < ((e->flags & KPRW_F_JUMP8) ? 2 : 5) && opt)
         mismatch(c, &ec, R_TABLE, NULL, NULL, "an optimized entry owns %u bytes, fewer than its jmp", e->dcr_len);
-    const uint8_t *orig = (const uint8_t *)strs + e->orig_off;
     char h1[100], h2[100];
     size_t avail;
+    /* the table's original bytes: in its strings, or the copy's first bytes
+     * (checked against the input below, like the strings' would be) */
+    const uint8_t *orig = (const uint8_t *)strs + e->orig_off;
+    if (e->flags & KPRW_F_ORIG_AT_COPY) {
+        orig = vread(&c->out, ec.ool, &avail);
+        if (!orig || avail < e->dcr_len) {
+            mismatch(c, &ec, R_TABLE, NULL, NULL, "the original bytes it keeps in its copy are not in the file");
+            return;
+        }
+    }
 
     /* the original bytes, as the input has them */
     const uint8_t *ip = vread(&c->in, ec.site, &avail);
@@ -1209,8 +1220,10 @@ static void report_run(struct ctx *c, uint64_t lo, uint64_t hi)
 
 /*
  * Every byte that differs between the two files must be in a range
- * kprewrite may change: the headers, the pool, the sections it re-points
- * or adds (.dynamic, .dynstr, .shstrtab copies), and the probe sites.
+ * kprewrite may change: the headers, the pool, the sections it re-points,
+ * grows or adds (.dynamic, .dynstr, .shstrtab), the file past what the
+ * original loads (section names, symbols and section headers move there
+ * after the pool), and the probe sites.
  * (When the emitter re-targets branches into DCRs, their displacements
  * become a range of their own here, under a rule of their own.)
  */
@@ -1254,13 +1267,14 @@ static void check_bytes(struct ctx *c)
                 radd(&ok, s->sh_offset + o, s->sh_offset + o + sizeof b);
         }
     }
-    const Elf64_Phdr *dyn_in = NULL;
+    uint64_t loaded_end = sizeof(Elf64_Ehdr);
     for (size_t i = 0; i < in->phnum; i++)
-        if (in->ph[i].p_type == PT_DYNAMIC)
-            dyn_in = &in->ph[i];
-    for (size_t i = 0; i < out->phnum; i++) {
+        if (in->ph[i].p_filesz && in->ph[i].p_offset + in->ph[i].p_filesz > loaded_end)
+            loaded_end = in->ph[i].p_offset + in->ph[i].p_filesz;
+    radd(&ok, loaded_end, UINT64_MAX);
+    for (size_t i = 0; i < out->phnum; i++) {   /* (edited in place, or a copy) */
         const Elf64_Phdr *p = &out->ph[i];
-        if (p->p_type == PT_DYNAMIC && (!dyn_in || dyn_in->p_offset != p->p_offset))
+        if (p->p_type == PT_DYNAMIC)
             radd(&ok, p->p_offset, p->p_offset + p->p_filesz);
     }
     for (size_t i = 0; i < c->nsites; i++) {

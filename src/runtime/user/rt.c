@@ -339,8 +339,10 @@ static void point_fill(struct pool *p, uint32_t i)
     pt->kind = e->kind;
     pt->verdict = e->verdict;
     pt->site_len = e->dcr_len;
-    pt->orig = (const uint8_t *)strings + e->orig_off;
     uintptr_t code = (uintptr_t)t + (uintptr_t)(intptr_t)e->code_rel;
+    pt->orig = (e->flags & KPRW_F_ORIG_AT_COPY)
+                   ? (const uint8_t *)(code + e->ool_off)   /* (in the pool's text, which never changes) */
+                   : (const uint8_t *)strings + e->orig_off;
     pt->detour = e->verdict == KPRW_OPTIMIZED ? code : 0;
     pt->ool = code + e->ool_off;
     pt->code = e->verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_INT3;

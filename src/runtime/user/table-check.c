@@ -104,6 +104,8 @@ static const char *const field_faults[] = {
     "name outside the string table",
     "original bytes outside the string table",
 };
+/* (original bytes kept in the copy lie in the code the entry jumps to,
+ * whose bounds fields_sane() takes: to + ool_off + dcr_len) */
 
 /* The faults of x's fields, computed without a branch: one bit each
  * when `named`, else only non-zero when there is one (no shifts: the
@@ -117,7 +119,7 @@ static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings
            ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < ((x->flags & KPRW_F_JUMP8) ? 2u : 5u)))) << 2 * s |   /* 0 wraps */
            ((!dyn & (name >= strings_size) & (name != KPRW_NAME_FDE)) |
             (dyn & ((uint64_t)(name & ~KPRW_NAME_DYN) >= dynspan))) << 3 * s |
-           ((uint64_t)x->orig_off + len > strings_size) << 4 * s;
+           (((uint64_t)x->orig_off + len > strings_size) & !(x->flags & KPRW_F_ORIG_AT_COPY)) << 4 * s;
 }
 
 /* Every entry's own fields make sense (entry_faults); sites gets the
@@ -135,6 +137,8 @@ static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings
         int3 += x->verdict != KPRW_OPTIMIZED;
         int64_t site = x->site_rel, to = x->code_rel;
         unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
+        unsigned copy_end = (x->flags & KPRW_F_ORIG_AT_COPY) ? x->ool_off + x->dcr_len - 1u : 0;
+        far = copy_end > far ? copy_end : far;
         slo = site < slo ? site : slo;
         shi = site + x->dcr_len > shi ? site + x->dcr_len : shi;
         clo = to < clo ? to : clo;
@@ -234,7 +238,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
             bad = "site outside executable code";
         else if (x->verdict == KPRW_OPTIMIZED && !in_segment_at(&o, &hdetour, code, 1, PF_R | PF_X, PF_W))
             bad = "detour outside executable code";
-        else if (!in_segment_at(&o, &hool, code + x->ool_off, 1, PF_R | PF_X, PF_W))
+        else if (!in_segment_at(&o, &hool, code + x->ool_off, (x->flags & KPRW_F_ORIG_AT_COPY) ? x->dcr_len : 1,
+                                PF_R | PF_X, PF_W))
             bad = "out-of-line copy outside executable code";
         else if (x->hook_off && !in_segment_at(&o, &hhook, code + x->hook_off, 1, PF_R | PF_X, PF_W))
             bad = "return hook outside executable code";
