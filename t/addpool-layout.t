@@ -84,10 +84,10 @@ dynoff=$(($1)); dynsz=$(($2))
 n=$(readelf -dW "$D/prog" | grep -c '^ *0x')   # entries up to the first DT_NULL, which stays
 i=$n
 while [ $((i * 16)) -lt "$dynsz" ]; do   # the spare DT_NULLs become DT_DEBUG 0 (ld.so fills the last)
-    printf '\025' | dd of="$D/full" bs=1 seek=$((dynoff + (i - 1) * 16)) conv=notrunc 2>/dev/null
+    printf '\025' | LD_PRELOAD= dd of="$D/full" bs=1 seek=$((dynoff + (i - 1) * 16)) conv=notrunc 2>/dev/null
     i=$((i + 1))
 done
-printf '\000' | dd of="$D/full" bs=1 seek=$((dynoff + (i - 1) * 16)) conv=notrunc 2>/dev/null   # the last one ends it
+printf '\000' | LD_PRELOAD= dd of="$D/full" bs=1 seek=$((dynoff + (i - 1) * 16)) conv=notrunc 2>/dev/null   # the last one ends it
 is "$((dynsz / 16))" "$(readelf -dW "$D/full" | grep -c '^ *0x')" ".dynamic filled: no spare DT_NULL"
 cp "$D/full" "$D/prog.orig"
 P=$D/full.probed
@@ -106,7 +106,7 @@ ok $? "appended bytes: every function entry baked ($(tail -n 1 "$D/err"))"
 len=$(size_of "$D/appended")
 cmp -s -n "$len" "$D/appended" "$P" 2>/dev/null
 is 1 $? "appended bytes: the file is changed (the pool added)"
-is "kprewrite-appended-bytes" "$(dd if="$P" bs=1 skip=$((len - 24)) count=24 2>/dev/null)" \
+is "kprewrite-appended-bytes" "$(LD_PRELOAD= dd if="$P" bs=1 skip=$((len - 24)) count=24 2>/dev/null)" \
    "appended bytes: still there, at their offset"
 is "$("$D/prog.orig" 1000 abc)" "$("$P" 1000 abc)" "appended bytes: output identical"
 done_testing
