@@ -6,7 +6,8 @@
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC" od cmp nm
 D=$(tmpdir kernel-detour)
-pool="-DCONFIG_KPREWRITE_TEXT_KB=16 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4"
+# (pool.S includes abi.h, which integrate.sh copies next to it in a kernel tree)
+pool="-DCONFIG_KPREWRITE_TEXT_KB=16 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4 -I$KP_SRCDIR/include/kprewrite"
 printf 'int main(void) { return 0; }\n' >"$D/static.c"
 $CC -static -o "$D/static" "$D/static.c" 2>/dev/null || skip_all "no static C library to link the stand-in"
 if ! $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/k" "$KP_SRCDIR/t/data/kdetour-main.c" \
@@ -84,7 +85,9 @@ like "0f 1f 44 00 00" "$(od -An -tx1 -j $fo -N 5 "$D/kf3")" "--remove leaves the
 # a pool too small for the probes names the Kconfig options to raise
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t/data/kdetour-main.c" \
     "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" \
-    -DCONFIG_KPREWRITE_TEXT_KB=64+0 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4   # 64+0 * 1024: 64 bytes
+    -DCONFIG_KPREWRITE_TEXT_KB=64+0 -DCONFIG_KPREWRITE_TABLE_KB=8 -DCONFIG_KPREWRITE_DATA_KB=4 \
+    -I"$KP_SRCDIR/include/kprewrite" 2>"$D/cc.log"   # 64+0 * 1024: 64 bytes
+ok $? "the small pool's stand-in builds ($(grep -m 1 error "$D/cc.log"))"
 like "pool is too small for 2 probes: detours need [0-9]+ bytes \\(has 64\\).*raise CONFIG_KPREWRITE_TEXT_KB" \
     "$("$KPREWRITE" --kernel --probe kfn --probe "kfn+$mid" -o "$D/out" "$D/small" 2>&1)" "a full kernel pool says what to raise"
 

@@ -18,6 +18,22 @@
  */
 #ifndef KPREWRITE_ABI_H
 #define KPREWRITE_ABI_H
+
+/* A kernel's pool (src/runtime/kernel/pool.S): three areas found by their
+ * symbols (each with NAME_end), and the dispatcher its detours call
+ * directly. Bare names, so that assembly can use them; KPRW_STR spells
+ * them as strings. */
+#define KPRW_KPOOL_TEXT kprewrite_pool_text
+#define KPRW_KPOOL_TEXT_END kprewrite_pool_text_end
+#define KPRW_KPOOL_TABLE kprewrite_pool_table
+#define KPRW_KPOOL_TABLE_END kprewrite_pool_table_end
+#define KPRW_KPOOL_STATE kprewrite_pool_state
+#define KPRW_KPOOL_STATE_END kprewrite_pool_state_end
+#define KPRW_KDISPATCH kprewrite_dispatch
+#define KPRW_STR(name) KPRW_STR_(name)
+#define KPRW_STR_(name) #name
+
+#ifndef __ASSEMBLER__
 #ifdef __KERNEL__
 #include <linux/types.h>   /* the kernel runtime: src/runtime/kernel */
 #else
@@ -107,12 +123,30 @@ enum kprw_table_flags {
 #define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER | \
                       KPRW_T_ORIG_AT_COPY)
 
-/* .kprewrite.slot: the dispatcher, the return handler, the return-probe
- * entry and return, the compact detours' entry. A slot section of 16, 24
- * or 32 bytes is an older pool's. */
-#define KPRW_SLOTS_SIZE 40
-#define KPRW_SLOTS_KRET_ENTRY 24      /* the size with the return-probe entry */
-#define KPRW_SLOTS_KRET_RETURN 32     /* ... and its return */
+/* .kprewrite.slot: pointers to the runtime's entry points, 8 bytes each,
+ * in this order. A slot section of 16, 24 or 32 bytes is an older pool's. */
+enum kprw_slot {
+    KPRW_SLOT_DISPATCH,              /* __kprewrite_dispatch: a kprobe hit (inline, shared detours) */
+    KPRW_SLOT_RETURN,                /* __kprewrite_return: a return, in detours that carry the frame */
+    KPRW_SLOT_KRET_ENTER,            /* __kprewrite_kret_enter: a return probe's entry */
+    KPRW_SLOT_KRET_RETURN,           /* __kprewrite_kret_return: jumped to when a hooked call returns */
+    KPRW_SLOT_ENTER,                 /* __kprewrite_enter: compact detours */
+    KPRW_NSLOTS
+};
+#define KPRW_SLOT_OFF(slot) (8 * (slot))
+#define KPRW_SLOTS_SIZE KPRW_SLOT_OFF(KPRW_NSLOTS)
+#define KPRW_SLOTS_KRET_ENTRY KPRW_SLOT_OFF(KPRW_SLOT_KRET_ENTER + 1)    /* the size with the return-probe entry */
+#define KPRW_SLOTS_KRET_RETURN KPRW_SLOT_OFF(KPRW_SLOT_KRET_RETURN + 1)  /* ... and its return */
+
+/* The runtime library: an image with a pool added names it in a DT_NEEDED
+ * (by path); a DT_NEEDED whose file name starts with KPRW_RUNTIME_STEM
+ * names it already. */
+#define KPRW_RUNTIME_SONAME "libkprewrite-rt.so.0"
+#define KPRW_RUNTIME_STEM "libkprewrite-rt.so"
+
+/* An unnamed function (known by its .eh_frame bounds only) is named
+ * KPRW_FDE_PREFIX and its link-time address in lower-case hex. */
+#define KPRW_FDE_PREFIX "fde@0x"
 
 /* A dynamic tag (the OS-specific range, which the loaders skip) of an image
  * with an added pool: d_ptr is the table's link-time address. The runtime
@@ -187,4 +221,5 @@ struct kprw_state {
     void *rt;                        /* the runtime's per-probe record, set at run time */
 };
 
+#endif /* !__ASSEMBLER__ */
 #endif

@@ -93,7 +93,7 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
             continue;
         const char *name = (const char *)p->dynstr + p->dyn[i].d_un.d_val;
         const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-        if (p->dyn[i].d_tag == DT_NEEDED && strncmp(base, "libkprewrite-rt.so", 18) == 0)
+        if (p->dyn[i].d_tag == DT_NEEDED && strncmp(base, KPRW_RUNTIME_STEM, strlen(KPRW_RUNTIME_STEM)) == 0)
             p->has_runtime = true;
         /* the dynamic loader runs before any library is loaded: its own
          * DT_NEEDED is never read, and its first probe hit would trap */

@@ -46,7 +46,8 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     memset(ps, 0, sizeof *ps);
     bool kernel = img->kind == IMG_VMLINUX;   /* no slot: detours call the runtime directly */
     if (kernel) {
-        static const char *const names[3] = { "kprewrite_pool_text", "kprewrite_pool_table", "kprewrite_pool_state" };
+        static const char *const names[3] = { KPRW_STR(KPRW_KPOOL_TEXT), KPRW_STR(KPRW_KPOOL_TABLE),
+                                              KPRW_STR(KPRW_KPOOL_STATE) };
         bool bad = false;
         int found = 0;
         for (int i = 0; i < 3; i++)
@@ -58,7 +59,7 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
         }
         if (found < 3 || bad) {
             snprintf(err, errlen, "%s: the kernel's kprewrite pool is incomplete or malformed (symbols "
-                     "kprewrite_pool_text, _table, _state and their _end)", img->path);
+                     KPRW_STR(KPRW_KPOOL_TEXT) ", _table, _state and their _end)", img->path);
             return -1;
         }
         /* the kernel's .rodata is writable in the file (read-only after
@@ -169,12 +170,12 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
         bool ret = e[i].kind == KPRW_KIND_R;
         if (!ret || (e[i].flags & KPRW_F_KPROBE)) {
             snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
-            if (spec_add(specs, text, "baked", err, errlen) < 0)
+            if (spec_add_baked(specs, text, err, errlen) < 0)
                 return -1;
         }
         if (ret) {
             snprintf(text, sizeof text, "0x%llx%%return", (unsigned long long)site);
-            if (spec_add(specs, text, "baked", err, errlen) < 0)
+            if (spec_add_baked(specs, text, err, errlen) < 0)
                 return -1;
         }
     }
@@ -412,28 +413,31 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     uint64_t tramp = 0;
     /* Where detours call the runtime: the slots, or thunks reading them. */
     uint64_t call_dispatch = kernel ? ps->kernel_dispatch : ps->slot->addr,
-             call_return = kernel ? 0 : ps->slot->addr + 8,
+             call_return = kernel ? 0 : ps->slot->addr + KPRW_SLOT_OFF(KPRW_SLOT_RETURN),
              /* a pool linked or added before the third slot: the old entry */
-             call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_ENTRY ? ps->slot->addr + 16 : 0,
+             call_kret = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_ENTRY ? ps->slot->addr + KPRW_SLOT_OFF(KPRW_SLOT_KRET_ENTER) : 0,
              /* before the fourth: the detour carries the return frame */
-             jmp_kret_return = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_RETURN ? ps->slot->addr + 24 : 0,
+             jmp_kret_return = !kernel && ps->slot->size >= KPRW_SLOTS_KRET_RETURN
+                                   ? ps->slot->addr + KPRW_SLOT_OFF(KPRW_SLOT_KRET_RETURN) : 0,
              /* before the fifth: no compact detours */
-             call_enter = !kernel && ps->compact_entries && ps->slot->size >= KPRW_SLOTS_SIZE ? ps->slot->addr + 32 : 0;
+             call_enter = !kernel && ps->compact_entries && ps->slot->size >= KPRW_SLOTS_SIZE
+                              ? ps->slot->addr + KPRW_SLOT_OFF(KPRW_SLOT_ENTER) : 0;
     if (ps->added) {
-        for (int th = 0; th < 5; th++) {
-            if ((th == 2 && !call_kret) || th == 3 || (th == 4 && !call_enter))
-                continue;   /* slot 3 is jumped through by the detours themselves */
+        for (int th = 0; th < KPRW_NSLOTS; th++) {
+            if ((th == KPRW_SLOT_KRET_ENTER && !call_kret) || th == KPRW_SLOT_KRET_RETURN || (th == KPRW_SLOT_ENTER && !call_enter))
+                continue;   /* the return slot is jumped through by the detours themselves */
             uint64_t at = ps->text->addr + text_used;
-            uint64_t slot = ps->slot->addr + 8 * (uint64_t)th;
-            size_t len = th == 2 ? x86_emit_kret_slot_thunk(at, slot, det)
-                       : th == 4 ? x86_emit_enter_slot_thunk(at, slot, det) : x86_emit_slot_thunk(at, slot, det);
+            uint64_t slot = ps->slot->addr + KPRW_SLOT_OFF((uint64_t)th);
+            size_t len = th == KPRW_SLOT_KRET_ENTER ? x86_emit_kret_slot_thunk(at, slot, det)
+                       : th == KPRW_SLOT_ENTER ? x86_emit_enter_slot_thunk(at, slot, det) : x86_emit_slot_thunk(at, slot, det);
             if (!len) {
                 snprintf(err, errlen, "%s: %s is out of rel32 reach of %s", img->path, KPRW_SEC_SLOT, KPRW_SEC_TEXT);
                 goto fail;
             }
             if (text_used + len <= text_size)
                 memcpy(text + text_used, det, len);
-            *(th == 4 ? &call_enter : th == 2 ? &call_kret : th ? &call_return : &call_dispatch) = at;
+            *(th == KPRW_SLOT_ENTER ? &call_enter : th == KPRW_SLOT_KRET_ENTER ? &call_kret
+              : th == KPRW_SLOT_RETURN ? &call_return : &call_dispatch) = at;
             text_used = (text_used + len + 15) & ~(size_t)15;
         }
     }
@@ -629,7 +633,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             /* an unnamed function is named by its address: the runtime
              * spells the name, the table need not */
             char fde[32];
-            snprintf(fde, sizeof fde, "fde@0x%" PRIx64, (uint64_t)(p->addr - p->off));
+            snprintf(fde, sizeof fde, KPRW_FDE_PREFIX "%" PRIx64, (uint64_t)(p->addr - p->off));
             int64_t name = !kernel && strcmp(p->sym, fde) == 0 ? (int64_t)KPRW_NAME_FDE
                          : in_dynstr(ps, p->sym) ? (int64_t)(KPRW_NAME_DYN | (uint32_t)(p->sym - ps->dynstr))
                                                  : strtab_add(&strs, p->sym, strlen(p->sym) + 1);

@@ -2,6 +2,7 @@
 #ifndef KPREWRITE_BAKE_H
 #define KPREWRITE_BAKE_H
 #include "image.h"
+#include "kprewrite/abi.h"
 #include "probe.h"
 #include "symbols.h"
 
@@ -32,7 +33,7 @@ struct pool_sections {
 };
 
 /* The kernel runtime's entry point every kernel detour calls. */
-#define KPRW_KERNEL_DISPATCH "kprewrite_dispatch"
+#define KPRW_KERNEL_DISPATCH KPRW_STR(KPRW_KDISPATCH)
 
 /* The pool reserved at link time (or added by an earlier run); -2 when the
  * image has none, -1 with a message when it is malformed. */

@@ -1,5 +1,6 @@
 /* One kprewrite run: open, resolve, analyze, report, and bake unless --check. */
 #include "config.h"
+#include "kprewrite/abi.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +8,7 @@
 #include "kprewrite/abi.h"
 
 #ifndef KPRW_RUNTIME_DEFAULT   /* set by the build to $(libdir)/libkprewrite-rt.so.0 */
-#define KPRW_RUNTIME_DEFAULT "libkprewrite-rt.so.0"
+#define KPRW_RUNTIME_DEFAULT KPRW_RUNTIME_SONAME
 #endif
 
 #include "addpool.h"
@@ -35,7 +36,7 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
         for (size_t i = 0; i < probes->n; i++) {
             struct probe *p = &probes->v[i];
             if (p->addr == gone.v[g].addr && p->is_return == gone.v[g].is_return &&
-                strcmp(p->spec->origin, "baked") == 0) {
+                p->spec->baked) {
                 found = true;
                 continue;
             }

@@ -140,6 +140,14 @@ int spec_add(struct spec_list *l, const char *text, const char *origin, char *er
     return spec_push(l, &s, origin, err, errlen);
 }
 
+int spec_add_baked(struct spec_list *l, const char *text, char *err, size_t errlen)
+{
+    if (spec_add(l, text, "baked", err, errlen) < 0)
+        return -1;
+    l->v[l->n - 1].baked = true;
+    return 0;
+}
+
 int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");

@@ -14,6 +14,7 @@ struct probe_spec {
     bool is_glob;        /* sym holds * ? or [ */
     bool has_off;        /* an explicit +OFF was written */
     char origin[300];    /* "command line" or "FILE:LINE" */
+    bool baked;          /* a probe the image's table holds already (spec_add_baked) */
 };
 
 struct spec_list {
@@ -25,6 +26,8 @@ struct spec_list {
 int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err, size_t errlen);
 /* Parse and append; on error writes "ORIGIN:COL: message" to err. */
 int spec_add(struct spec_list *l, const char *text, const char *origin, char *err, size_t errlen);
+/* A probe read back from the image's own table (origin "baked"). */
+int spec_add_baked(struct spec_list *l, const char *text, char *err, size_t errlen);
 /* One spec a line, '#' starts a comment; errors as FILE:LINE:COLUMN: message. */
 int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errlen);
 /* Move every spec of src to the end of dst (src is left empty). */

@@ -1,6 +1,7 @@
 /* Function bounds and names: .symtab, .dynsym, System.map, .eh_frame. */
 #include "symbols.h"
 #include "ehframe.h"
+#include "kprewrite/abi.h"
 #include "sort.h"
 
 #include <errno.h>
@@ -303,7 +304,7 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             goto oom;
         fde_name_off = o;
         fde_name_off[nfde_funcs++] = used;
-        used += (size_t)snprintf(fde_names + used, 32, "fde@0x%llx", (unsigned long long)fdes[k].start) + 1;
+        used += (size_t)snprintf(fde_names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
         struct func *fn = vec_push(&funcs);
         if (!fn)
             goto oom;

@@ -452,7 +452,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
     ec.dcr_len = e->dcr_len;
     char name[128];
     if (e->name_off == KPRW_NAME_FDE)
-        snprintf(name, sizeof name, "fde@0x%llx", (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
+        snprintf(name, sizeof name, KPRW_FDE_PREFIX "%llx", (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
     else if (e->name_off < strsz && memchr(strs + e->name_off, 0, strsz - e->name_off))
         snprintf(name, sizeof name, "%s", strs + e->name_off);
     else if ((e->name_off & KPRW_NAME_DYN) && t->version >= 5 && t->dynstr_rel) {

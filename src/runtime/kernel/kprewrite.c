@@ -41,10 +41,17 @@
 
 #include "abi.h"
 
-/* pool.S: the areas the rewriter fills */
-extern u8 kprewrite_pool_text[], kprewrite_pool_text_end[];
-extern const u8 kprewrite_pool_table[], kprewrite_pool_table_end[];
-extern u8 kprewrite_pool_state[], kprewrite_pool_state_end[];
+/* pool.S: the areas the rewriter fills (their names are abi.h's, which the
+ * rewriter looks for) */
+extern u8 KPRW_KPOOL_TEXT[], KPRW_KPOOL_TEXT_END[];
+extern const u8 KPRW_KPOOL_TABLE[], KPRW_KPOOL_TABLE_END[];
+extern u8 KPRW_KPOOL_STATE[], KPRW_KPOOL_STATE_END[];
+#define pool_text KPRW_KPOOL_TEXT
+#define pool_text_end KPRW_KPOOL_TEXT_END
+#define pool_table KPRW_KPOOL_TABLE
+#define pool_table_end KPRW_KPOOL_TABLE_END
+#define pool_state KPRW_KPOOL_STATE
+#define pool_state_end KPRW_KPOOL_STATE_END
 
 enum code_state { CODE_OPTIMIZED, CODE_INT3, CODE_DISABLED };
 
@@ -101,7 +108,7 @@ out:
  * here. The detour pops every register back afterwards, so a handler's
  * writes take effect.
  */
-noinstr void kprewrite_dispatch(struct kprw_state *st, struct pt_regs *regs)
+noinstr void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs)   /* kprewrite_dispatch */
 {
 	struct kprw_point *pt = READ_ONCE(st->rt);
 
@@ -552,7 +559,7 @@ static const struct file_operations knob_fops = {
 static const char *table_check(const struct kprw_table *t)
 {
 	const u8 *base = (const u8 *)t;
-	size_t table_size = kprewrite_pool_table_end - kprewrite_pool_table;
+	size_t table_size = pool_table_end - pool_table;
 	const struct kprw_entry *e = (const void *)(t + 1);
 	u32 i;
 
@@ -562,13 +569,13 @@ static const char *table_check(const struct kprw_table *t)
 	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||
 	    (t->strings_size && base[t->strings_off + t->strings_size - 1]))
 		return "entries or strings outside the table";
-	if (t->flags || t->tramp_rel || base + t->state_rel != kprewrite_pool_state ||
-	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(kprewrite_pool_state_end - kprewrite_pool_state))
+	if (t->flags || t->tramp_rel || base + t->state_rel != pool_state ||
+	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(pool_state_end - pool_state))
 		return "state outside the pool, or features this runtime lacks";
 	for (i = 0; i < t->nentries; i++) {
 		unsigned long site = (unsigned long)base + e[i].site_rel;
 		const u8 *det = base + e[i].code_rel, *ool = det + e[i].ool_off;
-		struct kprw_state *st = (void *)kprewrite_pool_state + i * sizeof(*st);
+		struct kprw_state *st = (void *)pool_state + i * sizeof(*st);
 
 		if (e[i].kind != KPRW_KIND_K || e[i].dcr_len == 0 || e[i].dcr_len > KPRW_ORIG_MAX ||
 		    (e[i].verdict == KPRW_OPTIMIZED && e[i].dcr_len < JMP32_INSN_SIZE) ||
@@ -579,8 +586,8 @@ static const char *table_check(const struct kprw_table *t)
 		    is_kernel_inittext(site) ||
 		    (i && site < (unsigned long)base + e[i - 1].site_rel + e[i - 1].dcr_len))
 			return "an entry's site is not kernel text (or is init text), or out of order";
-		if (ool < kprewrite_pool_text || ool >= kprewrite_pool_text_end ||
-		    det < kprewrite_pool_text || det >= kprewrite_pool_text_end)
+		if (ool < pool_text || ool >= pool_text_end ||
+		    det < pool_text || det >= pool_text_end)
 			return "an entry's detour is outside the pool";
 		if (st->rt)
 			return "a state names a record already (the image must hold zero there)";
@@ -590,7 +597,7 @@ static const char *table_check(const struct kprw_table *t)
 
 static int __init kprewrite_init(void)
 {
-	const struct kprw_table *t = (const void *)kprewrite_pool_table;
+	const struct kprw_table *t = (const void *)pool_table;
 	const struct kprw_entry *e = (const void *)(t + 1);
 	const char *strings = (const char *)t + t->strings_off, *why;
 	u32 i, nopt;
@@ -639,7 +646,7 @@ static int __init kprewrite_init(void)
 	}
 	/* from here on hits count */
 	for (i = 0; i < npoints; i++) {
-		struct kprw_state *st = (void *)kprewrite_pool_state + i * sizeof(*st);
+		struct kprw_state *st = (void *)pool_state + i * sizeof(*st);
 
 		WRITE_ONCE(st->rt, &points[i]);
 	}

@@ -7,28 +7,29 @@
  * _stext.._etext (executable, read-only once the kernel marks its text so),
  * the table inside __start_rodata..__end_rodata, the state in .data (among
  * the read-mostly data: the counters are per CPU elsewhere). None
- * is ever freed.
+ * is ever freed. The symbols' names are abi.h's.
  */
+#include "abi.h"
 
 	.section .text.unlikely.kprewrite_pool, "ax"
 	.balign 64
-	.globl kprewrite_pool_text, kprewrite_pool_text_end
-kprewrite_pool_text:
+	.globl KPRW_KPOOL_TEXT, KPRW_KPOOL_TEXT_END
+KPRW_KPOOL_TEXT:
 	.fill CONFIG_KPREWRITE_TEXT_KB * 1024, 1, 0xcc
-kprewrite_pool_text_end:
+KPRW_KPOOL_TEXT_END:
 
 	.section .rodata.kprewrite_pool, "a"
 	.balign 64
-	.globl kprewrite_pool_table, kprewrite_pool_table_end
-kprewrite_pool_table:
+	.globl KPRW_KPOOL_TABLE, KPRW_KPOOL_TABLE_END
+KPRW_KPOOL_TABLE:
 	.fill CONFIG_KPREWRITE_TABLE_KB * 1024, 1, 0
-kprewrite_pool_table_end:
+KPRW_KPOOL_TABLE_END:
 
 	.section .data..read_mostly, "aw"
 	.balign 64
-	.globl kprewrite_pool_state, kprewrite_pool_state_end
-kprewrite_pool_state:
+	.globl KPRW_KPOOL_STATE, KPRW_KPOOL_STATE_END
+KPRW_KPOOL_STATE:
 	.fill CONFIG_KPREWRITE_DATA_KB * 1024, 1, 0
-kprewrite_pool_state_end:
+KPRW_KPOOL_STATE_END:
 
 	.section .note.GNU-stack,"",@progbits

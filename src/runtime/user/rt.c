@@ -290,11 +290,11 @@ static struct point *map_points(uint32_t n)
     return m == MAP_FAILED ? NULL : m;
 }
 
-/* "fde@0x" and addr in lower-case hex, as the rewriter names a function
+/* KPRW_FDE_PREFIX and addr in lower-case hex, as the rewriter names a function
  * that has no symbol, into buf (FDE_NAME_MAX); without libc (see below). */
 static const char *fde_name(char *buf, uint64_t addr)
 {
-    static const char prefix[] = "fde@0x", hex[] = "0123456789abcdef";
+    static const char prefix[] = KPRW_FDE_PREFIX, hex[] = "0123456789abcdef";
     size_t n = sizeof prefix - 1, digits = 1;
     for (uint64_t v = addr; v >= 16; v >>= 4)
         digits++;
@@ -993,13 +993,13 @@ static int find_added_pools(struct dl_phdr_info *info, size_t size, void *arg)
             /* the return before the entry: a detour jumps to the return
              * only after the entry took its call */
             if (t->flags & KPRW_T_ENTER)         /* the pool has the fifth slot */
-                atomic_store(&slot[4], (void *)__kprewrite_enter);
+                atomic_store(&slot[KPRW_SLOT_ENTER], (void *)__kprewrite_enter);
             if (t->flags & KPRW_T_KRET_RETURN)   /* the pool has the fourth slot */
-                atomic_store(&slot[3], (void *)__kprewrite_kret_return);
+                atomic_store(&slot[KPRW_SLOT_KRET_RETURN], (void *)__kprewrite_kret_return);
             if (t->flags & KPRW_T_KRET_ENTRY)    /* the pool has the third slot */
-                atomic_store(&slot[2], (void *)__kprewrite_kret_enter);
-            atomic_store(&slot[1], (void *)__kprewrite_return);
-            atomic_store(&slot[0], (void *)__kprewrite_dispatch);
+                atomic_store(&slot[KPRW_SLOT_KRET_ENTER], (void *)__kprewrite_kret_enter);
+            atomic_store(&slot[KPRW_SLOT_RETURN], (void *)__kprewrite_return);
+            atomic_store(&slot[KPRW_SLOT_DISPATCH], (void *)__kprewrite_dispatch);
         }
         rt_lock_drop();
     }

@@ -19,7 +19,7 @@ enum code_state {
     CODE_DISABLED,    /* the original bytes: no overhead, no hits */
 };
 
-#define FDE_NAME_MAX 24                /* "fde@0x" + 16 hex digits + NUL */
+#define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
 
 struct point {
     uintptr_t addr;
