@@ -48,14 +48,16 @@ int ctl_command(const char *line)
         return -EINVAL;
     rt_lock_take();
     rt_points_ready();
-    struct point **v = malloc((rt_npoints ? rt_npoints : 1) * sizeof *v);
+    uint32_t npoints = rt_point_count();
+    struct point *const *points = rt_point_list();
+    struct point **v = malloc((npoints ? npoints : 1) * sizeof *v);
     size_t n = 0, can_jump = 0;
     if (!v) {
         rt_lock_drop();
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < rt_npoints; i++) {
-        struct point *pt = rt_points[i];
+    for (uint32_t i = 0; i < npoints; i++) {
+        struct point *pt = points[i];
         if (!spec_matches(spec, pt))
             continue;
         v[n++] = pt;
@@ -151,7 +153,7 @@ char *ctl_profile(size_t *len) { return listing(len, profile_line); }
 
 /* The global knobs: `enabled` arms or disarms every point (each keeps its
  * own state), `optimization` 0 unoptimizes every point. */
-int ctl_knob(bool *knob, const char *value)
+int ctl_knob(enum rt_knob knob, const char *value)
 {
     char *end;
     long v = strtol(value, &end, 10);
@@ -160,7 +162,7 @@ int ctl_knob(bool *knob, const char *value)
     if (end == value || *end || (v != 0 && v != 1))
         return -EINVAL;
     rt_lock_take();
-    *knob = v != 0;
+    rt_set_knob(knob, v != 0);
     int rc = patch_all();
     rt_lock_drop();
     return rc;

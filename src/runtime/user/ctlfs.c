@@ -236,7 +236,7 @@ static char *snapshot(uint64_t ino, size_t *len)
     case INO_ENABLED:
     case INO_OPTIMIZATION:
         rt_lock_take();
-        s = strdup((ino == INO_ENABLED ? rt_enabled : rt_optimization) ? "1\n" : "0\n");
+        s = strdup(rt_knob(ino == INO_ENABLED ? RT_KNOB_ENABLED : RT_KNOB_OPTIMIZATION) ? "1\n" : "0\n");
         rt_lock_drop();
         break;
     }
@@ -254,7 +254,7 @@ static int do_write(uint64_t ino, const char *data, size_t len)
     buf[len] = 0;
     int rc = 0;
     if (ino == INO_ENABLED || ino == INO_OPTIMIZATION) {
-        rc = ctl_knob(ino == INO_ENABLED ? &rt_enabled : &rt_optimization, buf);
+        rc = ctl_knob(ino == INO_ENABLED ? RT_KNOB_ENABLED : RT_KNOB_OPTIMIZATION, buf);
     } else if (ino == INO_CONTROL) {
         char *save = NULL;
         for (char *line = strtok_r(buf, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {

@@ -582,6 +582,7 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         rp->nmissed = 0;
         kp->pre_handler = rt_kretprobe_entry;
         kp->post_handler = NULL;
+        kp->flags |= KPROBE_FLAG_RETPROBE;
         rc = rt_register_kprobe_at(kp, pt);
         if (rc < 0) {
             rp->__holder = NULL;

@@ -71,9 +71,9 @@ static int poke(uintptr_t addr, const void *bytes, size_t n)
 
 enum code_state patch_wanted(const struct point *pt)
 {
-    if (!rt_enabled || pt->disabled)
+    if (!rt_knob(RT_KNOB_ENABLED) || pt->disabled)
         return CODE_DISABLED;
-    if (pt->verdict == KPRW_OPTIMIZED && pt->detour && rt_optimization && !pt->unoptimized && !pt->npost)
+    if (pt->verdict == KPRW_OPTIMIZED && pt->detour && rt_knob(RT_KNOB_OPTIMIZATION) && !pt->unoptimized && !pt->npost)
         return CODE_OPTIMIZED;
     return CODE_INT3;
 }
@@ -99,7 +99,7 @@ static int step_down(struct point *pt, enum code_state want)
         }
         /* a thread that met the int3 just before may still be counting:
          * let it finish, so no hit shows up after this returns */
-        for (int i = 0; i < 1000 && atomic_load(&trap_active); i++)
+        for (int i = 0; i < 1000 && rt_traps_running(); i++)
             sched_yield();
     }
     if (want == CODE_INT3 && pt->code == CODE_DISABLED) {
@@ -210,7 +210,7 @@ static bool site_verified(struct point *pt)
 
 /* Bring each point's code to what it wants. Under rt_lock. Returns 0 or
  * the first error; points that failed keep a safe state (int3 at worst). */
-int patch_list(struct point **v, size_t n)
+int patch_list(struct point *const *v, size_t n)
 {
     int first = 0, rc;
     struct point **want_jump = malloc((n ? n : 1) * sizeof *want_jump);
@@ -280,5 +280,14 @@ int patch_apply(struct point *pt)
 int patch_all(void)
 {
     rt_points_ready();
-    return patch_list(rt_points, rt_npoints);
+    return patch_list(rt_point_list(), rt_point_count());
+}
+
+/* A pool was registered: while a knob is off, its points are brought to
+ * what the knobs want (a library loaded while `enabled` is 0, say); the
+ * others are there already. */
+void patch_pool_added(void)
+{
+    if (!rt_knob(RT_KNOB_ENABLED) || !rt_knob(RT_KNOB_OPTIMIZATION))
+        patch_all();
 }

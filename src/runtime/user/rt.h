@@ -1,4 +1,18 @@
-/* Internal to libkprewrite-rt: the probe points and what the parts share. */
+/*
+ * Internal to libkprewrite-rt: the probe points and what the parts share,
+ * by file. The parts depend one way:
+ *   core.c             lock, threads and counters, the point registry, knobs
+ *   table-check.c      the checks of a table (over the shared core's)
+ *   trap.c, patch.c    the int3 path; live changes to the code (patch uses trap)
+ *   pools.c            finding and registering tables, filling points
+ *   hits.c             the hit path in C (dispatch.S's slow cases)
+ *   api.c              the kprobes API
+ *   kretprobe.c        return probes, on the API
+ *   ctl.c, ctlfs.c     the control directory
+ *   startup.c          the constructor, and rt_hooks: what the core tells the others
+ * The core calls none of the others by name: it announces through
+ * rt_hooks (startup.c fills it).
+ */
 #ifndef KPREWRITE_RT_H
 #define KPREWRITE_RT_H
 #include <pthread.h>
@@ -20,6 +34,10 @@ enum code_state {
 };
 
 #define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
+
+/* private kprobe flags */
+#define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u   /* addr was filled in from symbol_name at registration */
+#define KPROBE_FLAG_RETPROBE 0x40000000u        /* the kp of a struct kretprobe (kretprobe.c) */
 
 struct point {
     uintptr_t addr;
@@ -50,23 +68,12 @@ struct point {
     char fde_name[FDE_NAME_MAX];       /* name, for a function without a symbol */
 };
 
+/* ---- core.c ---- */
 extern pthread_mutex_t rt_lock;
 /* rt_lock, taken and released with the thread marked as inside the runtime
  * (below): the libc functions the runtime calls may be probed themselves. */
 void rt_lock_take(void);
 void rt_lock_drop(void);
-struct kprw_table;
-/* NULL when every offset of the table can be followed safely; else why
- * (in why, or a constant), and *object names the image (table-check.c). */
-/* *dynspan: the bytes a KPRW_NAME_DYN name may start in (0: none). */
-const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, uint64_t *dynspan,
-                           char *why, size_t len);
-extern struct point **rt_points;       /* by id; filled lazily: call rt_points_ready
-                                          before reading them all */
-void rt_points_ready(void);            /* under rt_lock: fill every point */
-void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg);   /* under rt_lock */
-extern uint32_t rt_npoints;
-extern bool rt_enabled, rt_optimization;   /* the global knobs, under rt_lock */
 
 /* Per thread (dispatch.S reads it at the offsets of rt-offsets.h). */
 struct rt_thread {
@@ -109,58 +116,112 @@ extern TLS struct rt_thread rt_self;
 bool rt_enter(void);
 void rt_leave(bool entered);
 
-/* rt.c */
-void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);
-void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
-void rt_count_missed(struct point *pt);
-void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+/* The points, by id (ids are given as points are filled: pools.c). */
+uint32_t rt_point_count(void);
+struct point *const *rt_point_list(void);       /* rt_point_count() of them, under rt_lock */
+bool rt_points_reserve(uint32_t n);             /* room for n more; under rt_lock */
+void rt_point_add(struct point *pt);            /* gives pt its id; under rt_lock */
+void rt_count_hit(struct point *pt);            /* this thread's count of pt, + 1 */
+void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed);   /* under rt_lock */
+
+/* The global knobs (the control directory's `enabled`, `optimization`). */
+enum rt_knob { RT_KNOB_ENABLED, RT_KNOB_OPTIMIZATION, RT_NKNOBS };
+bool rt_knob(enum rt_knob k);
+void rt_set_knob(enum rt_knob k, bool on);      /* under rt_lock; patch_all() then */
+
+/* SIGTRAP handlers running a probe now (trap.c counts them, others wait). */
+int rt_traps_running(void);
+void rt_trap_enter(void);
+void rt_trap_leave(void);
+void rt_traps_reset(int n);                     /* a forked child: only its own */
+
+/* fork, through pthread_atfork (startup.c) */
+void rt_fork_prepare(void);
+void rt_fork_parent(void);
+void rt_fork_child(void);
+
 bool rt_membarrier_ready(void);
 bool rt_membarrier(void);
 /* Run fn(arg) with the extended (vector) state saved around it. */
 void rt_with_xstate_saved(void (*fn)(void *), void *arg);
-/* kretprobe.c */
+
+/* What the core and the parts below announce, and who hears it: filled
+ * by startup.c. Each runs under rt_lock unless said otherwise. */
+struct rt_hooks {
+    void (*fork_child)(void);                   /* the child of a fork */
+    void (*points_filled)(void);                /* points were filled: the trap index is stale */
+    void (*pool_added)(void);                   /* a table was registered and armed */
+    void (*thread_exit)(struct rt_thread *t);   /* a thread's counts were folded */
+    void (*kprobe_toggled)(struct kprobe *kp);  /* enabled or disabled */
+    void (*trap_done)(struct point *pt);        /* the int3 path ran pt's handlers (no lock) */
+};
+extern const struct rt_hooks rt_hooks;
+
+/* ---- table-check.c ---- */
+struct kprw_table;
+/* NULL when every offset of the table can be followed safely; else why
+ * (in why, or a constant), and *object names the image. *dynspan: the
+ * bytes a KPRW_NAME_DYN name may start in (0: none). */
+const char *rt_table_check(const struct kprw_table *t, const char **object, uint32_t *int3s, uint64_t *dynspan,
+                           char *why, size_t len);
+
+/* ---- pools.c ---- */
+void rt_points_ready(void);            /* under rt_lock: fill every point, the trap index up to date */
+void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg);   /* under rt_lock */
+struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);   /* under rt_lock */
+bool rt_pool_fill_state(struct kprw_state *st);   /* st's point filled; false: no pool has st */
+void rt_pool_find_linked(struct kprw_state *st);  /* a hit before its pool registered */
+void rt_pools_find_added(void);        /* at start-up: the added pools of every object */
+
+/* ---- hits.c ---- */
+void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);   /* the int3 path */
+void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
+void rt_count_missed(struct point *pt);
+struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs);   /* dispatch.S */
+void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs);               /* dispatch.S */
+
+/* ---- api.c ---- */
+int rt_register_kprobe_at(struct kprobe *kp, struct point *pt);   /* under rt_lock */
+void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
+void rt_wait_for_handlers(struct point *pt);
+
+/* ---- kretprobe.c ---- */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
 long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot);   /* kretprobe-fast.S */
 struct holder;
 extern int rt_kc_on;                   /* per-thread instance caches: 1 on */
 void rt_kretprobe_put(struct holder *h, struct kretprobe_instance *ri);   /* kretprobe-fast.S */
 unsigned long rt_kretprobe_return_slow(struct pt_regs *regs);   /* kretprobe-fast.S */
-void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
 long rt_kretprobe_take_c(struct holder *h, unsigned long *slot);   /* kretprobe-fast.S */
 void rt_kretprobe_changed(struct kretprobe *rp);   /* (un)registered, enabled, disabled; under rt_lock */
 void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
 void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */
-/* unwind.c */
-void rt_unwind_hooks_linked(void);
-struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);
-int rt_register_kprobe_at(struct kprobe *kp, struct point *pt);
-void rt_wait_for_handlers(struct point *pt);
-/* for dispatch.S */
-struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs);
-void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs);
 
-/* trap.c: the int3 path */
+/* ---- unwind.c ---- */
+void rt_unwind_hooks_linked(void);
+
+/* ---- trap.c: the int3 path ---- */
 void trap_install(void);
 void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */
-extern _Atomic int trap_active;        /* SIGTRAP handlers running a probe now */
 void trap_fork_child(void);            /* only this thread's count them now */
 
-/* patch.c: live changes to the code, under rt_lock */
+/* ---- patch.c: live changes to the code, under rt_lock ---- */
 int patch_apply(struct point *pt);     /* bring the code to the point's wanted state */
 enum code_state patch_wanted(const struct point *pt);
-int patch_list(struct point **v, size_t n);
+int patch_list(struct point *const *v, size_t n);
 int patch_all(void);
+void patch_pool_added(void);           /* a new pool's points as the knobs want them */
 
-/* ctlfs.c: the control directory */
+/* ---- ctlfs.c: the control directory ---- */
 void ctlfs_start(void);
 void ctlfs_fork_child(void);           /* the directory and its server stay with the parent */
 
-/* ctl.c: commands and listings shared by the directory and `kprewrite ctl` */
+/* ---- ctl.c: commands and listings shared by the directory and `kprewrite ctl` ---- */
 int ctl_command(const char *line);     /* 0 or -errno */
-int ctl_knob(bool *knob, const char *value);   /* "0" or "1" */
+int ctl_knob(enum rt_knob knob, const char *value);   /* "0" or "1" */
 char *ctl_list(size_t *len);           /* malloc'd text */
 char *ctl_profile(size_t *len);
 #endif

@@ -43,8 +43,7 @@ static struct trap_index *_Atomic tindex;
 static struct sigaction prog_act;      /* the program's SIGTRAP action, as it believes installed */
 static _Atomic bool installed;
 pid_t trap_server_tid;
-_Atomic int trap_active;
-static TLS int trapping;               /* this thread's share of trap_active */
+static TLS int trapping;               /* this thread's share of rt_traps_running() */
 
 static TLS struct point *stepping;     /* a post_handler waits for this thread's single step */
 
@@ -62,17 +61,17 @@ static int cmp_addr(const void *a, const void *b)
 void trap_index_rebuild(void)
 {
     struct trap_index *ix = malloc(sizeof *ix);
-    struct point **v = malloc((rt_npoints ? rt_npoints : 1) * sizeof *v);
-    uintptr_t *a = malloc((rt_npoints ? rt_npoints : 1) * sizeof *a);
+    size_t n = rt_point_count();
+    struct point **v = malloc((n ? n : 1) * sizeof *v);
+    uintptr_t *a = malloc((n ? n : 1) * sizeof *a);
     if (!ix || !v || !a) {
         free(ix), free(v), free(a);
         return;   /* keep the old index: probes of the new image trap as foreign */
     }
     /* the filled points in fill order (not by scanning the states: that
      * would fault in every page of them at start-up) */
-    size_t n = rt_npoints;
     if (n)
-        memcpy(v, rt_points, n * sizeof *v);
+        memcpy(v, rt_point_list(), n * sizeof *v);
     bool sorted = true;
     for (size_t i = 1; i < n && sorted; i++)
         sorted = v[i - 1]->addr <= v[i]->addr;
@@ -159,7 +158,7 @@ static void probe_hit(struct point *pt, greg_t *g)
         regs_from(&r, g);
         r.ip = addr;
         rt_run_handlers(pt, &r, &changed);
-        rt_kretprobe_trap_hook(pt);
+        rt_hooks.trap_done(pt);
         regs_to(g, &r);
         if (changed || r.ip != addr) {
             g[REG_RIP] = (greg_t)r.ip;   /* a handler redirected the thread */
@@ -332,11 +331,11 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
         step_done(g);
     } else if ((si->si_code == SI_KERNEL || si->si_code == TRAP_BRKPT) &&   /* TRAP_BRKPT: valgrind's int3 */
                (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
-        atomic_fetch_add_explicit(&trap_active, 1, memory_order_acquire);
+        rt_trap_enter();
         trapping++;
         probe_hit(pt, g);
         trapping--;
-        atomic_fetch_sub_explicit(&trap_active, 1, memory_order_release);
+        rt_trap_leave();
     } else {
         chain(sig, si, vuc);
     }
@@ -442,5 +441,5 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 /* A forked child has one thread: the others' traps never end there. */
 void trap_fork_child(void)
 {
-    atomic_store(&trap_active, trapping);
+    rt_traps_reset(trapping);
 }
