@@ -1,6 +1,7 @@
 #!/bin/sh
 # Adds the kprewrite kernel runtime to a Linux 6.1 source tree (doc/kernel.md):
-#   kernel/kprewrite/      the runtime, the pool, Kconfig, Makefile
+#   kernel/kprewrite/      the runtime, the pool, Kconfig, Makefile, and the
+#                          runtime core shared with the user runtime (core-*.c)
 #   include/linux/kprewrite.h  the handler API for modules
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
@@ -19,6 +20,9 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 mkdir -p "$src/kernel/kprewrite"
 cp "$here/kprewrite.c" "$here/selftest.c" "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
 cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
+# the runtime core shared with the user runtime
+cp "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/"
+for f in control table wanted; do cp "$top/src/runtime/core/$f.c" "$src/kernel/kprewrite/core-$f.c"; done
 cp "$here/kprewrite.h" "$src/include/linux/kprewrite.h"
 
 grep -q 'kernel/kprewrite/Kconfig' "$src/arch/x86/Kconfig" ||

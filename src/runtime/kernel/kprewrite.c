@@ -40,6 +40,7 @@
 #include <asm/ptrace.h>
 
 #include "abi.h"
+#include "kprw-core.h"   /* shared with the user runtime: enum code_state, specs, commands, table checks */
 
 /* pool.S: the areas the rewriter fills (their names are abi.h's, which the
  * rewriter looks for) */
@@ -52,8 +53,6 @@ extern u8 KPRW_KPOOL_STATE[], KPRW_KPOOL_STATE_END[];
 #define pool_table_end KPRW_KPOOL_TABLE_END
 #define pool_state KPRW_KPOOL_STATE
 #define pool_state_end KPRW_KPOOL_STATE_END
-
-enum code_state { CODE_OPTIMIZED, CODE_INT3, CODE_DISABLED };
 
 struct kprw_point {
 	unsigned long addr, detour, ool;
@@ -170,11 +169,8 @@ static struct notifier_block kprw_int3_nb = {
 
 static enum code_state wanted(const struct kprw_point *pt)
 {
-	if (!knob_enabled || pt->disabled)
-		return CODE_DISABLED;
-	if (pt->verdict == KPRW_OPTIMIZED && pt->detour && knob_optimization && !pt->unoptimized)
-		return CODE_OPTIMIZED;
-	return CODE_INT3;
+	return kprw_wanted(knob_enabled, knob_optimization, pt->disabled, pt->unoptimized,
+			   pt->verdict == KPRW_OPTIMIZED && pt->detour);
 }
 
 /* The bytes of the site in state s. */
@@ -429,31 +425,15 @@ static int profile_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(profile);
 
-/* SPEC: 0xADDR, SYM+OFF (SYM a glob), or a glob on SYM (every offset). */
-static bool spec_matches(const char *spec, const struct kprw_point *pt)
-{
-	char name[KSYM_NAME_LEN];
-	const char *plus;
-	unsigned long v;
-
-	if (spec[0] == '0' && spec[1] == 'x')
-		return kstrtoul(spec, 16, &v) == 0 && v == pt->addr;
-	plus = strrchr(spec, '+');
-	if (!plus)
-		return glob_match(spec, pt->name);
-	if (plus - spec >= sizeof(name) || kstrtoul(plus + 1, 0, &v))
-		return false;
-	memcpy(name, spec, plus - spec);
-	name[plus - spec] = 0;
-	return v == pt->offset && glob_match(name, pt->name);
-}
-
 /* "enable|disable|optimize|unoptimize SPEC" */
 static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[KSYM_NAME_LEN + 32], *spec, *verb;
-	size_t n = 0, can_jump = 0;
-	int op, rc = 0;
+	char buf[KSYM_NAME_LEN + 32];
+	const char *spec;
+	size_t spec_len, n = 0, can_jump = 0;
+	enum kprw_op op;
+	enum kprw_ctl_result r;
+	int rc;
 	u32 i;
 
 	if (len >= sizeof(buf))
@@ -461,40 +441,20 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 	if (copy_from_user(buf, ubuf, len))
 		return -EFAULT;
 	buf[len] = 0;
-	spec = strim(buf);
-	verb = strsep(&spec, " \t");
-	spec = spec ? strim(spec) : NULL;
-	if (!spec || !*spec)
-		return -EINVAL;
-	if (!strcmp(verb, "enable"))
-		op = 0;
-	else if (!strcmp(verb, "disable"))
-		op = 1;
-	else if (!strcmp(verb, "optimize"))
-		op = 2;
-	else if (!strcmp(verb, "unoptimize"))
-		op = 3;
-	else
+	if (!kprw_ctl_parse(buf, len, &op, &spec, &spec_len))
 		return -EINVAL;
 	mutex_lock(&kprw_lock);
 	for (i = 0; i < npoints; i++) {
 		struct kprw_point *pt = &points[i];
 
-		if (!spec_matches(spec, pt))
+		if (!kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr))
 			continue;
 		n++;
 		can_jump += pt->verdict == KPRW_OPTIMIZED;
-		if (op < 2)
-			pt->disabled = op == 1;
-		else
-			pt->unoptimized = op == 3;
+		kprw_ctl_apply(op, &pt->disabled, &pt->unoptimized);
 	}
-	if (!n)
-		rc = -ENOENT;
-	else if (op == 2 && !can_jump)
-		rc = -EOPNOTSUPP;
-	else
-		rc = apply_all();
+	r = kprw_ctl_result(op, n, can_jump);
+	rc = r == KPRW_CTL_NO_MATCH ? -ENOENT : r == KPRW_CTL_CANNOT_JUMP ? -EOPNOTSUPP : apply_all();
 	mutex_unlock(&kprw_lock);
 	return rc < 0 ? rc : len;
 }
@@ -563,13 +523,14 @@ static const char *table_check(const struct kprw_table *t)
 	const struct kprw_entry *e = (const void *)(t + 1);
 	u32 i;
 
-	if (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION || t->entry_size != sizeof(struct kprw_entry))
-		return "unknown version or entry size";
+	/* no table flag is known here: a kernel's table has none */
+	if (kprw_table_fault(t, 0) != KPRW_TF_NONE)
+		return "bad magic, unknown version, features this runtime lacks, or entry size";
 	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||
 	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||
 	    (t->strings_size && base[t->strings_off + t->strings_size - 1]))
 		return "entries or strings outside the table";
-	if (t->flags || t->tramp_rel || base + t->state_rel != pool_state ||
+	if (t->tramp_rel || base + t->state_rel != pool_state ||
 	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(pool_state_end - pool_state))
 		return "state outside the pool, or features this runtime lacks";
 	for (i = 0; i < t->nentries; i++) {
@@ -577,11 +538,14 @@ static const char *table_check(const struct kprw_table *t)
 		const u8 *det = base + e[i].code_rel, *ool = det + e[i].ool_off;
 		struct kprw_state *st = (void *)pool_state + i * sizeof(*st);
 
-		if (e[i].kind != KPRW_KIND_K || e[i].dcr_len == 0 || e[i].dcr_len > KPRW_ORIG_MAX ||
-		    (e[i].verdict == KPRW_OPTIMIZED && e[i].dcr_len < JMP32_INSN_SIZE) ||
-		    e[i].name_off >= t->strings_size ||   /* a vmlinux has symbols: no KPRW_NAME_FDE */
-		    (u64)e[i].orig_off + e[i].dcr_len > t->strings_size)
-			return "an entry has a bad kind, length, name or original bytes";
+		/* (no name in a dynamic string table: dynspan 0) */
+		if (kprw_entry_faults(&e[i], t->strings_size, 0, false))
+			return "an entry has a bad kind, verdict, length, name or original bytes";
+		/* a vmlinux has symbols (no KPRW_NAME_FDE), no return probes, no
+		 * short jumps, and its original bytes are in the strings */
+		if (e[i].kind != KPRW_KIND_K || e[i].name_off == KPRW_NAME_FDE ||
+		    (e[i].flags & (KPRW_F_JUMP8 | KPRW_F_ORIG_AT_COPY)))
+			return "an entry has a feature this runtime lacks";
 		if (!core_kernel_text(site) || !core_kernel_text(site + e[i].dcr_len - 1) ||
 		    is_kernel_inittext(site) ||
 		    (i && site < (unsigned long)base + e[i - 1].site_rel + e[i - 1].dcr_len))

@@ -1,7 +1,6 @@
 /* Control commands and listings: what the control directory serves. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,42 +8,14 @@
 
 #include "rt.h"
 
-/* SPEC: 0xADDR, SYM+OFF (SYM may be a glob), or a glob on SYM (every
- * offset). */
-static bool spec_matches(const char *spec, const struct point *pt)
-{
-    if (spec[0] == '0' && spec[1] == 'x')
-        return strtoull(spec, NULL, 16) == pt->addr;
-    const char *plus = strrchr(spec, '+');
-    if (plus) {
-        char name[256];
-        size_t n = (size_t)(plus - spec);
-        if (n >= sizeof name)
-            return false;
-        memcpy(name, spec, n);
-        name[n] = 0;
-        char *end;
-        unsigned long off = strtoul(plus + 1, &end, 0);
-        return *end == 0 && off == pt->offset && fnmatch(name, pt->name, 0) == 0;
-    }
-    return fnmatch(spec, pt->name, 0) == 0;
-}
-
+/* "VERB SPEC" (runtime/core/control.c reads it, as the kernel runtime
+ * does): each point SPEC names gets the verb, then the code follows. */
 int ctl_command(const char *line)
 {
-    char verb[32], spec[512];
-    if (sscanf(line, " %31s %511s", verb, spec) != 2)
-        return -EINVAL;
-    int op;
-    if (strcmp(verb, "enable") == 0)
-        op = 0;
-    else if (strcmp(verb, "disable") == 0)
-        op = 1;
-    else if (strcmp(verb, "optimize") == 0)
-        op = 2;
-    else if (strcmp(verb, "unoptimize") == 0)
-        op = 3;
-    else
+    enum kprw_op op;
+    const char *spec;
+    size_t spec_len;
+    if (!kprw_ctl_parse(line, strlen(line), &op, &spec, &spec_len))
         return -EINVAL;
     rt_lock_take();
     rt_points_ready();
@@ -58,18 +29,14 @@ int ctl_command(const char *line)
     }
     for (uint32_t i = 0; i < npoints; i++) {
         struct point *pt = points[i];
-        if (!spec_matches(spec, pt))
+        if (!kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr))
             continue;
         v[n++] = pt;
-        switch (op) {
-        case 0: pt->disabled = false; break;
-        case 1: pt->disabled = true; break;
-        case 2: pt->unoptimized = false; break;
-        case 3: pt->unoptimized = true; break;
-        }
+        kprw_ctl_apply(op, &pt->disabled, &pt->unoptimized);
         can_jump += pt->verdict == KPRW_OPTIMIZED;
     }
-    int rc = n == 0 ? -ENOENT : (op == 2 && can_jump == 0) ? -EOPNOTSUPP : 0;
+    enum kprw_ctl_result r = kprw_ctl_result(op, n, can_jump);
+    int rc = r == KPRW_CTL_NO_MATCH ? -ENOENT : r == KPRW_CTL_CANNOT_JUMP ? -EOPNOTSUPP : 0;
     if (rc == 0)
         rc = patch_list(v, n);   /* one batch: one checkpoint for all */
     rt_lock_drop();

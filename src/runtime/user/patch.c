@@ -71,11 +71,9 @@ static int poke(uintptr_t addr, const void *bytes, size_t n)
 
 enum code_state patch_wanted(const struct point *pt)
 {
-    if (!rt_knob(RT_KNOB_ENABLED) || pt->disabled)
-        return CODE_DISABLED;
-    if (pt->verdict == KPRW_OPTIMIZED && pt->detour && rt_knob(RT_KNOB_OPTIMIZATION) && !pt->unoptimized && !pt->npost)
-        return CODE_OPTIMIZED;
-    return CODE_INT3;
+    /* a post_handler needs the int3 path (single step) */
+    return kprw_wanted(rt_knob(RT_KNOB_ENABLED), rt_knob(RT_KNOB_OPTIMIZATION), pt->disabled, pt->unoptimized,
+                       pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->npost);
 }
 
 static const uint8_t int3 = 0xcc;

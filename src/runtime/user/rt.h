@@ -22,16 +22,10 @@
 
 #include "kprewrite/abi.h"
 #include "kprewrite/kprobes.h"
+#include "runtime/core/kprw-core.h"   /* shared with the kernel runtime: enum code_state, ... */
 
 #define TLS __attribute__((tls_model("initial-exec"))) __thread
 #define EXPORT __attribute__((visibility("default")))
-
-/* What the site's bytes are now. */
-enum code_state {
-    CODE_OPTIMIZED,   /* jmp to the detour */
-    CODE_INT3,        /* int3 on byte 0, the original bytes after it */
-    CODE_DISABLED,    /* the original bytes: no overhead, no hits */
-};
 
 #define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
 

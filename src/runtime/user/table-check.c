@@ -95,32 +95,9 @@ static uintptr_t at(const void *base, int64_t rel) { return (uintptr_t)base + (u
 
 struct span { int64_t lo, hi; };   /* offsets from the table */
 
-/* What can be wrong with an entry's own fields, one bit each, in the order
- * they are reported (the lowest set bit names the fault). */
-static const char *const field_faults[] = {
-    "unknown kind",
-    "unknown verdict",
-    "site length out of range",
-    "name outside the string table",
-    "original bytes outside the string table",
-};
-/* (original bytes kept in the copy lie in the code the entry jumps to,
- * whose bounds fields_sane() takes: to + ool_off + dcr_len) */
-
-/* The faults of x's fields, computed without a branch: one bit each
- * when `named`, else only non-zero when there is one (no shifts: the
- * start-up pass over every entry only needs to know). */
-static inline unsigned entry_faults(const struct kprw_entry *x, uint32_t strings_size, uint64_t dynspan, bool named)
-{
-    unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED, s = named;
-    uint32_t name = x->name_off, dyn = (name & KPRW_NAME_DYN) && name != KPRW_NAME_FDE;
-    return ((kind != KPRW_KIND_K) & (kind != KPRW_KIND_R)) |
-           (!opt & (verdict != KPRW_INT3)) << s |
-           ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < ((x->flags & KPRW_F_JUMP8) ? 2u : 5u)))) << 2 * s |   /* 0 wraps */
-           ((!dyn & (name >= strings_size) & (name != KPRW_NAME_FDE)) |
-            (dyn & ((uint64_t)(name & ~KPRW_NAME_DYN) >= dynspan))) << 3 * s |
-           (((uint64_t)x->orig_off + len > strings_size) & !(x->flags & KPRW_F_ORIG_AT_COPY)) << 4 * s;
-}
+/* (an entry's own fields: kprw_entry_faults, shared with the kernel
+ * runtime; original bytes kept in the copy lie in the code the entry jumps
+ * to, whose bounds fields_sane() takes: to + ool_off + dcr_len) */
 
 /* Every entry's own fields make sense (entry_faults); sites gets the
  * bounds of the sites, jumps those of the code the entries jump to;
@@ -133,7 +110,7 @@ static bool fields_sane(const struct kprw_entry *e, uint32_t n, uint32_t strings
     int64_t slo = INT64_MAX, shi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
     for (uint32_t i = 0; i < n; i++) {
         const struct kprw_entry *x = &e[i];
-        wrong |= entry_faults(x, strings_size, dynspan, false);
+        wrong |= kprw_entry_faults(x, strings_size, dynspan, false);
         int3 += x->verdict != KPRW_OPTIMIZED;
         int64_t site = x->site_rel, to = x->code_rel;
         unsigned far = x->ool_off > x->hook_off ? x->ool_off : x->hook_off;
@@ -160,17 +137,20 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (!dl_iterate_phdr(find_object, &o))
         return "the table is in no loaded object";
     *object = o.name;
-    if (t->version < KPRW_VERSION_MIN || t->version > KPRW_VERSION) {
+    switch (kprw_table_fault(t, KPRW_T_KNOWN)) {
+    case KPRW_TF_NONE:
+        break;
+    case KPRW_TF_MAGIC:
+        return "bad magic";
+    case KPRW_TF_VERSION:
         snprintf(why, len, "table version %u, this runtime reads versions %u to %u", t->version, KPRW_VERSION_MIN,
                  KPRW_VERSION);
         return why;
-    }
-    if (t->flags & ~(uint32_t)KPRW_T_KNOWN) {
+    case KPRW_TF_FLAGS:
         snprintf(why, len, "table flags 0x%x, unknown to this runtime (0x%x)", t->flags & ~(uint32_t)KPRW_T_KNOWN,
                  (unsigned)KPRW_T_KNOWN);
         return why;
-    }
-    if (t->entry_size != sizeof(struct kprw_entry)) {
+    case KPRW_TF_ENTRY_SIZE:
         snprintf(why, len, "entry size %u, expected %zu", t->entry_size, sizeof(struct kprw_entry));
         return why;
     }
@@ -222,9 +202,9 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     uint32_t i = 0;
     for (; !fields_ok && i < t->nentries && !bad; i++) {
         x = &e[i];
-        unsigned faults = entry_faults(x, t->strings_size, *dynspan, true);
+        unsigned faults = kprw_entry_faults(x, t->strings_size, *dynspan, true);
         if (faults)
-            bad = field_faults[__builtin_ctz(faults)];
+            bad = kprw_entry_fault_names[__builtin_ctz(faults)];
         else if (!states_zero && st[i].rt)
             bad = "its state names a record already (the file must hold zero there)";
     }
