@@ -97,13 +97,13 @@ cmp -s "$D/tiny" "$D/tiny.orig"; ok $? "too-small pool: image untouched"
 is "threads rc 0 hits 400001" "$("$D/tiny" threads)" "KPREWRITE_POOL() replaces the default pool"
 
 # no pool, and no dynamic linking to load the runtime with: a static executable
-if $CC -O2 -static -o "$D/nopool" "$SRC/verdicts.S" "$SRC/verdicts-main.c" 2>/dev/null; then
+if $CC -O2 -static -o "$D/nopool" "$SRC/verdicts.S" "$SRC/verdicts-main.c" 2>"$D/cc.err"; then
     cp "$D/nopool" "$D/nopool.orig"
     err=$("$KPREWRITE" --probe f_opt "$D/nopool" 2>&1); rc=$?
     like "nopool: a static executable: the runtime cannot be loaded into it" "$err" "a static image without a pool: clear error"
     is "1 same" "$rc $(cmp -s "$D/nopool" "$D/nopool.orig" && echo same)" "a static image without a pool: exit 1, untouched"
 else
-    skip "no static libc"; skip "no static libc"
+    ok 1 "the static fixture builds ($(head -n 1 "$D/cc.err"))"
 fi
 
 # the static runtime

@@ -9,7 +9,12 @@ D=$(tmpdir fork)
 use_runtime
 export KPREWRITE_CTL_DIR="$D/ctl" KPREWRITE_CTL_DELAY_MS=0
 P=$D/fork
-$CC -O2 -mgeneral-regs-only -o "$P" "$KP_SRCDIR/t/data/fork-prog.c" $RT -lpthread || skip_all "cannot build"
+# A fixture that does not build is a failure, and nothing else can run.
+if $CC -O2 -mgeneral-regs-only -o "$P" "$KP_SRCDIR/t/data/fork-prog.c" $RT -lpthread 2>"$D/cc.err"; then
+    ok 0 "the fixture builds"
+else
+    ok 1 "the fixture builds ($(head -n 1 "$D/cc.err"))"; done_testing
+fi
 "$KPREWRITE" --probe fa --probe fb --probe sit --probe sit_trap --probe 'held%return' "$P" >"$D/report" 2>"$D/err"
 ok $? "bake fa, fb, sit, sit_trap and held%return ($(tail -n 1 "$D/err"))"
 

@@ -10,8 +10,8 @@ for cc in $compilers; do
     for pie in -fPIE/-pie -fno-pie/-no-pie; do
         cf=${pie%/*}; lf=${pie#*/}
         V=$D/switch-$(basename "$cc")$cf
-        if ! $cc -O2 $cf $lf -fno-inline -o "$V" "$KP_SRCDIR/t/data/switch.c" 2>/dev/null; then
-            skip "$cc $cf cannot build"; continue
+        if ! $cc -O2 $cf $lf -fno-inline -o "$V" "$KP_SRCDIR/t/data/switch.c" 2>"$D/cc.err"; then
+            ok 1 "$(basename "$cc") $cf: the fixture builds ($(head -n 1 "$D/cc.err"))"; continue
         fi
         tag="$(basename "$cc") $cf"
         json=$("$KPREWRITE" --check --json --probe classify --probe name "$V" | tr -d '\n')

@@ -60,3 +60,16 @@ preload_sanitizer() {
     export LD_PRELOAD="$($CC -print-file-name=libasan.so)"
     export ASAN_OPTIONS=detect_leaks=0
 }
+# What the runtime needs to mount a control directory, as found here, for
+# the message of a test that got none: src/runtime/user/ctlfs.c opens
+# /dev/fuse and mounts with mount(2), which needs CAP_SYS_ADMIN (root),
+# else runs fusermount3 (package fuse3, scripts/install-deps.sh).
+fuse_why() {
+    w="uid $(id -u)"
+    cap=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status 2>/dev/null)
+    if [ -n "$cap" ] && [ $(( (0x$cap >> 21) & 1 )) = 1 ]; then w="$w with CAP_SYS_ADMIN"; else w="$w without CAP_SYS_ADMIN"; fi
+    if [ -c /dev/fuse ]; then w="$w, /dev/fuse present"; else w="$w, no /dev/fuse (modprobe fuse)"; fi
+    grep -qw fuse /proc/filesystems 2>/dev/null || w="$w, no fuse in /proc/filesystems"
+    if command -v fusermount3 >/dev/null 2>&1; then w="$w, fusermount3 installed"; else w="$w, no fusermount3 (package fuse3)"; fi
+    echo "$w"
+}
