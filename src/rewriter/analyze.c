@@ -5,7 +5,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/x86/jumptable.h"
 #include "../arch/x86/detour.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,16 +20,7 @@ static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_ki
     if (fn && !s->probed[fn - s->sy->funcs])
         return true;   /* only targets inside probed functions matter, and those
                           outside any function (padding the padding tactic uses) */
-    if (s->refs.n == s->refs.cap) {
-        size_t cap = s->refs.cap ? s->refs.cap * 2 : 1024;
-        struct ref *v = realloc(s->refs.v, cap * sizeof *v);
-        if (!v)
-            return false;
-        s->refs.v = v;
-        s->refs.cap = cap;
-    }
-    s->refs.v[s->refs.n++] = (struct ref){ target, from, (uint8_t)kind, table, 0, false, 0, 0 };
-    return true;
+    return ARRAY_PUSH(s->refs.v, s->refs.n, s->refs.cap, (struct ref){ target, from, (uint8_t)kind, table, 0, false, 0, 0 });
 }
 
 static bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t)
@@ -45,12 +36,6 @@ static bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const
         r->base = t->relative ? t->base : 0;
     }
     return true;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int cmp_ref(const void *a, const void *b)
@@ -212,13 +197,8 @@ static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, si
         const uint8_t *p = image_read(s->img, a, &avail);
         if (avail > fn->end - a)
             avail = (size_t)(fn->end - a);
-        if (n == *cap) {
-            *cap = *cap ? *cap * 2 : 4096;
-            struct x86_insn *nb = realloc(*buf, *cap * sizeof **buf);
-            if (!nb)
-                return -1;
-            *buf = nb;
-        }
+        if (!ARRAY_RESERVE(*buf, *cap, n + 1))
+            return -1;
         struct x86_insn *in = &(*buf)[n];
         if (!p || !x86_decode(p, avail, a, in)) {
             fail = a;
@@ -229,16 +209,8 @@ static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, si
         if (x86_has_target(in)) {
             if (!add_ref(s, in->target, in->addr, REF_BRANCH, 0))
                 return -1;
-            if (in->target >= fn->start && in->target < fn->end) {
-                if (nlocal == *lcap) {
-                    *lcap = *lcap ? *lcap * 2 : 1024;
-                    uint64_t *nl = realloc(*local, *lcap * sizeof **local);
-                    if (!nl)
-                        return -1;
-                    *local = nl;
-                }
-                (*local)[nlocal++] = in->target;
-            }
+            if (in->target >= fn->start && in->target < fn->end && !ARRAY_PUSH(*local, nlocal, *lcap, in->target))
+                return -1;
         }
         if (in->kind == XK_JMP_IND)
             has_ijmp = true;
@@ -312,22 +284,13 @@ void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fm
 
 size_t find_insn(const struct fstate *f, uint32_t off)
 {
-    size_t a = 0, b = f->n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (f->insns[m].off < off) a = m + 1; else b = m;
-    }
-    return a;
+    return LOWER_BOUND(f->n, m, f->insns[m].off < off);
 }
 
 /* First ref with from < target... in (lo, hi): lo < target < hi. */
 const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi)
 {
-    size_t a = 0, b = r->n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (r->v[m].target <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(r->n, m, r->v[m].target <= lo);
     return a < r->n && r->v[a].target < hi ? &r->v[a] : NULL;
 }
 
@@ -558,16 +521,10 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
             dup |= v[k].at == t.at;
         if (dup)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4;
-            struct retarget *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                why = " (out of memory)";
-                break;
-            }
-            v = nv;
+        if (!ARRAY_PUSH(v, n, cap, t)) {
+            why = " (out of memory)";
+            break;
         }
-        v[n++] = t;
     }
     if (why) {
         char d[160];

@@ -5,7 +5,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "kprewrite/abi.h"
-#include "sort.h"
+#include "../util/array.h"
 #include "strtab.h"
 
 #include <errno.h>
@@ -110,16 +110,6 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     return 0;
 }
 
-/* File offset of the len bytes at vaddr, when they lie in one section with file bytes. */
-static bool file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
-{
-    const struct section *s = image_section_at(img, vaddr);
-    if (!s || !s->data || vaddr + len > s->addr + s->size)
-        return false;
-    *off = (size_t)(s->offset + (vaddr - s->addr));
-    return true;
-}
-
 int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
                   char *err, size_t errlen)
 {
@@ -143,7 +133,7 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     for (uint32_t i = 0; i < nfix; i++) {
         uint64_t at = ps->table->addr + (uint64_t)(int64_t)fx[i].site_rel;
         size_t off;
-        if (fx[i].len > KPRW_ORIG_MAX || !file_offset(img, at, fx[i].len, &off) ||
+        if (fx[i].len > KPRW_ORIG_MAX || !image_file_offset(img, at, fx[i].len, &off) ||
             (uint64_t)fx[i].orig_off + fx[i].len > t->strings_size) {
             snprintf(err, errlen, "%s: probe table fixup %u names 0x%llx, outside the image", img->path, i,
                      (unsigned long long)at);
@@ -156,8 +146,8 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
         uint64_t copy = ps->table->addr + (uint64_t)(int64_t)e[i].code_rel + e[i].ool_off;
         bool at_copy = e[i].flags & KPRW_F_ORIG_AT_COPY;
         size_t off, copy_off = 0;
-        if (e[i].dcr_len > KPRW_ORIG_MAX || !file_offset(img, site, e[i].dcr_len, &off) ||
-            (at_copy ? !file_offset(img, copy, e[i].dcr_len, &copy_off)
+        if (e[i].dcr_len > KPRW_ORIG_MAX || !image_file_offset(img, site, e[i].dcr_len, &off) ||
+            (at_copy ? !image_file_offset(img, copy, e[i].dcr_len, &copy_off)
                      : (uint64_t)e[i].orig_off + e[i].dcr_len > t->strings_size)) {
             snprintf(err, errlen, "%s: probe table entry %u names 0x%llx, outside the image", img->path, i,
                      (unsigned long long)site);
@@ -198,21 +188,13 @@ static int fix(const struct image *img, uint8_t *out, uint64_t addr, const uint8
 {
     size_t off;
     int64_t rel = (int64_t)(addr - table_addr);
-    if (!file_offset(img, addr, len, &off) || rel != (int32_t)rel) {
+    if (!image_file_offset(img, addr, len, &off) || rel != (int32_t)rel) {
         snprintf(err, errlen, "%s: 0x%llx: the bytes to re-point are not in the file, or out of the table's reach",
                  img->path, (unsigned long long)addr);
         return -1;
     }
     int64_t o = strtab_add(strs, img->map + off, len);
-    if (fx->n == fx->cap) {
-        size_t cap = fx->cap ? fx->cap * 2 : 64;
-        struct kprw_fixup *v = realloc(fx->v, cap * sizeof *v);
-        if (!v)
-            o = -1;
-        else
-            fx->v = v, fx->cap = cap;
-    }
-    if (o < 0) {
+    if (o < 0 || !ARRAY_RESERVE(fx->v, fx->cap, fx->n + 1)) {
         snprintf(err, errlen, "%s: out of memory", img->path);
         return -1;
     }
@@ -587,7 +569,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
             len = 0;
         }
         size_t site_off;
-        if (len && !file_offset(img, p->addr, site_len, &site_off)) {
+        if (len && !image_file_offset(img, p->addr, site_len, &site_off)) {
             snprintf(derr, sizeof derr, "the site has no bytes in the file");
             len = 0;
         }

@@ -5,7 +5,7 @@
  * bounded cursor; malformed input produces an error message, never an
  * out-of-bounds access. */
 #include "ehframe.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -339,19 +339,11 @@ static struct cie *cie_find(struct cie_set *s, size_t off)
 {
     if (s->last < s->n && s->v[s->last].off == off)
         return &s->v[s->last];
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->v[mid].off == off) {
-            s->last = mid;
-            return &s->v[mid];
-        }
-        if (s->v[mid].off < off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    size_t i = LOWER_BOUND(s->n, m, s->v[m].off < off);
+    if (i == s->n || s->v[i].off != off)
+        return NULL;
+    s->last = i;
+    return &s->v[i];
 }
 
 static int fde_enc_error(int r, uint8_t enc, size_t off, char *err, size_t errlen)
@@ -415,17 +407,10 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         pos = c.lim;
 
         if (id == 0) { /* CIE: parsed lazily when an FDE first uses it */
-            if (cies.n == cies.cap) {
-                size_t ncap = cies.cap ? 2 * cies.cap : 16;
-                struct cie *nv = realloc(cies.v, ncap * sizeof *nv);
-                if (!nv) {
-                    fail(err, errlen, "eh_frame: out of memory");
-                    goto out;
-                }
-                cies.v = nv;
-                cies.cap = ncap;
+            if (!ARRAY_PUSH(cies.v, cies.n, cies.cap, (struct cie){ .off = rec, .body = c.pos, .end = c.lim })) {
+                fail(err, errlen, "eh_frame: out of memory");
+                goto out;
             }
-            cies.v[cies.n++] = (struct cie){ .off = rec, .body = c.pos, .end = c.lim };
             continue;
         }
 
@@ -477,15 +462,10 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
             goto out;
         }
 
-        if (nout == cap) {
-            size_t ncap = cap ? 2 * cap : (size / 32 > 16 ? size / 32 : 16);
-            struct eh_fde *nv = realloc(out, ncap * sizeof *nv);
-            if (!nv) {
-                fail(err, errlen, "eh_frame: out of memory");
-                goto out;
-            }
-            out = nv;
-            cap = ncap;
+        /* about one FDE in 32 bytes: one allocation for most sections */
+        if (!ARRAY_RESERVE(out, cap, nout ? nout + 1 : size / 32 + 1)) {
+            fail(err, errlen, "eh_frame: out of memory");
+            goto out;
         }
         if (nout && start < out[nout - 1].start)
             sorted = false;
@@ -621,12 +601,6 @@ struct eh_cfa eh_cfa_at(const uint8_t *data, size_t size, const struct eh_fde *f
 
 /* ---- LSDA (.gcc_except_table) ------------------------------------------ */
 
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int lsda_landing_pads(eh_read_fn read, void *ctx, uint64_t lsda, uint64_t func_start,
                       uint64_t **pads, size_t *n, char *err, size_t errlen)
 {
@@ -691,21 +665,14 @@ int lsda_landing_pads(eh_read_fn read, void *ctx, uint64_t lsda, uint64_t func_s
         }
         if (lp == 0)
             continue;
-        if (nout == cap) {
-            size_t ncap = cap ? 2 * cap : 8;
-            uint64_t *nv = realloc(out, ncap * sizeof *nv);
-            if (!nv) {
-                free(out);
-                return fail(err, errlen, "lsda: out of memory");
-            }
-            out = nv;
-            cap = ncap;
+        if (!ARRAY_PUSH(out, nout, cap, lpstart + lp)) {
+            free(out);
+            return fail(err, errlen, "lsda: out of memory");
         }
-        out[nout++] = lpstart + lp;
     }
 
     if (nout > 1) {
-        sort_array(out, nout, sizeof *out, u64_cmp);
+        sort_array(out, nout, sizeof *out, cmp_u64);
         size_t k = 1;
         for (size_t i = 1; i < nout; i++)
             if (out[i] != out[k - 1])

@@ -1,6 +1,6 @@
 /* Opening and validating ELF images with libelf. */
 #include "image.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -269,11 +269,7 @@ void image_close(struct image *img)
 
 const struct section *image_section_at(const struct image *img, uint64_t vaddr)
 {
-    size_t a = 0, b = img->nby_addr;
-    while (a < b) {               /* last section with addr <= vaddr */
-        size_t m = (a + b) / 2;
-        if (img->by_addr[m]->addr <= vaddr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(img->nby_addr, m, img->by_addr[m]->addr <= vaddr);   /* after the last with addr <= vaddr */
     /* Sections may nest or be empty; look back over a few candidates. */
     for (size_t i = a; i > 0 && a - i < 4; i--) {
         const struct section *s = img->by_addr[i - 1];
@@ -357,6 +353,32 @@ bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value)
         }
     }
     return false;
+}
+
+bool image_file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    if (!s || !s->data || vaddr + len > s->addr + s->size)
+        return false;
+    *off = (size_t)(s->offset + (vaddr - s->addr));
+    return true;
+}
+
+const struct section *image_next_rela(const struct image *img, size_t *i)
+{
+    for (; *i < img->nsecs; (*i)++) {
+        const struct section *s = &img->secs[*i];
+        if (s->type == SHT_RELA && s->data && s->entsize == sizeof(Elf64_Rela)) {
+            (*i)++;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+bool image_rela_unloaded(const struct image *img, const struct section *rela)
+{
+    return rela->info && rela->info < img->nsecs && !(img->secs[rela->info].flags & SHF_ALLOC);
 }
 
 bool image_is_code_cb(void *img, uint64_t vaddr)

@@ -1,7 +1,7 @@
 /* One table-driven reader for every vmlinux table that names code sites. */
 #include "ktables.h"
 #include "../arch/x86/decode.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,27 +87,17 @@ const char *ktable_name(enum ktable_id id)
     return id < KT__COUNT ? names[id] : "?";
 }
 
-struct growing { void *p; size_t n, cap, elt; };
-
-static bool push(struct growing *g, const void *x)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 256;
-        void *p = realloc(g->p, cap * g->elt);
-        if (!p)
-            return false;
-        g->p = p;
-        g->cap = cap;
-    }
-    memcpy((char *)g->p + g->n++ * g->elt, x, g->elt);
-    return true;
-}
+struct ranges { struct krange *v; size_t n, cap; };
 
 struct ctx {
     const struct image *img;
     const struct symbols *sy;
-    struct growing reserved, targets, extable, blacklist;
+    struct ranges reserved, blacklist;
+    struct { struct kref *v; size_t n, cap; } targets;
+    struct { uint64_t *v; size_t n, cap; } extable;
 };
+
+#define PUSH(a, ...) ARRAY_PUSH((a).v, (a).n, (a).cap, __VA_ARGS__)
 
 /* Locate a table: the __start/__stop symbols (exact: sections such as
  * .smp_locks are padded to a page), else its own section. */
@@ -237,13 +227,13 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
             memcpy(&r, e + d->target_off, 4);
             struct kref t = { vaddr + off + (uint64_t)d->target_off + (int64_t)r, vaddr + off,
                               (uint8_t)d->id };
-            if (!push(&c->targets, &t))
+            if (!PUSH(c->targets, t))
                 goto oom;
         }
         if (d->action == ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
             struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id };
-            if (!push(&c->blacklist, &r))
+            if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
         }
@@ -251,14 +241,14 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
             /* Not a reserved range: the analysis refuses the faulting
              * instruction and int3s its whole function (exception-table),
              * which a reserved:__ex_table verdict would hide. */
-            if (!push(&c->extable, &site))
+            if (!PUSH(c->extable, site))
                 goto oom;
             continue;
         }
         struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id };
         if (r.len == 0)
             r.len = 1;
-        if (!push(&c->reserved, &r))
+        if (!PUSH(c->reserved, r))
             goto oom;
     }
     return 0;
@@ -273,19 +263,16 @@ oom:
  * inverse per-cpu relocations (PC32 against .data..percpu symbols). */
 static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < c->img->nsecs; i++) {
-        const struct section *s = &c->img->secs[i];
-        if (s->type != SHT_RELA || !s->data || s->entsize != sizeof(Elf64_Rela))
-            continue;
-        /* Relocations of a non-allocated section (--emit-relocs keeps
-         * .rela.debug_info & co.) have offsets inside that section, not
-         * addresses: they would alias code at low link addresses. */
-        if (s->info && s->info < c->img->nsecs && !(c->img->secs[s->info].flags & SHF_ALLOC))
+    const struct section *s;
+    for (size_t i = 0; (s = image_next_rela(c->img, &i));) {
+        /* Relocations of a non-allocated section have offsets inside that
+         * section, not addresses: they would alias code at low link
+         * addresses. */
+        if (image_rela_unloaded(c->img, s))
             continue;
         const struct section *symtab = s->link < c->img->nsecs ? &c->img->secs[s->link] : NULL;
-        for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= s->size; off += sizeof(Elf64_Rela)) {
-            Elf64_Rela r;
-            memcpy(&r, s->data + off, sizeof r);
+        for (size_t k = 0; k < rela_count(s); k++) {
+            Elf64_Rela r = rela_get(s, k);
             uint32_t type = ELF64_R_TYPE(r.r_info);
             unsigned len;
             switch (type) {
@@ -313,7 +300,7 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
                 continue;
             struct krange kr = { r.r_offset, len, KT_RELOC };
             kf->count[KT_RELOC]++;
-            if (!push(&c->reserved, &kr)) {
+            if (!PUSH(c->reserved, kr)) {
                 snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
                 return -1;
             }
@@ -344,14 +331,14 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         if (b <= a)
             continue;
         struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id };
-        if (!push(&c->blacklist, &r))
+        if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (strncmp(fn->name, "__cfi_", 6) == 0 || strncmp(fn->name, "__pfx_", 6) == 0) {
             struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE };
-            if (r.len && !push(&c->blacklist, &r))
+            if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }
     }
@@ -365,12 +352,6 @@ static int cmp_range(const void *a, const void *b)
 {
     const struct krange *x = a, *y = b;
     return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int cmp_kref(const void *a, const void *b)
@@ -391,9 +372,7 @@ static size_t uniq_u64(uint64_t *v, size_t n)
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
                 char *err, size_t errlen)
 {
-    struct ctx c = { .img = img, .sy = sy,
-                     .reserved = { .elt = sizeof(struct krange) }, .targets = { .elt = sizeof(struct kref) },
-                     .extable = { .elt = 8 }, .blacklist = { .elt = sizeof(struct krange) } };
+    struct ctx c = { .img = img, .sy = sy };
 
     memset(kf, 0, sizeof *kf);
     /* Kernel tables only mean something in a vmlinux; a user program that
@@ -407,17 +386,17 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
     }
     if (read_relocs(&c, kf, err, errlen) < 0)
         goto fail;
-    sort_array(c.reserved.p, c.reserved.n, sizeof(struct krange), cmp_range);
-    sort_array(c.blacklist.p, c.blacklist.n, sizeof(struct krange), cmp_range);
-    sort_array(c.targets.p, c.targets.n, sizeof(struct kref), cmp_kref);
-    sort_array(c.extable.p, c.extable.n, 8, cmp_u64);
-    kf->reserved = c.reserved.p; kf->nreserved = c.reserved.n;
-    kf->blacklist = c.blacklist.p; kf->nblacklist = c.blacklist.n;
-    kf->targets = c.targets.p; kf->ntargets = c.targets.n;
-    kf->extable = c.extable.p; kf->nextable = uniq_u64(c.extable.p, c.extable.n);
+    sort_array(c.reserved.v, c.reserved.n, sizeof(struct krange), cmp_range);
+    sort_array(c.blacklist.v, c.blacklist.n, sizeof(struct krange), cmp_range);
+    sort_array(c.targets.v, c.targets.n, sizeof(struct kref), cmp_kref);
+    sort_array(c.extable.v, c.extable.n, 8, cmp_u64);
+    kf->reserved = c.reserved.v; kf->nreserved = c.reserved.n;
+    kf->blacklist = c.blacklist.v; kf->nblacklist = c.blacklist.n;
+    kf->targets = c.targets.v; kf->ntargets = c.targets.n;
+    kf->extable = c.extable.v; kf->nextable = uniq_u64(c.extable.v, c.extable.n);
     return 0;
 fail:
-    free(c.reserved.p); free(c.targets.p); free(c.extable.p); free(c.blacklist.p);
+    free(c.reserved.v); free(c.targets.v); free(c.extable.v); free(c.blacklist.v);
     return -1;
 }
 
@@ -431,11 +410,7 @@ void kfacts_free(struct kfacts *kf)
  * sites it is enough to look back from the first start >= end. */
 const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len)
 {
-    size_t a = 0, b = kf->nreserved;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->reserved[m].start < start + len) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start + len);
     for (size_t i = a; i > 0 && a - i < 64; i--) {
         const struct krange *r = &kf->reserved[i - 1];
         if (r->start + r->len > start)
@@ -450,11 +425,7 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
 {
     /* Function ranges do not nest, so the last start <= addr decides among
      * them; the few section-wide ranges are checked one by one. */
-    size_t a = 0, b = kf->nblacklist;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->blacklist[m].start <= addr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nblacklist, m, kf->blacklist[m].start <= addr);
     for (size_t i = a; i > 0 && a - i < 4; i--) {
         const struct krange *r = &kf->blacklist[i - 1];
         if (addr - r->start < r->len)
@@ -471,10 +442,6 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
 
 uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end)
 {
-    size_t a = 0, b = kf->nextable;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->extable[m] < start) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nextable, m, kf->extable[m] < start);
     return a < kf->nextable && kf->extable[a] < end ? kf->extable[a] : 0;
 }

@@ -1,5 +1,6 @@
 /* Jump-table recovery for the switch patterns gcc and clang emit on x86-64. */
 #include "jumptable.h"
+#include "../../util/array.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +54,7 @@ static bool is_reg(const ZydisDecodedOperand *op, ZydisRegister r)
 static bool has_target_in(const uint64_t *t, size_t n, uint64_t lo, uint64_t hi)
 {
     /* any t with lo < t <= hi */
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (t[m] <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, t[m] <= lo);
     return a < n && t[a] <= hi;
 }
 
