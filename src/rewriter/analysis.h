@@ -62,8 +62,6 @@ void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fm
 const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi);
 /* The int3 verdict of a point with fewer than 5 bytes to its function's end. */
 void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra);
-/* A byte of what assemblers pad with. */
-bool is_pad_byte(uint8_t c);
 /* The code addresses the image materializes, or NULL (vmlinux, --strict-indirect). */
 const struct taken *taken_set(struct state *s);
 /* The index of the first instruction of f at or after off. */

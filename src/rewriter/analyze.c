@@ -382,18 +382,6 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
  * function, branch, table or landing pad reaches, the jump may end there:
  * nothing ever runs those bytes, and every original instruction still
  * starts where it did. */
-/* A byte of what assemblers pad with: int3, or the nop encodings
- * (90, 66 90, 0f 1f /0 with their 2e, 40/44/80/84 and 00 bytes). */
-bool is_pad_byte(uint8_t c)
-{
-    switch (c) {
-    case 0xcc: case 0x90: case 0x66: case 0x2e: case 0x0f: case 0x1f:
-    case 0x00: case 0x40: case 0x44: case 0x80: case 0x84:
-        return true;
-    }
-    return false;
-}
-
 static bool padding_after(const struct state *s, const struct probe *p, const struct func *fn,
                           const struct fstate *f)
 {
@@ -408,7 +396,7 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
     if (!b || avail < pad_end - fn->end || !image_is_exec_addr(s->img, fn->end))
         return false;
     for (uint64_t a = 0; a < pad_end - fn->end; a++)
-        if (!is_pad_byte(b[a]))
+        if (!x86_is_padding(b[a]))
             return false;
     /* ref_into takes targets above its first bound: fn->end itself counts here */
     return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);

@@ -366,7 +366,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         memcpy(out, img->map, img->map_size);   /* original bytes already restored at old sites */
         text = out + ps->text->offset, table = out + ps->table->offset;
         data = ps->data->data ? out + ps->data->offset : NULL;   /* NULL: zero-filled memory */
-        memset(text, 0xcc, ps->text->size);
+        x86_fill_int3(text, ps->text->size);
         memset(table, 0, ps->table->size);
         if (data)
             memset(data, 0, ps->data->size);   /* the states: zero until the runtime fills them */
@@ -451,12 +451,11 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         uint8_t win[256];
         char derr[200];
         size_t len = orig && avail >= ev->len ? x86_emit_ool(at, ev->at, orig, ev->len, det, derr, sizeof derr) : 0;
-        if (!len || !x86_emit_jmp32(ev->at, at, win)) {
+        if (!len || !x86_emit_evicted_window(ev->at, at, ev->len, win)) {
             snprintf(err, errlen, "%s: the window evicted at 0x%llx: %s", img->path, (unsigned long long)ev->at,
                      len ? "the pool is out of jump reach" : orig ? derr : "not in the file");
             goto fail;
         }
-        memset(win + X86_JMP32_LEN, 0xcc, ev->len - X86_JMP32_LEN);
         if (fix(img, out, ev->at, win, ev->len, KPRW_FIX_EVICT, ps->table->addr, &strs, &fx, err, errlen) < 0)
             goto fail;
         if (text_used + len <= text_size)
@@ -487,10 +486,10 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
         /* a taken-over fentry site: its call is the nop ftrace would have
          * made of it, in the detour and in the bytes a disabled probe gets */
         uint8_t nopped[KPRW_ORIG_MAX];
-        if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= sizeof fentry_nop5) {
+        if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= sizeof x86_nop5) {
             size_t n = avail < sizeof nopped ? avail : sizeof nopped;
             memcpy(nopped, orig, n);
-            memcpy(nopped, fentry_nop5, sizeof fentry_nop5);
+            memcpy(nopped, x86_nop5, sizeof x86_nop5);
             orig = nopped;
             avail = n;
             if (!measure && fentry_take_over(img, out, p->addr, err, errlen) < 0)
@@ -554,7 +553,7 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
                  * before the runtime hooks the trap would oops; it arms them */
                 memcpy(site_bytes, orig, site_len);
                 if (!kernel)
-                    site_bytes[0] = 0xcc;
+                    x86_fill_int3(site_bytes, 1);
             } else {
                 snprintf(derr, sizeof derr, "undecodable instruction at 0x%llx", (unsigned long long)p->addr);
                 len = 0;

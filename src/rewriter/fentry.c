@@ -8,12 +8,11 @@
  * ignores those). The function then simply is not traceable by ftrace.
  */
 #include "fentry.h"
+#include "../arch/x86/reloc.h"
 
 #include <elf.h>
 #include <stdio.h>
 #include <string.h>
-
-const uint8_t fentry_nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 
 int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char *err, size_t errlen)
 {
@@ -53,9 +52,9 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
             continue;
         for (size_t k = 0; k < rela_count(r); k++) {
             Elf64_Rela rel = rela_get(r, k);
-            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == R_X86_64_NONE)
+            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == X86_RELOC_NONE)
                 continue;
-            rel.r_info = ELF64_R_INFO(0, R_X86_64_NONE);
+            rel.r_info = ELF64_R_INFO(0, X86_RELOC_NONE);
             rel.r_addend = 0;
             memcpy(out + r->offset + k * sizeof rel, &rel, sizeof rel);
         }

@@ -1,75 +1,13 @@
 /* One table-driven reader for every vmlinux table that names code sites. */
 #include "ktables.h"
 #include "../arch/x86/decode.h"
+#include "../arch/x86/kernel-tables.h"
+#include "../arch/x86/reloc.h"
 #include "../util/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum site_enc { REL32, ABS64 };
-enum len_mode { LEN_FIXED, LEN_FIELD, LEN_INSN, LEN_JUMP_LABEL };
-enum action { ACT_RESERVE, ACT_EXTABLE, ACT_BLACKLIST };
-enum check { CHK_NONE, CHK_UD, CHK_ALT_REPL };
-
-/* One candidate layout: entry size and, for LEN_FIELD, where the length byte is. */
-struct layout { uint8_t entsize, len_off; };
-
-struct ktable_desc {
-    enum ktable_id id;
-    const char *section;               /* section name, when the table has its own */
-    const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
-    struct layout layouts[4];          /* tried in order; entsize 0 ends the list */
-    enum site_enc enc;
-    uint8_t site_off;
-    enum len_mode len_mode;
-    uint8_t fixed_len;
-    int8_t target_off;                 /* rel32 field naming a control-flow target, or -1 */
-    enum action action;
-    enum check check;
-};
-
-/* Entry formats: ../shared/design/kprobes-reference.md section 2. */
-static const struct ktable_desc tables[] = {
-    /* struct exception_table_entry { int insn, fixup, data; } (older: no data) */
-    { KT_EX_TABLE, "__ex_table", "__start___ex_table", "__stop___ex_table",
-      { { 12, 0 }, { 8, 0 } }, REL32, 0, LEN_INSN, 0, 4, ACT_EXTABLE, CHK_NONE },
-    /* struct alt_instr: 14 B {s32,s32,u32 ft_flags,u8 instrlen,u8 repllen} since 6.3;
-     * 12 B {s32,s32,u16 cpuid,u8 instrlen,u8 repllen}; 13 B with padlen (<= 5.x) */
-    { KT_ALTINSTR, ".altinstructions", "__alt_instructions", "__alt_instructions_end",
-      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, REL32, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_ALT_REPL },
-    /* s32 relative to the entry, pointing at a lock prefix */
-    { KT_SMP_LOCKS, ".smp_locks", "__smp_locks", "__smp_locks_end",
-      { { 4, 0 } }, REL32, 0, LEN_FIXED, 1, -1, ACT_RESERVE, CHK_NONE },
-    /* struct jump_entry { s32 code, target; long key; } */
-    { KT_JUMP_TABLE, "__jump_table", "__start___jump_table", "__stop___jump_table",
-      { { 16, 0 } }, REL32, 0, LEN_JUMP_LABEL, 0, 4, ACT_RESERVE, CHK_NONE },
-    /* struct static_call_site { s32 addr, key; } */
-    { KT_STATIC_CALL, ".static_call_sites", "__start_static_call_sites", "__stop_static_call_sites",
-      { { 8, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_RETPOLINE, ".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_RETURN, ".return_sites", "__return_sites", "__return_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_CALL_SITES, ".call_sites", "__call_sites", "__call_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_IBT_SEAL, ".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end",
-      { { 4, 0 } }, REL32, 0, LEN_FIXED, 4, -1, ACT_RESERVE, CHK_NONE },
-    { KT_CFI_SITES, ".cfi_sites", "__cfi_sites", "__cfi_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    /* struct paravirt_patch_site { u8 *instr; u8 type; u8 len; } (kernels <= 6.7) */
-    { KT_PARAINSTR, ".parainstructions", "__parainstructions", "__parainstructions_end",
-      { { 16, 9 } }, ABS64, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_NONE },
-    /* struct bug_entry, relative pointers: 12 B (BUGVERBOSE), 16 B (+format), 8 B (no verbose) */
-    { KT_BUG_TABLE, "__bug_table", "__start___bug_table", "__stop___bug_table",
-      { { 12, 0 }, { 16, 0 }, { 8, 0 } }, REL32, 0, LEN_FIXED, 2, -1, ACT_RESERVE, CHK_UD },
-    /* unsigned long: absolute addresses of the 5-byte fentry calls */
-    { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
-      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 5, -1, ACT_RESERVE, CHK_NONE },
-    /* NOKPROBE_SYMBOL(): unsigned long function addresses */
-    { KT_KPROBE_BLACKLIST, "_kprobe_blacklist", "__start_kprobe_blacklist", "__stop_kprobe_blacklist",
-      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 1, -1, ACT_BLACKLIST, CHK_NONE },
-};
 
 static const char *const names[KT__COUNT] = {
     [KT_EX_TABLE] = "__ex_table", [KT_ALTINSTR] = ".altinstructions", [KT_SMP_LOCKS] = ".smp_locks",
@@ -126,12 +64,12 @@ static bool locate(const struct ctx *c, const struct ktable_desc *d, const uint8
 static bool padding(const struct ktable_desc *d, const uint8_t *e)
 {
     static const uint8_t zero[8];
-    return memcmp(e + d->site_off, zero, d->enc == ABS64 ? 8 : 4) == 0;
+    return memcmp(e + d->site_off, zero, d->enc == KT_SITE_ABS64 ? 8 : 4) == 0;
 }
 
 static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t eaddr)
 {
-    if (d->enc == ABS64) {
+    if (d->enc == KT_SITE_ABS64) {
         uint64_t v;
         memcpy(&v, e + d->site_off, 8);
         return v;
@@ -141,7 +79,7 @@ static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t 
     return eaddr + d->site_off + (int64_t)r;
 }
 
-static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                          const uint8_t *e, uint64_t site)
 {
     size_t avail = 0;
@@ -149,15 +87,12 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
     struct x86_insn in;
 
     switch (d->len_mode) {
-    case LEN_FIXED: return d->fixed_len;
-    case LEN_FIELD: return e[l->len_off];
-    case LEN_JUMP_LABEL:
-        /* 2 bytes for jmp8 / nop2, else the 5-byte jmp32 / nop5 */
+    case KT_LEN_FIXED: return d->fixed_len;
+    case KT_LEN_FIELD: return e[l->len_off];
+    case KT_LEN_JUMP_LABEL:
         p = image_read(c->img, site, &avail);
-        if (p && avail >= 2 && (p[0] == 0xeb || (p[0] == 0x66 && p[1] == 0x90)))
-            return 2;
-        return 5;
-    case LEN_INSN:
+        return x86_jump_label_len(p, avail);
+    case KT_LEN_INSN:
         p = image_read(c->img, site, &avail);
         return p ? x86_decode(p, avail, site, &in) : 0;
     }
@@ -165,7 +100,7 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
 }
 
 /* Does every entry make sense with this layout? */
-static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                         const uint8_t *data, uint64_t vaddr, uint64_t size)
 {
     const struct section *repl = image_section_by_name(c->img, ".altinstr_replacement");
@@ -178,13 +113,13 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
             continue;   /* linker padding: the kernel skips NULL entries too */
         if (!image_is_exec_addr(c->img, site))
             return false;
-        if (d->check == CHK_UD) {
+        if (d->check == KT_CHK_UD) {
             size_t avail;
             const uint8_t *p = image_read(c->img, site, &avail);
-            if (!p || avail < 2 || p[0] != 0x0f || (p[1] != 0x0b && p[1] != 0xb9 && p[1] != 0xff))
+            if (!x86_is_ud_site(p, avail))
                 return false;
         }
-        if (d->check == CHK_ALT_REPL && repl) {
+        if (d->check == KT_CHK_ALT_REPL && repl) {
             int32_t r;
             memcpy(&r, e + 4, 4);
             uint64_t to = vaddr + off + 4 + (int64_t)r;
@@ -200,11 +135,11 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
 {
     const uint8_t *data;
     uint64_t vaddr, size;
-    const struct layout *l = NULL;
+    const struct ktable_layout *l = NULL;
 
     if (!locate(c, d, &data, &vaddr, &size))
         return 0;
-    for (const struct layout *cand = d->layouts; cand->entsize; cand++)
+    for (const struct ktable_layout *cand = d->layouts; cand->entsize; cand++)
         if (layout_fits(c, d, cand, data, vaddr, size)) {
             l = cand;
             break;
@@ -230,14 +165,14 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
             if (!PUSH(c->targets, t))
                 goto oom;
         }
-        if (d->action == ACT_BLACKLIST) {
+        if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
             struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id };
             if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
         }
-        if (d->action == ACT_EXTABLE) {
+        if (d->action == KT_ACT_EXTABLE) {
             /* Not a reserved range: the analysis refuses the faulting
              * instruction and int3s its whole function (exception-table),
              * which a reserved:__ex_table verdict would hide. */
@@ -273,13 +208,11 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
         const struct section *symtab = s->link < c->img->nsecs ? &c->img->secs[s->link] : NULL;
         for (size_t k = 0; k < rela_count(s); k++) {
             Elf64_Rela r = rela_get(s, k);
-            uint32_t type = ELF64_R_TYPE(r.r_info);
-            unsigned len;
-            switch (type) {
-            case R_X86_64_64: len = 8; break;
-            case R_X86_64_32: case R_X86_64_32S: len = 4; break;
-            case R_X86_64_RELATIVE: case R_X86_64_IRELATIVE: len = 8; break;
-            case R_X86_64_PC32: {
+            bool pcrel;
+            unsigned len = x86_reloc_size(ELF64_R_TYPE(r.r_info), &pcrel);
+            if (!len)
+                continue;
+            if (pcrel) {
                 /* only the per-cpu inverse relocations matter */
                 uint32_t symi = ELF64_R_SYM(r.r_info);
                 Elf64_Sym sym;
@@ -290,10 +223,6 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
                 if (sym.st_shndx >= c->img->nsecs ||
                     strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
                     continue;
-                len = 4;
-                break;
-            }
-            default: continue;
             }
             /* vmlinux: r_offset is a virtual address (ET_EXEC --emit-relocs). */
             if (!image_is_exec_addr(c->img, r.r_offset))
@@ -378,8 +307,8 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
     /* Kernel tables only mean something in a vmlinux; a user program that
      * happened to name a section __ex_table must not be read as one. */
     if (img->kind == IMG_VMLINUX) {
-        for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-            if (read_table(&c, &tables[i], kf, err, errlen) < 0)
+        for (size_t i = 0; i < x86_nktables; i++)
+            if (read_table(&c, &x86_ktables[i], kf, err, errlen) < 0)
                 goto fail;
         if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;

@@ -41,7 +41,7 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
         if (i + 1 < s->sy->nfuncs && s->sy->funcs[i + 1].start < hi)
             hi = s->sy->funcs[i + 1].start;
         uint64_t lo = fn->end, a = lo;
-        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && is_pad_byte(*b); a++, b++)
+        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && x86_is_padding(*b); a++, b++)
             ;
         const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
         if (r)

@@ -79,9 +79,10 @@
 #include "decode.h"
 #include "kprewrite/ptrace.h"
 
+#include "zydis.h"
+
 #include <stdio.h>
 #include <string.h>
-#include <Zydis/Zydis.h>
 
 /* pt_regs above the pushed registers (orig_ax, ip, cs, flags, sp, ss) and
  * below them (r15 ... bx) */
@@ -231,15 +232,10 @@ static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
  * its operand before it pushes). False when that cannot be encoded. */
 static bool indirect_call_to_jmp(struct buf *b, const uint8_t *p, unsigned len, uint64_t from)
 {
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
+    const ZydisDecoder *dec = x86_zydis_decoder();
     ZydisDecodedInstruction zi;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, len, &zi, ops)) || zi.mnemonic != ZYDIS_MNEMONIC_CALL ||
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, len, &zi, ops)) || zi.mnemonic != ZYDIS_MNEMONIC_CALL ||
         zi.opcode != 0xff || !(zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) || zi.raw.modrm.reg != 2)
         return false;
     const ZydisDecodedOperand *op = &ops[0];
@@ -691,6 +687,19 @@ bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[X86_JMP32_LEN])
     return true;
 }
 
+void x86_fill_int3(uint8_t *p, size_t n)
+{
+    memset(p, 0xcc, n);
+}
+
+bool x86_emit_evicted_window(uint64_t at, uint64_t stub, unsigned len, uint8_t *out)
+{
+    if (len < X86_JMP32_LEN || !x86_emit_jmp32(at, stub, out))
+        return false;
+    x86_fill_int3(out + X86_JMP32_LEN, len - X86_JMP32_LEN);
+    return true;
+}
+
 bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out)
 {
     int64_t d = (int64_t)(tramp - (site + X86_JMP8_LEN));
@@ -698,7 +707,7 @@ bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_
         return false;
     out[0] = 0xeb;
     out[1] = (uint8_t)(int8_t)d;
-    memset(out + X86_JMP8_LEN, 0xcc, dcr_len - X86_JMP8_LEN);
+    x86_fill_int3(out + X86_JMP8_LEN, dcr_len - X86_JMP8_LEN);
     return true;
 }
 
@@ -730,7 +739,7 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
     int32_t d32 = (int32_t)d;
     out[0] = 0xe9;
     memcpy(out + 1, &d32, 4);
-    memset(out + X86_JMP32_LEN, 0xcc, dcr_len - X86_JMP32_LEN);
+    x86_fill_int3(out + X86_JMP32_LEN, dcr_len - X86_JMP32_LEN);
     return true;
 }
 
@@ -739,19 +748,14 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
 
 bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end)
 {
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
+    const ZydisDecoder *dec = x86_zydis_decoder();
     ZydisAccessedFlagsMask written = 0;
     for (int steps = 0; steps < 32 && addr < end; steps++) {
         size_t avail = 0;
         const uint8_t *p = read(ctx, addr, &avail);
         ZydisDecoderContext dctx;
         ZydisDecodedInstruction zi;
-        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &dctx, p, avail, &zi)))
+        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &dctx, p, avail, &zi)))
             return false;
         const ZydisAccessedFlags *f = zi.cpu_flags;
         if (f && (f->tested & STATUS_FLAGS & ~written))
@@ -867,15 +871,10 @@ size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 
 bool x86_switches_stack(const uint8_t *p, size_t n)
 {
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
+    const ZydisDecoder *dec = x86_zydis_decoder();
     ZydisDecodedInstruction zi;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, n, &zi, ops)))
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, n, &zi, ops)))
         return false;
     switch (zi.mnemonic) {
     case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_LEA:

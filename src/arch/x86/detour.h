@@ -92,6 +92,13 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
 bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out);
 /* A trampoline: jmp rel32 from at to target (5 bytes). */
 bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[5]);
+/* A window of len (>= 5) bytes evicted for trampolines: a jmp rel32 from
+ * at to the stub running its instructions out of line, then int3 (where
+ * the trampolines go). False when the stub is out of reach. */
+bool x86_emit_evicted_window(uint64_t at, uint64_t stub, unsigned len, uint8_t *out);
+/* n bytes of int3: the fill of unused pool text, the first byte of an
+ * int3 probe's site. */
+void x86_fill_int3(uint8_t *p, size_t n);
 /* The direct branch insn (len bytes at from: jmp, jcc, loop) aimed at
  * target instead, into out (len bytes); false when out of its reach. */
 bool x86_retarget(const uint8_t *insn, unsigned len, uint64_t from, uint64_t target, uint8_t *out);
