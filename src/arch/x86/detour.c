@@ -90,14 +90,27 @@
 #define LOWER PTREGS_R11
 _Static_assert(PTREGS_DI + 8 == PTREGS_ORIG_AX && PTREGS_R11 == 48, "pt_regs layout");
 
+/* Where an emitter writes: p NULL counts the bytes without writing them
+ * (the plan's lengths come from the same code as the bytes). */
 struct buf {
     uint8_t *p;
     size_t n;
     uint64_t at;   /* address of p[0] */
 };
 
-static void b1(struct buf *b, uint8_t x) { b->p[b->n++] = x; }
-static void bn(struct buf *b, const void *x, size_t n) { memcpy(b->p + b->n, x, n); b->n += n; }
+static void bn(struct buf *b, const void *x, size_t n)
+{
+    if (b->p)
+        memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+static void b1(struct buf *b, uint8_t x) { bn(b, &x, 1); }
+/* Overwrite n bytes at off, written before. */
+static void bput(struct buf *b, size_t off, const void *x, size_t n)
+{
+    if (b->p)
+        memcpy(b->p + off, x, n);
+}
 static void b32(struct buf *b, uint32_t x) { bn(b, &x, 4); }
 
 /* mov %reg,off(%rsp) (store) or mov off(%rsp),%reg (load), 64-bit. */
@@ -362,14 +375,19 @@ call_inside:
 
 /* The relocated instructions of code[0..len) (from site), then jmp site+len.
  * map (may be NULL) gets where each instruction's copy starts, from b's
- * start. A branch from the DCR to one of its own later instructions goes
- * to that instruction's copy (which the analysis allows: nothing else may
- * land there), not to the site's bytes, which no longer hold it. */
+ * start, and whether the copy is the original bytes. A branch from the
+ * DCR to one of its own later instructions goes to that instruction's copy
+ * (which the analysis allows: nothing else may land there), not to the
+ * site's bytes, which no longer hold it. The copy is made in a buffer of
+ * its own (also when b only counts): its branches inside are patched, and
+ * it is compared with the original. */
 static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t site, struct x86_copy_map *map,
                       char *err, size_t errlen)
 {
+    uint8_t bytes[DETOUR_MAX];
+    struct buf c = { bytes, 0, b->at + b->n };
     uint16_t at[X86_COPY_MAX];
-    size_t inner[X86_COPY_MAX];   /* b offsets of rel32 fields aimed inside */
+    size_t inner[X86_COPY_MAX];   /* c offsets of rel32 fields aimed inside */
     uint64_t inner_to[X86_COPY_MAX];
     unsigned ninner = 0;
     if (len > X86_COPY_MAX) {
@@ -384,11 +402,11 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
             snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)(site + off));
             return false;
         }
-        at[off] = (uint16_t)b->n;
-        if (!relocate(b, code + off, &in, off + n == len ? site + len : 0, err, errlen))
+        at[off] = (uint16_t)(b->n + c.n);
+        if (!relocate(&c, code + off, &in, off + n == len ? site + len : 0, err, errlen))
             return false;
         if ((in.kind == XK_JMP || in.kind == XK_JCC) && in.target > site && in.target < site + len) {
-            inner[ninner] = b->n - 4;
+            inner[ninner] = c.n - 4;
             inner_to[ninner++] = in.target;
         }
         off += n;
@@ -400,23 +418,34 @@ static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t
                      (unsigned long long)site);
             return false;
         }
-        int32_t d = (int32_t)((int64_t)to - (int64_t)(inner[k] + 4));
-        memcpy(b->p + inner[k], &d, 4);
+        int32_t d = (int32_t)((int64_t)to - (int64_t)(b->n + inner[k] + 4));
+        bput(&c, inner[k], &d, 4);
     }
-    if (map)
+    if (map) {
         memcpy(map->off, at, sizeof at);
-    b1(b, 0xe9);                                                 /* jmp back */
-    if (!rel32(b, site + len)) {
+        /* every instruction copied as it was (none relocated): then the
+         * copy's first len bytes are the original ones */
+        map->verbatim = c.n >= len && memcmp(bytes, code, len) == 0;
+    }
+    b1(&c, 0xe9);                                                /* jmp back */
+    if (!rel32(&c, site + len)) {
         snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
         return false;
     }
+    bn(b, bytes, c.n);
     return true;
+}
+
+size_t x86_emit_ool_map(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out,
+                        struct x86_copy_map *map, char *err, size_t errlen)
+{
+    struct buf b = { out, 0, at };
+    return copy_back(&b, code, len, site, map, err, errlen) ? b.n : 0;
 }
 
 size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen)
 {
-    struct buf b = { out, 0, at };
-    return copy_back(&b, code, len, site, NULL, err, errlen) ? b.n : 0;
+    return x86_emit_ool_map(at, site, code, len, out, NULL, err, errlen);
 }
 
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
@@ -502,7 +531,7 @@ dcr:
          * call the DCR copy from the same slot, so the function returns
          * here through a predicted ret, and so does the ret below */
         int32_t d = (int32_t)(b.n - (jne_at + 4));
-        memcpy(b.p + jne_at, &d, 4);
+        bput(&b, jne_at, &d, 4);
         lea_rsp(&b, RSP, 8);
         b1(&b, 0xe8);                                           /* call dcr copy */
         if (!rel32(&b, p->at + *dcr_off))

@@ -42,7 +42,16 @@ struct detour_params {
 #define X86_COPY_MAX 32
 struct x86_copy_map {
     uint16_t off[X86_COPY_MAX];
+    /* no instruction needed relocating: the copy starts with the original
+     * bytes (where an entry's original bytes can be read, KPRW_F_ORIG_AT_COPY) */
+    bool verbatim;
 };
+
+/* Every emitter below that writes into `out` takes out NULL too: it then
+ * writes nothing and only returns the length (and the offsets and map),
+ * from the same code, so the same length. Lengths do not depend on the
+ * addresses (a relocated jcc rel8 always becomes a rel32, a RIP-relative
+ * operand keeps its size); only whether everything is in reach does. */
 
 /* Writes the detour into out (DETOUR_MAX bytes). Returns its length, or 0
  * with a message in err when a relocated instruction is out of reach.
@@ -78,11 +87,14 @@ size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, u
  * while the slot is empty; clobbers only the flags. */
 size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
-/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
- * len bytes at site, relocated to at, then jmp to the next one. 0 with err
- * on failure. */
+/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction
+ * of len bytes at site, relocated to at, then jmp to the next one (also the
+ * stub of an evicted window: its instructions). 0 with err on failure.
+ * x86_emit_ool_map also fills map. */
 #define OOL_MAX 64
 size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen);
+size_t x86_emit_ool_map(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out,
+                        struct x86_copy_map *map, char *err, size_t errlen);
 
 /* The bytes written at the site: jmp rel32 to the detour, then int3 up to
  * dcr_len. Returns false when the detour is out of reach. */
