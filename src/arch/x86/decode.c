@@ -225,3 +225,71 @@ bool x86_is_ud_site(const uint8_t *p, size_t avail)
 {
     return p && avail >= 2 && p[0] == 0x0f && (p[1] == 0x0b || p[1] == 0xb9 || p[1] == 0xff);
 }
+
+#define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF | \
+                      ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
+
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end)
+{
+    const ZydisDecoder *dec = x86_zydis_decoder();
+    ZydisAccessedFlagsMask written = 0;
+    for (int steps = 0; steps < 32 && addr < end; steps++) {
+        size_t avail = 0;
+        const uint8_t *p = read(ctx, addr, &avail);
+        ZydisDecoderContext dctx;
+        ZydisDecodedInstruction zi;
+        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &dctx, p, avail, &zi)))
+            return false;
+        const ZydisAccessedFlags *f = zi.cpu_flags;
+        if (f && (f->tested & STATUS_FLAGS & ~written))
+            return false;                       /* read before written */
+        if (f)
+            written |= (f->modified | f->set_0 | f->set_1 | f->undefined) & STATUS_FLAGS;
+        if ((written & STATUS_FLAGS) == STATUS_FLAGS)
+            return true;
+        /* The ABI carries no flags across calls and returns. */
+        if (zi.mnemonic == ZYDIS_MNEMONIC_CALL || zi.mnemonic == ZYDIS_MNEMONIC_RET)
+            return true;
+        if (zi.meta.category == ZYDIS_CATEGORY_COND_BR || zi.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+            zi.meta.category == ZYDIS_CATEGORY_SYSTEM || zi.meta.category == ZYDIS_CATEGORY_INTERRUPT)
+            return false;                       /* control leaves the straight line */
+        addr += zi.length;
+    }
+    return false;
+}
+
+bool x86_switches_stack(const uint8_t *p, size_t n)
+{
+    const ZydisDecoder *dec = x86_zydis_decoder();
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, n, &zi, ops)))
+        return false;
+    switch (zi.mnemonic) {
+    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_LEA:
+    case ZYDIS_MNEMONIC_CMOVB: case ZYDIS_MNEMONIC_CMOVBE: case ZYDIS_MNEMONIC_CMOVL: case ZYDIS_MNEMONIC_CMOVLE:
+    case ZYDIS_MNEMONIC_CMOVNB: case ZYDIS_MNEMONIC_CMOVNBE: case ZYDIS_MNEMONIC_CMOVNL: case ZYDIS_MNEMONIC_CMOVNLE:
+    case ZYDIS_MNEMONIC_CMOVNO: case ZYDIS_MNEMONIC_CMOVNP: case ZYDIS_MNEMONIC_CMOVNS: case ZYDIS_MNEMONIC_CMOVNZ:
+    case ZYDIS_MNEMONIC_CMOVO: case ZYDIS_MNEMONIC_CMOVP: case ZYDIS_MNEMONIC_CMOVS: case ZYDIS_MNEMONIC_CMOVZ:
+        break;
+    default:
+        return false;   /* push/pop/call/ret/add/sub/and/leave/enter: %rsp arithmetic */
+    }
+    bool writes_rsp = false, from_frame = false;
+    for (unsigned i = 0; i < zi.operand_count_visible; i++) {
+        const ZydisDecodedOperand *o = &ops[i];
+        bool is_rsp = o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                      (o->reg.value == ZYDIS_REGISTER_RSP || o->reg.value == ZYDIS_REGISTER_ESP);
+        if (is_rsp && (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            writes_rsp = true;
+        else if (o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                 (o->reg.value == ZYDIS_REGISTER_RBP || o->reg.value == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* mov %rbp,%rsp: a frame, not a new stack */
+        else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY && zi.mnemonic == ZYDIS_MNEMONIC_LEA &&
+                 (o->mem.base == ZYDIS_REGISTER_RBP || o->mem.base == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* lea -16(%rbp),%rsp */
+    }
+    if (zi.mnemonic == ZYDIS_MNEMONIC_POP && writes_rsp)
+        return true;             /* pop %rsp */
+    return writes_rsp && !from_frame;
+}

@@ -87,6 +87,16 @@ static inline bool x86_ends_flow(const struct x86_insn *in)
            in->kind == XK_FAR || in->kind == XK_UD;
 }
 
+/* Does the instruction (n bytes at p) switch stacks: load %rsp from
+ * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
+ * register or memory)? Return probes refuse such functions. */
+bool x86_switches_stack(const uint8_t *p, size_t n);
+
+/* Are the arithmetic flags dead at addr (written before being read, or a
+ * call/ret reached first, on the straight-line path)? */
+typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
+
 /* Is this `call __fentry__`-shaped (e8 rel32) or a 5-byte nop (the fentry
  * site after boot)? */
 bool x86_is_call_or_nop5(const uint8_t *p, size_t avail);

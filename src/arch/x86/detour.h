@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "decode.h"
 
 struct detour_params {
     uint64_t at;              /* where the detour will live */
@@ -133,13 +134,4 @@ size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
  * and the flags. */
 size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
-/* Does the instruction (n bytes at p) switch stacks: load %rsp from
- * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
- * register or memory)? Return probes refuse such functions. */
-bool x86_switches_stack(const uint8_t *p, size_t n);
-
-/* Are the arithmetic flags dead at addr (written before being read, or a
- * call/ret reached first, on the straight-line path)? */
-typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
-bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
 #endif
