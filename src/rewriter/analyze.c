@@ -531,18 +531,20 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     return true;
 }
 
-static void judge(struct state *s, struct probe *p)
+/* The probe address itself: refused (false) when the function is
+ * blacklisted or cannot take a return probe, or the address is no
+ * instruction boundary, or its instruction cannot run out of line, lies
+ * in a reserved site or may fault to a fixup. *i: its instruction. */
+static bool judge_site(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t *i)
 {
-    const struct func *fn = &s->sy->funcs[p->func];
-    const struct fstate *f = &s->fs[p->func];
     uint32_t off = (uint32_t)(p->addr - fn->start);
-    size_t i = find_insn(f, off), j, avail;
     const char *why;
 
+    *i = find_insn(f, off);
     if (blacklisted(s, p, fn))
-        return;
+        return false;
     if (p->is_return && return_unsound(s, p, fn, f))
-        return;
+        return false;
     /* A piece that is a landing pad starts with a nop (an LSDA cannot name
      * offset 0) and is entered at +1 by the unwinder: nothing runs the nop,
      * and a jump there would cover the pad. Its entry is the pad. */
@@ -552,25 +554,25 @@ static void judge(struct state *s, struct probe *p)
         p->off++;
         p->notes |= NOTE_AFTER_PAD_NOP;
         off = 1;
-        i = find_insn(f, off);
+        *i = find_insn(f, off);
     }
-    if (i == f->n || f->insns[i].off != off) {
+    if (*i == f->n || f->insns[*i].off != off) {
         if (f->decode_fail && p->addr >= f->decode_fail) {
             probe_set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
-            return;
+            return false;
         }
-        uint64_t before = fn->start + f->insns[i - 1].off;
-        uint64_t after = i < f->n ? fn->start + f->insns[i].off : before + f->insns[i - 1].len;
+        uint64_t before = fn->start + f->insns[*i - 1].off;
+        uint64_t after = *i < f->n ? fn->start + f->insns[*i].off : before + f->insns[*i - 1].len;
         probe_set(p, V_REFUSED, KP_R_NOT_INSN_BOUNDARY, "inside the instruction at 0x%llx; boundaries 0x%llx and 0x%llx",
             (unsigned long long)before, (unsigned long long)before, (unsigned long long)after);
-        return;
+        return false;
     }
-    struct x86_insn pi = { .addr = p->addr, .len = f->insns[i].len, .kind = f->insns[i].kind, .flags = f->insns[i].flags };
+    struct x86_insn pi = { .addr = p->addr, .len = f->insns[*i].len, .kind = f->insns[*i].kind, .flags = f->insns[*i].flags };
     /* Every probe runs its first instruction out of line (the int3 path
      * resumes at a copy of it), so that one must be relocatable. */
     if (!x86_relocatable(&pi, &why)) {
         probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
-        return;
+        return false;
     }
     const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr, pi.len);
     if (rs) {
@@ -579,52 +581,69 @@ static void judge(struct state *s, struct probe *p)
         } else {
             probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
             p->reason_arg = ktable_name(rs->table);
-            return;
+            return false;
         }
     }
     if (kfacts_extable_in(s->kf, p->addr, p->addr + 1)) {
         probe_set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
-        return;
+        return false;
     }
+    return true;
+}
 
-    /* The DCR: fewest whole instructions covering the 5-byte jump. */
-    unsigned len = 0;
-    for (j = i; j < f->n && len < X86_JMP32_LEN; j++)
-        len += f->insns[j].len;
-    dcr_text(s, p, fn, f, i, j, len);
+/* The DCR from instruction i: the fewest whole instructions covering the
+ * 5-byte jump; at a function's end the jump may reach into the padding
+ * after it, or the DCR be the 2 bytes of a jmp rel8 to a trampoline.
+ * Instructions i..*j, *len bytes; false when the probe is int3. */
+static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
+                      size_t *j, unsigned *len)
+{
+    *len = 0;
+    for (*j = i; *j < f->n && *len < X86_JMP32_LEN; (*j)++)
+        *len += f->insns[*j].len;
+    dcr_text(s, p, fn, f, i, *j, *len);
     if (f->decode_fail) {
         probe_set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
-        return;
+        return false;
     }
     p->code_len = p->dcr_len;
-    if (len < X86_JMP32_LEN && j == f->n && padding_after(s, p, fn, f)) {
+    if (*len < X86_JMP32_LEN && *j == f->n && padding_after(s, p, fn, f)) {
         p->notes |= NOTE_PADDING;
         p->dcr_len = X86_JMP32_LEN;
-    } else if (len < X86_JMP32_LEN) {
+    } else if (*len < X86_JMP32_LEN) {
         /* Shorter than a jmp rel32 to the function's end: a jmp rel8 to a
          * trampoline in padding nearby (placed once every verdict is in,
          * place_tactics), when at least 2 bytes of whole instructions are
          * there: the DCR is those */
         unsigned l8 = 0;
-        for (j = i; j < f->n && l8 < X86_JMP8_LEN; j++)
-            l8 += f->insns[j].len;
+        for (*j = i; *j < f->n && l8 < X86_JMP8_LEN; (*j)++)
+            l8 += f->insns[*j].len;
         if (s->img->kind != IMG_VMLINUX && l8 >= X86_JMP8_LEN) {
-            len = l8;
-            dcr_text(s, p, fn, f, i, j, len);
+            *len = l8;
+            dcr_text(s, p, fn, f, i, *j, *len);
             p->code_len = p->dcr_len;
             p->notes |= NOTE_JUMP8;
         } else {
-            short_verdict(p, fn, len, NULL);
-            return;
+            short_verdict(p, fn, *len, NULL);
+            return false;
         }
     }
+    return true;
+}
+
+/* What the DCR (instructions i..j, len bytes) holds, and what lands in
+ * it: false when the probe is int3 for it. */
+static bool judge_contents(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
+                           size_t j, unsigned len)
+{
+    const char *why;
     bool has_call = false, call_inside = false;
     for (size_t k = i; k < j; k++) {
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
         if (!x86_relocatable(&in, &why)) {
             probe_set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
-            return;
+            return false;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
         if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
@@ -641,22 +660,23 @@ static void judge(struct state *s, struct probe *p)
         if (in.kind == XK_JMP || in.kind == XK_JCC)
             p->notes |= NOTE_BRANCH_REENC;
     }
-    rs = kfacts_reserved_overlap(s->kf, p->addr + pi.len, len - pi.len);
+    unsigned first = f->insns[i].len;
+    const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr + first, len - first);
     if (rs) {
         probe_set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
         p->reason_arg = ktable_name(rs->table);
-        return;
+        return false;
     }
     uint64_t ex = kfacts_extable_in(s->kf, fn->start, fn->end);
     if (ex) {
         probe_set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
-        return;
+        return false;
     }
     /* An indirect jump lands on an instruction: inside a DCR of one, it
      * could only land in the middle of it */
     if (s->taint[fn->parent] && j - i > 1) {
         probe_set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
-        return;
+        return false;
     }
     if (s->taint[fn->parent])
         p->notes |= NOTE_ONE_INSN;
@@ -668,18 +688,30 @@ static void judge(struct state *s, struct probe *p)
         if (taken_inside(tk, a - 1, a + 1)) {
             probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "address 0x%llx is taken (an indirect jump may land there)",
                 (unsigned long long)a);
-            return;
+            return false;
         }
     }
     if (!retargets(s, p, fn, f, i, j, len))
-        return;
+        return false;
     if (has_call) {
         if (s->img->kind == IMG_VMLINUX || call_inside) {
             probe_set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
-            return;
+            return false;
         }
         p->notes |= NOTE_CALL_KEPT;
     }
+    return true;
+}
+
+static void judge(struct state *s, struct probe *p)
+{
+    const struct func *fn = &s->sy->funcs[p->func];
+    const struct fstate *f = &s->fs[p->func];
+    size_t i, j, avail;
+    unsigned len;
+
+    if (!judge_site(s, p, fn, f, &i) || !judge_dcr(s, p, fn, f, i, &j, &len) || !judge_contents(s, p, fn, f, i, j, len))
+        return;
     /* Flags: dead at a function entry (ABI), else only where proven. */
     unsigned elen = 0;
     const uint8_t *fb = image_read(s->img, fn->start, &avail);

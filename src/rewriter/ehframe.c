@@ -354,6 +354,47 @@ static int fde_enc_error(int r, uint8_t enc, size_t off, char *err, size_t errle
                 r == RD_UNSUP ? "unsupported" : "unknown", enc, off);
 }
 
+/* The body of the FDE at offset rec (c after its CIE pointer), of CIE ci:
+ * 1 with *fde, 0 for one left behind for a discarded section (no start or
+ * no range), -1 with err. */
+static int parse_fde(struct cur *c, uint64_t vaddr, const struct cie *ci, size_t rec, struct eh_fde *fde,
+                     char *err, size_t errlen)
+{
+    uint64_t start, range, lsda = 0;
+    int r = rd_encoded(c, vaddr, ci->fde_enc, false, &start);
+    if (r == RD_OK && (ci->fde_enc & PE_indirect))
+        r = RD_UNSUP;
+    if (r != RD_OK)
+        return fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+    r = rd_format(c, ci->fde_enc, &range);
+    if (r != RD_OK)
+        return fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+    size_t rec_end = c->lim, insns = c->pos;
+    if (ci->has_z) {
+        uint64_t alen;
+        if (!rd_uleb(c, &alen) || alen > c->lim - c->pos)
+            return fde_enc_error(RD_TRUNC, 0, rec, err, errlen);
+        c->lim = c->pos + (size_t)alen;
+        insns = c->lim;
+    }
+    if (ci->lsda_enc != PE_omit) {
+        r = rd_encoded(c, vaddr, ci->lsda_enc, false, &lsda);
+        if (r == RD_OK && lsda != 0 && (ci->lsda_enc & PE_indirect))
+            r = RD_UNSUP;
+        if (r != RD_OK)
+            return fde_enc_error(r, ci->lsda_enc, rec, err, errlen);
+    }
+    if (start == 0 || range == 0)
+        return 0;
+    if (range > UINT64_MAX - start)
+        return fail(err, errlen, "eh_frame: FDE range overflows at offset 0x%zx", rec);
+    if (!ci->has_z)
+        insns = c->pos;
+    *fde = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end, (uint32_t)insns,
+                            (uint32_t)rec_end, (int32_t)ci->data_align, (uint32_t)ci->code_align };
+    return 1;
+}
+
 /* Record layout: 4-byte length (0xffffffff: an 8-byte length follows; 0: the
  * terminator), then a 4-byte CIE id / CIE pointer.  The id stays 4 bytes with
  * the extended length, as the LSB specifies for .eh_frame.  A zero-size
@@ -423,57 +464,20 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         if (!ci->parsed && parse_cie(data, vaddr, ci, err, errlen) < 0)
             goto out;
 
-        uint64_t start, range, lsda = 0;
-        int r = rd_encoded(&c, vaddr, ci->fde_enc, false, &start);
-        if (r == RD_OK && (ci->fde_enc & PE_indirect))
-            r = RD_UNSUP;
-        if (r != RD_OK) {
-            fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+        struct eh_fde fde;
+        int r = parse_fde(&c, vaddr, ci, rec, &fde, err, errlen);
+        if (r < 0)
             goto out;
-        }
-        r = rd_format(&c, ci->fde_enc, &range);
-        if (r != RD_OK) {
-            fde_enc_error(r, ci->fde_enc, rec, err, errlen);
-            goto out;
-        }
-        size_t rec_end = c.lim, insns = c.pos;
-        if (ci->has_z) {
-            uint64_t alen;
-            if (!rd_uleb(&c, &alen) || alen > c.lim - c.pos) {
-                fde_enc_error(RD_TRUNC, 0, rec, err, errlen);
-                goto out;
-            }
-            c.lim = c.pos + (size_t)alen;
-            insns = c.lim;
-        }
-        if (ci->lsda_enc != PE_omit) {
-            r = rd_encoded(&c, vaddr, ci->lsda_enc, false, &lsda);
-            if (r == RD_OK && lsda != 0 && (ci->lsda_enc & PE_indirect))
-                r = RD_UNSUP;
-            if (r != RD_OK) {
-                fde_enc_error(r, ci->lsda_enc, rec, err, errlen);
-                goto out;
-            }
-        }
-        if (start == 0 || range == 0)
+        if (r == 0)
             continue; /* left behind for a discarded section */
-        if (range > UINT64_MAX - start) {
-            fail(err, errlen, "eh_frame: FDE range overflows at offset 0x%zx", rec);
-            goto out;
-        }
-
         /* about one FDE in 32 bytes: one allocation for most sections */
         if (!ARRAY_RESERVE(out, cap, nout ? nout + 1 : size / 32 + 1)) {
             fail(err, errlen, "eh_frame: out of memory");
             goto out;
         }
-        if (nout && start < out[nout - 1].start)
+        if (nout && fde.start < out[nout - 1].start)
             sorted = false;
-        if (!ci->has_z)
-            insns = c.pos;
-        out[nout++] = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end,
-                                       (uint32_t)insns, (uint32_t)rec_end, (int32_t)ci->data_align,
-                                       (uint32_t)ci->code_align };
+        out[nout++] = fde;
     }
 
     if (!sorted)

@@ -179,6 +179,80 @@ static void set_parents(struct symbols *sy)
     }
 }
 
+/* One function per distinct start address of the symbols (sorted), with
+ * bounds for the unsized ones: their FDE, else the next function or the
+ * section's end. -1: no memory. */
+static int functions_of_symbols(const struct image *img, const struct raws *raws, const struct eh_fde *fdes,
+                                size_t nfdes, struct funcs *funcs)
+{
+    const struct raw *r = raws->v;
+    for (size_t i = 0; i < raws->n;) {
+        size_t j = i;
+        uint64_t size = 0;
+        enum func_origin origin = r[i].origin;
+        while (j < raws->n && r[j].addr == r[i].addr) {
+            if (r[j].size > size)
+                size = r[j].size;
+            j++;
+        }
+        if (!ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = r[i].addr, .end = r[i].addr + size,
+                                                                        .name = r[i].name, .origin = origin }))
+            return -1;
+        i = j;
+    }
+    struct func *F = funcs->v;
+    size_t nsym = funcs->n;
+    for (size_t i = 0; i < nsym; i++) {
+        const struct eh_fde *fd = fde_at(fdes, nfdes, F[i].start);
+        if (fd)
+            F[i].lsda = fd->lsda;
+        if (F[i].end > F[i].start)
+            continue;
+        if (fd) {
+            F[i].end = fd->end;
+            continue;
+        }
+        uint64_t end = section_end(img, F[i].start);
+        if (i + 1 < nsym && F[i + 1].start < end)
+            end = F[i + 1].start;
+        F[i].end = end;
+        F[i].size_guessed = true;
+    }
+    return 0;
+}
+
+/* FDEs that start where no symbol covers them become fde@ADDR functions,
+ * appended to funcs (the symbols' functions, sorted: one forward walk
+ * finds the covering ones); their names in *names. -1: no memory. */
+static int functions_of_fdes(const struct image *img, const struct eh_fde *fdes, size_t nfdes, struct funcs *funcs,
+                             char **names)
+{
+    size_t nsym = funcs->n, used = 0, cap = 0;
+    size_t *name_off = NULL, nnew = 0, capoff = 0;
+    for (size_t k = 0, i = 0; k < nfdes; k++) {
+        const struct func *F = funcs->v;
+        while (i < nsym && F[i].end <= fdes[k].start)
+            i++;
+        bool covered = false;
+        for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
+            if (fdes[k].start < F[m].end) { covered = true; break; }
+        if (covered || !image_is_exec_addr(img, fdes[k].start))
+            continue;
+        if (!ARRAY_RESERVE(*names, cap, used + 32) || !ARRAY_PUSH(name_off, nnew, capoff, used) ||
+            !ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = fdes[k].start, .end = fdes[k].end,
+                                                                        .lsda = fdes[k].lsda, .origin = FO_FDE })) {
+            free(name_off);
+            return -1;
+        }
+        used += (size_t)snprintf(*names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
+    }
+    /* now that the buffer is final, point at it */
+    for (size_t k = 0; k < nnew; k++)
+        funcs->v[nsym + k].name = *names + name_off[k];
+    free(name_off);
+    return 0;
+}
+
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
                  char *err, size_t errlen)
 {
@@ -210,64 +284,8 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
 
     /* One function per distinct start address; all its names become aliases. */
     struct raw *r = raws.v;
-    for (size_t i = 0; i < raws.n;) {
-        size_t j = i;
-        uint64_t size = 0;
-        enum func_origin origin = r[i].origin;
-        while (j < raws.n && r[j].addr == r[i].addr) {
-            if (r[j].size > size)
-                size = r[j].size;
-            j++;
-        }
-        if (!ARRAY_PUSH(funcs.v, funcs.n, funcs.cap, (struct func){ .start = r[i].addr, .end = r[i].addr + size,
-                                                                     .name = r[i].name, .origin = origin }))
-            goto oom;
-        i = j;
-    }
-    /* Bounds for unsized symbols: their FDE, else the next function or section end. */
-    struct func *F = funcs.v;
-    size_t nsym = funcs.n;
-    for (size_t i = 0; i < nsym; i++) {
-        const struct eh_fde *fd = fde_at(fdes, nfdes, F[i].start);
-        if (fd)
-            F[i].lsda = fd->lsda;
-        if (F[i].end > F[i].start)
-            continue;
-        if (fd) {
-            F[i].end = fd->end;
-            continue;
-        }
-        uint64_t end = section_end(img, F[i].start);
-        if (i + 1 < nsym && F[i + 1].start < end)
-            end = F[i + 1].start;
-        F[i].end = end;
-        F[i].size_guessed = true;
-    }
-    /* FDEs that start where no symbol covers them become fde@ADDR functions.
-     * Symbols are sorted, so one forward walk finds the covering ones. */
-    size_t used = 0, cap = 0;
-    size_t *fde_name_off = NULL, nfde_funcs = 0, capoff = 0;
-    for (size_t k = 0, i = 0; k < nfdes; k++) {
-        while (i < nsym && F[i].end <= fdes[k].start)
-            i++;
-        bool covered = false;
-        for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
-            if (fdes[k].start < F[m].end) { covered = true; break; }
-        if (covered || !image_is_exec_addr(img, fdes[k].start))
-            continue;
-        if (!ARRAY_RESERVE(fde_names, cap, used + 32) || !ARRAY_PUSH(fde_name_off, nfde_funcs, capoff, used))
-            goto oom;
-        used += (size_t)snprintf(fde_names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
-        if (!ARRAY_PUSH(funcs.v, funcs.n, funcs.cap, (struct func){ .start = fdes[k].start, .end = fdes[k].end,
-                                                                     .lsda = fdes[k].lsda, .origin = FO_FDE }))
-            goto oom;
-        F = funcs.v;
-    }
-    /* fde names: now that the buffer is final, point at it. */
-    F = funcs.v;
-    for (size_t k = 0; k < nfde_funcs; k++)
-        F[nsym + k].name = fde_names + fde_name_off[k];
-    free(fde_name_off);
+    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || functions_of_fdes(img, fdes, nfdes, &funcs, &fde_names) < 0)
+        goto oom;
     sort_array(funcs.v, funcs.n, sizeof(struct func), cmp_func);
     sy->funcs = funcs.v;
     sy->nfuncs = funcs.n;
