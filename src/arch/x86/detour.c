@@ -355,28 +355,44 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
     return b.n;
 }
 
+/* The data word before a head of head_len bytes that calls the runtime:
+ * state - R, R the call's return address (where the runtime finds it). */
+static bool state_word(struct buf *b, uint64_t state, unsigned head_len)
+{
+    int64_t rel = (int64_t)(state - (b->at + b->n + 4 + head_len));
+    if (rel != (int32_t)rel)
+        return false;
+    b32(b, (uint32_t)(int32_t)rel);
+    return true;
+}
+
+/* The rest of a shared or compact detour after its head (written, or out
+ * of reach: !head_ok): the copy of the DCR and the jump back. Its length,
+ * or 0 with err. */
+static size_t with_copy(struct buf *b, bool head_ok, const uint8_t *dcr, unsigned dcr_len, uint64_t site,
+                        size_t *dcr_off, struct x86_copy_map *map, char *err, size_t errlen)
+{
+    if (!head_ok) {
+        snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
+        return 0;
+    }
+    *dcr_off = b->n;
+    return x86_copy_back(b, dcr, dcr_len, site, map, err, errlen) ? b->n : 0;
+}
+
 size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
                               struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    uint64_t ret = at + 4 + SHARED_HEAD;
-    int64_t rel = (int64_t)(state - ret);
-    if (rel != (int32_t)rel)
-        goto far;
-    b32(&b, (uint32_t)(int32_t)rel);
+    bool ok = state_word(&b, state, SHARED_HEAD);
     *entry_off = b.n;
-    lea_rsp(&b, RSP, -128);
-    b1(&b, 0xe8);
-    if (!rel32(&b, common))
-        goto far;
-    *dcr_off = b.n;
-    if (!x86_copy_back(&b, dcr, dcr_len, site, map, err, errlen))
-        return 0;
-    return b.n;
-far:
-    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
-    return 0;
+    if (ok) {
+        lea_rsp(&b, RSP, -128);
+        b1(&b, 0xe8);
+        ok = rel32(&b, common);
+    }
+    return with_copy(&b, ok, dcr, dcr_len, site, dcr_off, map, err, errlen);
 }
 
 /*
@@ -400,33 +416,29 @@ size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, u
                                struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    uint64_t ret = at + 4 + COMPACT_HEAD;
-    int64_t rel = (int64_t)(state - ret);
-    if (rel != (int32_t)rel)
-        goto far;
-    b32(&b, (uint32_t)(int32_t)rel);
+    bool ok = state_word(&b, state, COMPACT_HEAD);
     *entry_off = b.n;
-    if (!call_slot(&b, enter, via_thunk))
-        goto far;
-    *dcr_off = b.n;
-    if (!x86_copy_back(&b, dcr, dcr_len, site, map, err, errlen))
-        return 0;
-    return b.n;
-far:
-    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
-    return 0;
+    ok = ok && call_slot(&b, enter, via_thunk);
+    return with_copy(&b, ok, dcr, dcr_len, site, dcr_off, map, err, errlen);
+}
+
+/* Jump through the pointer at slot unless it is still empty (then on past
+ * this): cmpq $0,slot(%rip); je 1f; jmp *slot(%rip); 1: */
+static bool jmp_through_slot(struct buf *b, uint64_t slot)
+{
+    b1(b, 0x48); b1(b, 0x83); b1(b, 0x3d);                      /* cmpq $0,slot(%rip) */
+    if (!rel32_tail(b, slot, 1))
+        return false;
+    b1(b, 0x00);
+    b1(b, 0x74); b1(b, 0x06);                                   /* je 1f */
+    b1(b, 0xff); b1(b, 0x25);                                   /* jmp *slot(%rip) */
+    return rel32(b, slot);
 }
 
 size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
-    if (!rel32_tail(&b, slot, 1))
-        return 0;
-    b1(&b, 0x00);
-    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
-    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
-    if (!rel32(&b, slot))
+    if (!jmp_through_slot(&b, slot))
         return 0;
     b1(&b, 0xc3);                                               /* 1: ret: not counted yet */
     return b.n;
@@ -544,13 +556,7 @@ size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8
 size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
-    if (!rel32_tail(&b, slot, 1))
-        return 0;
-    b1(&b, 0x00);
-    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
-    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
-    if (!rel32(&b, slot))
+    if (!jmp_through_slot(&b, slot))
         return 0;
     static const uint8_t rest[] = { 0x45, 0x31, 0xdb,           /* 1: xor %r11d,%r11d */
                                     0xc3 };                     /* ret */
