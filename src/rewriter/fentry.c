@@ -4,11 +4,11 @@
  * so ftrace, which patches every address listed in __mcount_loc at boot and
  * whenever tracing is switched, must no longer know it. Its slot is zeroed
  * (ftrace skips zero entries) and the slot's relocation, which the bzImage's
- * KASLR pass would apply to the zero, becomes R_X86_64_NONE (the relocs tool
+ * KASLR pass would apply to the zero, becomes a none (X86_RELOC_NONE: the relocs tool
  * ignores those). The function then simply is not traceable by ftrace.
  */
 #include "fentry.h"
-#include "../arch/x86/reloc.h"
+#include "../arch/x86/psabi.h"
 
 #include <elf.h>
 #include <stdio.h>

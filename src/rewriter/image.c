@@ -1,5 +1,6 @@
 /* Opening and validating ELF images with libelf. */
 #include "image.h"
+#include "../arch/x86/psabi.h"
 #include "../util/array.h"
 
 #include <errno.h>
@@ -12,8 +13,6 @@
 #include <unistd.h>
 
 #define NT_GNU_PROPERTY_TYPE_0_ 5
-#define GNU_PROPERTY_X86_FEATURE_1_AND_ 0xc0000002u
-#define GNU_PROPERTY_X86_FEATURE_1_IBT_ 1u
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 {
@@ -58,10 +57,10 @@ static bool read_ibt(const struct image *img)
                 memcpy(&pt, q, 4); memcpy(&psz, q + 4, 4);
                 if (psz > (size_t)(d + descsz - q - 8))
                     return false;
-                if (pt == GNU_PROPERTY_X86_FEATURE_1_AND_ && psz >= 4) {
+                if (pt == X86_PROPERTY_FEATURE_1_AND && psz >= 4) {
                     uint32_t v;
                     memcpy(&v, q + 8, 4);
-                    return v & GNU_PROPERTY_X86_FEATURE_1_IBT_;
+                    return v & X86_FEATURE_1_IBT;
                 }
                 q += 8 + ((psz + 7u) & ~7u);
             }
@@ -163,7 +162,7 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
         image_close(img);
         return fail(err, errlen, "%s: malformed ELF header: %s", path, elf_errmsg(-1));
     }
-    if (img->ehdr.e_machine != EM_X86_64) {
+    if (img->ehdr.e_machine != X86_ELF_MACHINE) {
         char m[32];
         snprintf(m, sizeof m, "e_machine %u", img->ehdr.e_machine);
         image_close(img);

@@ -2,7 +2,7 @@
 #include "ktables.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/kernel-tables.h"
-#include "../arch/x86/reloc.h"
+#include "../arch/x86/psabi.h"
 #include "../util/array.h"
 
 #include <stdio.h>

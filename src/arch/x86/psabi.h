@@ -1,9 +1,17 @@
-/* x86-64 relocation types, as far as the rewriter needs them. */
-#ifndef KPREWRITE_X86_RELOC_H
-#define KPREWRITE_X86_RELOC_H
+/* The x86-64 psABI's ELF facts, as far as the rewriter needs them: the
+ * machine, the relocation types, the IBT feature property. */
+#ifndef KPREWRITE_X86_PSABI_H
+#define KPREWRITE_X86_PSABI_H
 #include <elf.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#define X86_ELF_MACHINE EM_X86_64
+
+/* .note.gnu.property: the x86 feature bits (a 4-byte word), and the bit
+ * of code built for IBT (indirect branches land on endbr64). */
+#define X86_PROPERTY_FEATURE_1_AND 0xc0000002u
+#define X86_FEATURE_1_IBT 1u
 
 /* The type that does nothing: what a neutralized relocation becomes. */
 #define X86_RELOC_NONE R_X86_64_NONE
