@@ -1,9 +1,11 @@
 /* The analysis's state, shared by its stages: analyze.c (decoding, proofs,
- * verdicts) and place.c (the tactics that need every verdict first). */
+ * verdicts), indirect.c (indirect jumps) and place.c (the tactics that
+ * need every verdict first). */
 #ifndef KPREWRITE_ANALYSIS_H
 #define KPREWRITE_ANALYSIS_H
 #include "analyze.h"
 #include "taken.h"
+#include "../arch/x86/decode.h"
 
 /* Compact instruction boundary kept for probed functions. */
 struct cinsn {
@@ -53,6 +55,15 @@ struct state {
                                 the first unproven indirect jump (user images) */
     int taken_state;         /* 0 not built, 1 built, -1 failed */
 };
+
+/* A control-flow target into a probed function (others are not kept);
+ * false when out of memory. add_ref_table: a jump table's entry. */
+bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table);
+bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t);
+/* indirect.c: the indirect jumps of function fi (insns[0..n); local: the
+ * sorted direct-branch targets inside it): tables recovered, the others
+ * proven or the family tainted. -1: out of memory. */
+int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n, uint64_t *local, size_t nlocal);
 
 /* The verdict, reason and detail of p (a verdict other than optimized
  * drops the tactics of a jump). */
