@@ -1,9 +1,11 @@
 /* The analysis's state, shared by its stages: analyze.c (decoding, proofs,
- * verdicts) and place.c (the tactics that need every verdict first). */
+ * verdicts), indirect.c (indirect jumps) and place.c (the tactics that
+ * need every verdict first). */
 #ifndef KPREWRITE_ANALYSIS_H
 #define KPREWRITE_ANALYSIS_H
 #include "analyze.h"
 #include "taken.h"
+#include "../arch/x86/decode.h"
 
 /* Compact instruction boundary kept for probed functions. */
 struct cinsn {
@@ -54,6 +56,15 @@ struct state {
     int taken_state;         /* 0 not built, 1 built, -1 failed */
 };
 
+/* A control-flow target into a probed function (others are not kept);
+ * false when out of memory. add_ref_table: a jump table's entry. */
+bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table);
+bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t);
+/* indirect.c: the indirect jumps of function fi (insns[0..n); local: the
+ * sorted direct-branch targets inside it): tables recovered, the others
+ * proven or the family tainted. -1: out of memory. */
+int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n, uint64_t *local, size_t nlocal);
+
 /* The verdict, reason and detail of p (a verdict other than optimized
  * drops the tactics of a jump). */
 void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fmt, ...)
@@ -62,8 +73,6 @@ void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fm
 const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi);
 /* The int3 verdict of a point with fewer than 5 bytes to its function's end. */
 void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra);
-/* A byte of what assemblers pad with. */
-bool is_pad_byte(uint8_t c);
 /* The code addresses the image materializes, or NULL (vmlinux, --strict-indirect). */
 const struct taken *taken_set(struct state *s);
 /* The index of the first instruction of f at or after off. */

@@ -3,9 +3,8 @@
 #include "taken.h"
 #include "ehframe.h"
 #include "../arch/x86/decode.h"
-#include "../arch/x86/jumptable.h"
 #include "../arch/x86/detour.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,25 +13,16 @@
 
 #include "analysis.h"
 
-static bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
+bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
 {
     const struct func *fn = symbols_func_at(s->sy, target);
     if (fn && !s->probed[fn - s->sy->funcs])
         return true;   /* only targets inside probed functions matter, and those
                           outside any function (padding the padding tactic uses) */
-    if (s->refs.n == s->refs.cap) {
-        size_t cap = s->refs.cap ? s->refs.cap * 2 : 1024;
-        struct ref *v = realloc(s->refs.v, cap * sizeof *v);
-        if (!v)
-            return false;
-        s->refs.v = v;
-        s->refs.cap = cap;
-    }
-    s->refs.v[s->refs.n++] = (struct ref){ target, from, (uint8_t)kind, table, 0, false, 0, 0 };
-    return true;
+    return ARRAY_PUSH(s->refs.v, s->refs.n, s->refs.cap, (struct ref){ target, from, (uint8_t)kind, table, 0, false, 0, 0 });
 }
 
-static bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t)
+bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const struct ref_table *t)
 {
     size_t before = s->refs.n;
     if (!add_ref(s, target, from, REF_JTABLE, 0))
@@ -47,156 +37,10 @@ static bool add_ref_table(struct state *s, uint64_t target, uint64_t from, const
     return true;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_ref(const void *a, const void *b)
 {
     const struct ref *x = a, *y = b;
     return x->target < y->target ? -1 : x->target > y->target;
-}
-
-/* Is slot a GOT entry? Then a jmp through it is a tail call to a function entry. */
-static bool got_slot(const struct image *img, uint64_t slot)
-{
-    const struct section *s = image_section_at(img, slot);
-    return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
-}
-
-/* The code addresses the image materializes (taken.c), built once. User
- * images only: a kernel computes addresses in ways this does not see (its
- * tables, alternatives), so there every unproven jump stays one. */
-const struct taken *taken_set(struct state *s)
-{
-    if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
-        return NULL;
-    if (s->taken_state == 0) {
-        char e[200];
-        s->taken_state = taken_build(&s->taken, s->img, s->sy, e, sizeof e) < 0 ? -1 : 1;
-        if (s->taken_state < 0)
-            return NULL;
-    }
-    return &s->taken;
-}
-
-/* Does a member of the family of head materialize an address inside a
- * member (or its own start, a base it may add offsets to)? Then a jump it
- * computes may land anywhere in the family. */
-static bool family_takes_inside(struct state *s, size_t head)
-{
-    const struct taken *t = taken_set(s);
-    if (!t)
-        return true;
-    for (size_t j = 0; j < s->sy->nfuncs; j++) {
-        const struct func *m = &s->sy->funcs[j];
-        if (m->parent == head && (taken_inside(t, m->start, m->end) || taken_self(t, m->start)))
-            return true;
-    }
-    return false;
-}
-
-/* The jump table reader's view: bytes of the image, and whether an
- * address lies in the family of the jump's function (a switch table's
- * targets all do: its own labels, or its .cold part's). */
-struct jt_ctx {
-    const struct image *img;
-    const struct symbols *sy;
-    size_t head;
-};
-static const uint8_t *jt_read(void *c, uint64_t vaddr, size_t *avail)
-{
-    return image_read(((struct jt_ctx *)c)->img, vaddr, avail);
-}
-static bool jt_is_code(void *c, uint64_t vaddr)
-{
-    return image_is_exec_addr(((struct jt_ctx *)c)->img, vaddr);
-}
-static bool in_family(const struct state *s, size_t head, uint64_t vaddr)
-{
-    const struct func *f = symbols_func_at(s->sy, vaddr);
-    return f && f->parent == head;
-}
-
-/* Is the frame at insns' address as it was at the function's entry (CFA =
- * %rsp + 8, by the function's own .eh_frame)? An indirect jump there is a
- * sibling call, as objtool decides. */
-static bool frame_at_entry(const struct state *s, uint64_t addr)
-{
-    struct eh_cfa c = symbols_cfa_at(s->sy, addr);
-    return c.known && c.reg == 7 && c.off == 8;
-}
-
-/* The indirect jumps of one function: recover tables, prove where the
- * others go, or taint the family (every probe there with a DCR of more
- * than one instruction becomes int3). */
-static int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, size_t n,
-                          uint64_t *local, size_t nlocal)
-{
-    const struct func *fn = &s->sy->funcs[fi];
-    bool user = s->img->kind != IMG_VMLINUX, strict = s->taken_state < 0 && user;
-    struct jt_ctx jc = { s->img, s->sy, fn->parent };
-    sort_array(local, nlocal, sizeof *local, cmp_u64);
-    for (size_t k = 0; k < n; k++) {
-        if (insns[k].kind != XK_JMP_IND)
-            continue;
-        struct x86_ijmp_result r;
-        x86_indirect_jump(insns, n, k, local, nlocal, jt_read, jt_is_code, &jc, &r);
-        bool proven = false;
-        if (r.kind == X86_IJMP_TABLE) {
-            proven = true;
-            for (unsigned e = 0; e < r.entries; e++)
-                if (!image_is_exec_addr(s->img, r.targets[e]))
-                    proven = false;
-            for (unsigned e = 0; proven && e < r.entries; e++) {
-                /* entries of a table bounded by its check may be re-pointed.
-                 * A table read while its entries land in code may run on
-                 * into other tables: of those, only targets in the jump's
-                 * own function (or its pieces) can be real ones, as
-                 * compilers put no other targets in a switch table */
-                if (r.bounded_by_entries && !in_family(s, fn->parent, r.targets[e]))
-                    continue;
-                struct ref_table t = { r.table + (uint64_t)e * r.width, r.table, (uint8_t)r.width,
-                                       r.relative, !r.bounded_by_entries };
-                if (!add_ref_table(s, r.targets[e], insns[k].addr, &t)) {
-                    free(r.targets);
-                    return -1;
-                }
-            }
-            if (proven)
-                s->st->jump_tables++;
-        } else if (r.kind == X86_IJMP_SLOT) {
-            proven = got_slot(s->img, r.slot) || (user && !strict);
-        } else if (r.kind == X86_IJMP_LOAD && user && !strict) {
-            /* a pointer loaded from memory: an address the image materializes
-             * (checked against every DCR: judge) */
-            proven = true;
-            s->st->ijmp_load++;
-        }
-        /* IBT images: a tracked indirect jump can only land on an endbr64,
-         * and every endbr64 is already a target (see decode_function). */
-        if (!proven && s->img->ibt && !(insns[k].flags & XF_NOTRACK))
-            proven = true;
-        free(r.targets);
-        if (!proven && user && !strict && r.kind == X86_IJMP_UNKNOWN && !r.arith &&
-            frame_at_entry(s, insns[k].addr)) {
-            proven = true;   /* a tail call: its target is a function (or any taken address) */
-            s->st->ijmp_tail++;
-        }
-        if (!proven && user && !strict && !family_takes_inside(s, fn->parent)) {
-            /* no base to compute from: it lands on a taken address */
-            proven = true;
-            s->st->ijmp_outside++;
-        }
-        if (!proven) {
-            s->st->ijmp_unknown++;
-            if (!s->taint[fn->parent])
-                s->taint[fn->parent] = insns[k].addr;
-        }
-    }
-    return 0;
 }
 
 static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, size_t *cap,
@@ -212,13 +56,8 @@ static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, si
         const uint8_t *p = image_read(s->img, a, &avail);
         if (avail > fn->end - a)
             avail = (size_t)(fn->end - a);
-        if (n == *cap) {
-            *cap = *cap ? *cap * 2 : 4096;
-            struct x86_insn *nb = realloc(*buf, *cap * sizeof **buf);
-            if (!nb)
-                return -1;
-            *buf = nb;
-        }
+        if (!ARRAY_RESERVE(*buf, *cap, n + 1))
+            return -1;
         struct x86_insn *in = &(*buf)[n];
         if (!p || !x86_decode(p, avail, a, in)) {
             fail = a;
@@ -229,16 +68,8 @@ static int decode_function(struct state *s, size_t fi, struct x86_insn **buf, si
         if (x86_has_target(in)) {
             if (!add_ref(s, in->target, in->addr, REF_BRANCH, 0))
                 return -1;
-            if (in->target >= fn->start && in->target < fn->end) {
-                if (nlocal == *lcap) {
-                    *lcap = *lcap ? *lcap * 2 : 1024;
-                    uint64_t *nl = realloc(*local, *lcap * sizeof **local);
-                    if (!nl)
-                        return -1;
-                    *local = nl;
-                }
-                (*local)[nlocal++] = in->target;
-            }
+            if (in->target >= fn->start && in->target < fn->end && !ARRAY_PUSH(*local, nlocal, *lcap, in->target))
+                return -1;
         }
         if (in->kind == XK_JMP_IND)
             has_ijmp = true;
@@ -312,22 +143,13 @@ void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fm
 
 size_t find_insn(const struct fstate *f, uint32_t off)
 {
-    size_t a = 0, b = f->n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (f->insns[m].off < off) a = m + 1; else b = m;
-    }
-    return a;
+    return LOWER_BOUND(f->n, m, f->insns[m].off < off);
 }
 
 /* First ref with from < target... in (lo, hi): lo < target < hi. */
 const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi)
 {
-    size_t a = 0, b = r->n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (r->v[m].target <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(r->n, m, r->v[m].target <= lo);
     return a < r->n && r->v[a].target < hi ? &r->v[a] : NULL;
 }
 
@@ -419,18 +241,6 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
  * function, branch, table or landing pad reaches, the jump may end there:
  * nothing ever runs those bytes, and every original instruction still
  * starts where it did. */
-/* A byte of what assemblers pad with: int3, or the nop encodings
- * (90, 66 90, 0f 1f /0 with their 2e, 40/44/80/84 and 00 bytes). */
-bool is_pad_byte(uint8_t c)
-{
-    switch (c) {
-    case 0xcc: case 0x90: case 0x66: case 0x2e: case 0x0f: case 0x1f:
-    case 0x00: case 0x40: case 0x44: case 0x80: case 0x84:
-        return true;
-    }
-    return false;
-}
-
 static bool padding_after(const struct state *s, const struct probe *p, const struct func *fn,
                           const struct fstate *f)
 {
@@ -445,7 +255,7 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
     if (!b || avail < pad_end - fn->end || !image_is_exec_addr(s->img, fn->end))
         return false;
     for (uint64_t a = 0; a < pad_end - fn->end; a++)
-        if (!is_pad_byte(b[a]))
+        if (!x86_is_padding(b[a]))
             return false;
     /* ref_into takes targets above its first bound: fn->end itself counts here */
     return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
@@ -558,16 +368,10 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
             dup |= v[k].at == t.at;
         if (dup)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4;
-            struct retarget *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                why = " (out of memory)";
-                break;
-            }
-            v = nv;
+        if (!ARRAY_PUSH(v, n, cap, t)) {
+            why = " (out of memory)";
+            break;
         }
-        v[n++] = t;
     }
     if (why) {
         char d[160];
@@ -586,18 +390,20 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     return true;
 }
 
-static void judge(struct state *s, struct probe *p)
+/* The probe address itself: refused (false) when the function is
+ * blacklisted or cannot take a return probe, or the address is no
+ * instruction boundary, or its instruction cannot run out of line, lies
+ * in a reserved site or may fault to a fixup. *i: its instruction. */
+static bool judge_site(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t *i)
 {
-    const struct func *fn = &s->sy->funcs[p->func];
-    const struct fstate *f = &s->fs[p->func];
     uint32_t off = (uint32_t)(p->addr - fn->start);
-    size_t i = find_insn(f, off), j, avail;
     const char *why;
 
+    *i = find_insn(f, off);
     if (blacklisted(s, p, fn))
-        return;
+        return false;
     if (p->is_return && return_unsound(s, p, fn, f))
-        return;
+        return false;
     /* A piece that is a landing pad starts with a nop (an LSDA cannot name
      * offset 0) and is entered at +1 by the unwinder: nothing runs the nop,
      * and a jump there would cover the pad. Its entry is the pad. */
@@ -607,25 +413,25 @@ static void judge(struct state *s, struct probe *p)
         p->off++;
         p->notes |= NOTE_AFTER_PAD_NOP;
         off = 1;
-        i = find_insn(f, off);
+        *i = find_insn(f, off);
     }
-    if (i == f->n || f->insns[i].off != off) {
+    if (*i == f->n || f->insns[*i].off != off) {
         if (f->decode_fail && p->addr >= f->decode_fail) {
             probe_set(p, V_REFUSED, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
-            return;
+            return false;
         }
-        uint64_t before = fn->start + f->insns[i - 1].off;
-        uint64_t after = i < f->n ? fn->start + f->insns[i].off : before + f->insns[i - 1].len;
+        uint64_t before = fn->start + f->insns[*i - 1].off;
+        uint64_t after = *i < f->n ? fn->start + f->insns[*i].off : before + f->insns[*i - 1].len;
         probe_set(p, V_REFUSED, KP_R_NOT_INSN_BOUNDARY, "inside the instruction at 0x%llx; boundaries 0x%llx and 0x%llx",
             (unsigned long long)before, (unsigned long long)before, (unsigned long long)after);
-        return;
+        return false;
     }
-    struct x86_insn pi = { .addr = p->addr, .len = f->insns[i].len, .kind = f->insns[i].kind, .flags = f->insns[i].flags };
+    struct x86_insn pi = { .addr = p->addr, .len = f->insns[*i].len, .kind = f->insns[*i].kind, .flags = f->insns[*i].flags };
     /* Every probe runs its first instruction out of line (the int3 path
      * resumes at a copy of it), so that one must be relocatable. */
     if (!x86_relocatable(&pi, &why)) {
         probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
-        return;
+        return false;
     }
     const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr, pi.len);
     if (rs) {
@@ -634,52 +440,69 @@ static void judge(struct state *s, struct probe *p)
         } else {
             probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
             p->reason_arg = ktable_name(rs->table);
-            return;
+            return false;
         }
     }
     if (kfacts_extable_in(s->kf, p->addr, p->addr + 1)) {
         probe_set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
-        return;
+        return false;
     }
+    return true;
+}
 
-    /* The DCR: fewest whole instructions covering the 5-byte jump. */
-    unsigned len = 0;
-    for (j = i; j < f->n && len < X86_JMP32_LEN; j++)
-        len += f->insns[j].len;
-    dcr_text(s, p, fn, f, i, j, len);
+/* The DCR from instruction i: the fewest whole instructions covering the
+ * 5-byte jump; at a function's end the jump may reach into the padding
+ * after it, or the DCR be the 2 bytes of a jmp rel8 to a trampoline.
+ * Instructions i..*j, *len bytes; false when the probe is int3. */
+static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
+                      size_t *j, unsigned *len)
+{
+    *len = 0;
+    for (*j = i; *j < f->n && *len < X86_JMP32_LEN; (*j)++)
+        *len += f->insns[*j].len;
+    dcr_text(s, p, fn, f, i, *j, *len);
     if (f->decode_fail) {
         probe_set(p, V_INT3, KP_R_DECODE_FAILED, "undecodable bytes at 0x%llx", (unsigned long long)f->decode_fail);
-        return;
+        return false;
     }
     p->code_len = p->dcr_len;
-    if (len < X86_JMP32_LEN && j == f->n && padding_after(s, p, fn, f)) {
+    if (*len < X86_JMP32_LEN && *j == f->n && padding_after(s, p, fn, f)) {
         p->notes |= NOTE_PADDING;
         p->dcr_len = X86_JMP32_LEN;
-    } else if (len < X86_JMP32_LEN) {
+    } else if (*len < X86_JMP32_LEN) {
         /* Shorter than a jmp rel32 to the function's end: a jmp rel8 to a
          * trampoline in padding nearby (placed once every verdict is in,
          * place_tactics), when at least 2 bytes of whole instructions are
          * there: the DCR is those */
         unsigned l8 = 0;
-        for (j = i; j < f->n && l8 < X86_JMP8_LEN; j++)
-            l8 += f->insns[j].len;
+        for (*j = i; *j < f->n && l8 < X86_JMP8_LEN; (*j)++)
+            l8 += f->insns[*j].len;
         if (s->img->kind != IMG_VMLINUX && l8 >= X86_JMP8_LEN) {
-            len = l8;
-            dcr_text(s, p, fn, f, i, j, len);
+            *len = l8;
+            dcr_text(s, p, fn, f, i, *j, *len);
             p->code_len = p->dcr_len;
             p->notes |= NOTE_JUMP8;
         } else {
-            short_verdict(p, fn, len, NULL);
-            return;
+            short_verdict(p, fn, *len, NULL);
+            return false;
         }
     }
+    return true;
+}
+
+/* What the DCR (instructions i..j, len bytes) holds, and what lands in
+ * it: false when the probe is int3 for it. */
+static bool judge_contents(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
+                           size_t j, unsigned len)
+{
+    const char *why;
     bool has_call = false, call_inside = false;
     for (size_t k = i; k < j; k++) {
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
         if (!x86_relocatable(&in, &why)) {
             probe_set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
-            return;
+            return false;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
         if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
@@ -696,22 +519,23 @@ static void judge(struct state *s, struct probe *p)
         if (in.kind == XK_JMP || in.kind == XK_JCC)
             p->notes |= NOTE_BRANCH_REENC;
     }
-    rs = kfacts_reserved_overlap(s->kf, p->addr + pi.len, len - pi.len);
+    unsigned first = f->insns[i].len;
+    const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr + first, len - first);
     if (rs) {
         probe_set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
         p->reason_arg = ktable_name(rs->table);
-        return;
+        return false;
     }
     uint64_t ex = kfacts_extable_in(s->kf, fn->start, fn->end);
     if (ex) {
         probe_set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
-        return;
+        return false;
     }
     /* An indirect jump lands on an instruction: inside a DCR of one, it
      * could only land in the middle of it */
     if (s->taint[fn->parent] && j - i > 1) {
         probe_set(p, V_INT3, KP_R_INDIRECT_JUMP, "at 0x%llx", (unsigned long long)s->taint[fn->parent]);
-        return;
+        return false;
     }
     if (s->taint[fn->parent])
         p->notes |= NOTE_ONE_INSN;
@@ -723,18 +547,30 @@ static void judge(struct state *s, struct probe *p)
         if (taken_inside(tk, a - 1, a + 1)) {
             probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "address 0x%llx is taken (an indirect jump may land there)",
                 (unsigned long long)a);
-            return;
+            return false;
         }
     }
     if (!retargets(s, p, fn, f, i, j, len))
-        return;
+        return false;
     if (has_call) {
         if (s->img->kind == IMG_VMLINUX || call_inside) {
             probe_set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
-            return;
+            return false;
         }
         p->notes |= NOTE_CALL_KEPT;
     }
+    return true;
+}
+
+static void judge(struct state *s, struct probe *p)
+{
+    const struct func *fn = &s->sy->funcs[p->func];
+    const struct fstate *f = &s->fs[p->func];
+    size_t i, j, avail;
+    unsigned len;
+
+    if (!judge_site(s, p, fn, f, &i) || !judge_dcr(s, p, fn, f, i, &j, &len) || !judge_contents(s, p, fn, f, i, j, len))
+        return;
     /* Flags: dead at a function entry (ABI), else only where proven. */
     unsigned elen = 0;
     const uint8_t *fb = image_read(s->img, fn->start, &avail);

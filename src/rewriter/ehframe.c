@@ -5,7 +5,7 @@
  * bounded cursor; malformed input produces an error message, never an
  * out-of-bounds access. */
 #include "ehframe.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -339,19 +339,11 @@ static struct cie *cie_find(struct cie_set *s, size_t off)
 {
     if (s->last < s->n && s->v[s->last].off == off)
         return &s->v[s->last];
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->v[mid].off == off) {
-            s->last = mid;
-            return &s->v[mid];
-        }
-        if (s->v[mid].off < off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    size_t i = LOWER_BOUND(s->n, m, s->v[m].off < off);
+    if (i == s->n || s->v[i].off != off)
+        return NULL;
+    s->last = i;
+    return &s->v[i];
 }
 
 static int fde_enc_error(int r, uint8_t enc, size_t off, char *err, size_t errlen)
@@ -360,6 +352,47 @@ static int fde_enc_error(int r, uint8_t enc, size_t off, char *err, size_t errle
         return fail(err, errlen, "eh_frame: truncated FDE at offset 0x%zx", off);
     return fail(err, errlen, "eh_frame: %s pointer encoding 0x%02x in FDE at offset 0x%zx",
                 r == RD_UNSUP ? "unsupported" : "unknown", enc, off);
+}
+
+/* The body of the FDE at offset rec (c after its CIE pointer), of CIE ci:
+ * 1 with *fde, 0 for one left behind for a discarded section (no start or
+ * no range), -1 with err. */
+static int parse_fde(struct cur *c, uint64_t vaddr, const struct cie *ci, size_t rec, struct eh_fde *fde,
+                     char *err, size_t errlen)
+{
+    uint64_t start, range, lsda = 0;
+    int r = rd_encoded(c, vaddr, ci->fde_enc, false, &start);
+    if (r == RD_OK && (ci->fde_enc & PE_indirect))
+        r = RD_UNSUP;
+    if (r != RD_OK)
+        return fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+    r = rd_format(c, ci->fde_enc, &range);
+    if (r != RD_OK)
+        return fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+    size_t rec_end = c->lim, insns = c->pos;
+    if (ci->has_z) {
+        uint64_t alen;
+        if (!rd_uleb(c, &alen) || alen > c->lim - c->pos)
+            return fde_enc_error(RD_TRUNC, 0, rec, err, errlen);
+        c->lim = c->pos + (size_t)alen;
+        insns = c->lim;
+    }
+    if (ci->lsda_enc != PE_omit) {
+        r = rd_encoded(c, vaddr, ci->lsda_enc, false, &lsda);
+        if (r == RD_OK && lsda != 0 && (ci->lsda_enc & PE_indirect))
+            r = RD_UNSUP;
+        if (r != RD_OK)
+            return fde_enc_error(r, ci->lsda_enc, rec, err, errlen);
+    }
+    if (start == 0 || range == 0)
+        return 0;
+    if (range > UINT64_MAX - start)
+        return fail(err, errlen, "eh_frame: FDE range overflows at offset 0x%zx", rec);
+    if (!ci->has_z)
+        insns = c->pos;
+    *fde = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end, (uint32_t)insns,
+                            (uint32_t)rec_end, (int32_t)ci->data_align, (uint32_t)ci->code_align };
+    return 1;
 }
 
 /* Record layout: 4-byte length (0xffffffff: an 8-byte length follows; 0: the
@@ -415,17 +448,10 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         pos = c.lim;
 
         if (id == 0) { /* CIE: parsed lazily when an FDE first uses it */
-            if (cies.n == cies.cap) {
-                size_t ncap = cies.cap ? 2 * cies.cap : 16;
-                struct cie *nv = realloc(cies.v, ncap * sizeof *nv);
-                if (!nv) {
-                    fail(err, errlen, "eh_frame: out of memory");
-                    goto out;
-                }
-                cies.v = nv;
-                cies.cap = ncap;
+            if (!ARRAY_PUSH(cies.v, cies.n, cies.cap, (struct cie){ .off = rec, .body = c.pos, .end = c.lim })) {
+                fail(err, errlen, "eh_frame: out of memory");
+                goto out;
             }
-            cies.v[cies.n++] = (struct cie){ .off = rec, .body = c.pos, .end = c.lim };
             continue;
         }
 
@@ -438,62 +464,20 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         if (!ci->parsed && parse_cie(data, vaddr, ci, err, errlen) < 0)
             goto out;
 
-        uint64_t start, range, lsda = 0;
-        int r = rd_encoded(&c, vaddr, ci->fde_enc, false, &start);
-        if (r == RD_OK && (ci->fde_enc & PE_indirect))
-            r = RD_UNSUP;
-        if (r != RD_OK) {
-            fde_enc_error(r, ci->fde_enc, rec, err, errlen);
+        struct eh_fde fde;
+        int r = parse_fde(&c, vaddr, ci, rec, &fde, err, errlen);
+        if (r < 0)
             goto out;
-        }
-        r = rd_format(&c, ci->fde_enc, &range);
-        if (r != RD_OK) {
-            fde_enc_error(r, ci->fde_enc, rec, err, errlen);
-            goto out;
-        }
-        size_t rec_end = c.lim, insns = c.pos;
-        if (ci->has_z) {
-            uint64_t alen;
-            if (!rd_uleb(&c, &alen) || alen > c.lim - c.pos) {
-                fde_enc_error(RD_TRUNC, 0, rec, err, errlen);
-                goto out;
-            }
-            c.lim = c.pos + (size_t)alen;
-            insns = c.lim;
-        }
-        if (ci->lsda_enc != PE_omit) {
-            r = rd_encoded(&c, vaddr, ci->lsda_enc, false, &lsda);
-            if (r == RD_OK && lsda != 0 && (ci->lsda_enc & PE_indirect))
-                r = RD_UNSUP;
-            if (r != RD_OK) {
-                fde_enc_error(r, ci->lsda_enc, rec, err, errlen);
-                goto out;
-            }
-        }
-        if (start == 0 || range == 0)
+        if (r == 0)
             continue; /* left behind for a discarded section */
-        if (range > UINT64_MAX - start) {
-            fail(err, errlen, "eh_frame: FDE range overflows at offset 0x%zx", rec);
+        /* about one FDE in 32 bytes: one allocation for most sections */
+        if (!ARRAY_RESERVE(out, cap, nout ? nout + 1 : size / 32 + 1)) {
+            fail(err, errlen, "eh_frame: out of memory");
             goto out;
         }
-
-        if (nout == cap) {
-            size_t ncap = cap ? 2 * cap : (size / 32 > 16 ? size / 32 : 16);
-            struct eh_fde *nv = realloc(out, ncap * sizeof *nv);
-            if (!nv) {
-                fail(err, errlen, "eh_frame: out of memory");
-                goto out;
-            }
-            out = nv;
-            cap = ncap;
-        }
-        if (nout && start < out[nout - 1].start)
+        if (nout && fde.start < out[nout - 1].start)
             sorted = false;
-        if (!ci->has_z)
-            insns = c.pos;
-        out[nout++] = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end,
-                                       (uint32_t)insns, (uint32_t)rec_end, (int32_t)ci->data_align,
-                                       (uint32_t)ci->code_align };
+        out[nout++] = fde;
     }
 
     if (!sorted)
@@ -621,12 +605,6 @@ struct eh_cfa eh_cfa_at(const uint8_t *data, size_t size, const struct eh_fde *f
 
 /* ---- LSDA (.gcc_except_table) ------------------------------------------ */
 
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int lsda_landing_pads(eh_read_fn read, void *ctx, uint64_t lsda, uint64_t func_start,
                       uint64_t **pads, size_t *n, char *err, size_t errlen)
 {
@@ -691,21 +669,14 @@ int lsda_landing_pads(eh_read_fn read, void *ctx, uint64_t lsda, uint64_t func_s
         }
         if (lp == 0)
             continue;
-        if (nout == cap) {
-            size_t ncap = cap ? 2 * cap : 8;
-            uint64_t *nv = realloc(out, ncap * sizeof *nv);
-            if (!nv) {
-                free(out);
-                return fail(err, errlen, "lsda: out of memory");
-            }
-            out = nv;
-            cap = ncap;
+        if (!ARRAY_PUSH(out, nout, cap, lpstart + lp)) {
+            free(out);
+            return fail(err, errlen, "lsda: out of memory");
         }
-        out[nout++] = lpstart + lp;
     }
 
     if (nout > 1) {
-        sort_array(out, nout, sizeof *out, u64_cmp);
+        sort_array(out, nout, sizeof *out, cmp_u64);
         size_t k = 1;
         for (size_t i = 1; i < nout; i++)
             if (out[i] != out[k - 1])

@@ -4,26 +4,15 @@
  * so ftrace, which patches every address listed in __mcount_loc at boot and
  * whenever tracing is switched, must no longer know it. Its slot is zeroed
  * (ftrace skips zero entries) and the slot's relocation, which the bzImage's
- * KASLR pass would apply to the zero, becomes R_X86_64_NONE (the relocs tool
+ * KASLR pass would apply to the zero, becomes a none (X86_RELOC_NONE: the relocs tool
  * ignores those). The function then simply is not traceable by ftrace.
  */
 #include "fentry.h"
+#include "../arch/x86/psabi.h"
 
 #include <elf.h>
 #include <stdio.h>
 #include <string.h>
-
-const uint8_t fentry_nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-/* File offset of vaddr's bytes, when they are in the file. */
-static bool offset_of(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
-{
-    const struct section *s = image_section_at(img, vaddr);
-    if (!s || !s->data || vaddr + len > s->addr + s->size)
-        return false;
-    *off = (size_t)(s->offset + (vaddr - s->addr));
-    return true;
-}
 
 int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char *err, size_t errlen)
 {
@@ -42,7 +31,7 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
     for (uint64_t at = a; at + 8 <= b; at += 8) {
         uint64_t v;
         size_t o;
-        if (!offset_of(img, at, 8, &o))
+        if (!image_file_offset(img, at, 8, &o))
             break;
         memcpy(&v, img->map + o, 8);
         if (v == site) {
@@ -57,19 +46,17 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
     }
     memset(out + off, 0, 8);
     /* its relocation: in the RELA section of the section holding the slot */
-    const struct section *holder = image_section_at(img, slot);
-    for (size_t i = 0; holder && i < img->nsecs; i++) {
-        const struct section *r = &img->secs[i];
-        if (r->type != SHT_RELA || r->info != holder->index || !r->data || r->entsize != sizeof(Elf64_Rela))
+    const struct section *holder = image_section_at(img, slot), *r;
+    for (size_t i = 0; holder && (r = image_next_rela(img, &i));) {
+        if (r->info != holder->index)
             continue;
-        for (uint64_t k = 0; k + sizeof(Elf64_Rela) <= r->size; k += sizeof(Elf64_Rela)) {
-            Elf64_Rela rel;
-            memcpy(&rel, r->data + k, sizeof rel);
-            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == R_X86_64_NONE)
+        for (size_t k = 0; k < rela_count(r); k++) {
+            Elf64_Rela rel = rela_get(r, k);
+            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == X86_RELOC_NONE)
                 continue;
-            rel.r_info = ELF64_R_INFO(0, R_X86_64_NONE);
+            rel.r_info = ELF64_R_INFO(0, X86_RELOC_NONE);
             rel.r_addend = 0;
-            memcpy(out + r->offset + k, &rel, sizeof rel);
+            memcpy(out + r->offset + k * sizeof rel, &rel, sizeof rel);
         }
     }
     return 0;

@@ -5,12 +5,8 @@
 #include <stdint.h>
 #include "image.h"
 
-/* The 5-byte nop ftrace writes over `call __fentry__` at boot: what a
- * taken-over site runs in its detour, and what it holds when disabled. */
-extern const uint8_t fentry_nop5[5];
-
 /* In out (a copy of img's file), zero the __mcount_loc slot naming site and
- * make its relocation R_X86_64_NONE, so that neither ftrace nor KASLR's
+ * make its relocation a none (X86_RELOC_NONE), so that neither ftrace nor KASLR's
  * relocation pass touches it. Returns 0, or -1 with err. */
 int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char *err, size_t errlen);
 #endif

@@ -1,6 +1,7 @@
 /* Opening and validating ELF images with libelf. */
 #include "image.h"
-#include "sort.h"
+#include "../arch/x86/psabi.h"
+#include "../util/array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +13,6 @@
 #include <unistd.h>
 
 #define NT_GNU_PROPERTY_TYPE_0_ 5
-#define GNU_PROPERTY_X86_FEATURE_1_AND_ 0xc0000002u
-#define GNU_PROPERTY_X86_FEATURE_1_IBT_ 1u
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 {
@@ -58,10 +57,10 @@ static bool read_ibt(const struct image *img)
                 memcpy(&pt, q, 4); memcpy(&psz, q + 4, 4);
                 if (psz > (size_t)(d + descsz - q - 8))
                     return false;
-                if (pt == GNU_PROPERTY_X86_FEATURE_1_AND_ && psz >= 4) {
+                if (pt == X86_PROPERTY_FEATURE_1_AND && psz >= 4) {
                     uint32_t v;
                     memcpy(&v, q + 8, 4);
-                    return v & GNU_PROPERTY_X86_FEATURE_1_IBT_;
+                    return v & X86_FEATURE_1_IBT;
                 }
                 q += 8 + ((psz + 7u) & ~7u);
             }
@@ -163,7 +162,7 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
         image_close(img);
         return fail(err, errlen, "%s: malformed ELF header: %s", path, elf_errmsg(-1));
     }
-    if (img->ehdr.e_machine != EM_X86_64) {
+    if (img->ehdr.e_machine != X86_ELF_MACHINE) {
         char m[32];
         snprintf(m, sizeof m, "e_machine %u", img->ehdr.e_machine);
         image_close(img);
@@ -269,11 +268,7 @@ void image_close(struct image *img)
 
 const struct section *image_section_at(const struct image *img, uint64_t vaddr)
 {
-    size_t a = 0, b = img->nby_addr;
-    while (a < b) {               /* last section with addr <= vaddr */
-        size_t m = (a + b) / 2;
-        if (img->by_addr[m]->addr <= vaddr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(img->nby_addr, m, img->by_addr[m]->addr <= vaddr);   /* after the last with addr <= vaddr */
     /* Sections may nest or be empty; look back over a few candidates. */
     for (size_t i = a; i > 0 && a - i < 4; i--) {
         const struct section *s = img->by_addr[i - 1];
@@ -357,6 +352,32 @@ bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value)
         }
     }
     return false;
+}
+
+bool image_file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
+{
+    const struct section *s = image_section_at(img, vaddr);
+    if (!s || !s->data || vaddr + len > s->addr + s->size)
+        return false;
+    *off = (size_t)(s->offset + (vaddr - s->addr));
+    return true;
+}
+
+const struct section *image_next_rela(const struct image *img, size_t *i)
+{
+    for (; *i < img->nsecs; (*i)++) {
+        const struct section *s = &img->secs[*i];
+        if (s->type == SHT_RELA && s->data && s->entsize == sizeof(Elf64_Rela)) {
+            (*i)++;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+bool image_rela_unloaded(const struct image *img, const struct section *rela)
+{
+    return rela->info && rela->info < img->nsecs && !(img->secs[rela->info].flags & SHF_ALLOC);
 }
 
 bool image_is_code_cb(void *img, uint64_t vaddr)

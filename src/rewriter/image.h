@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
 
@@ -54,6 +55,23 @@ const struct section *image_section_at(const struct image *img, uint64_t vaddr);
 bool image_is_exec_addr(const struct image *img, uint64_t vaddr);
 /* Callback form for x86_is_code_fn. */
 bool image_is_code_cb(void *img, uint64_t vaddr);
+/* The file offset of the len bytes at vaddr, when they lie in one section
+ * with file bytes. */
+bool image_file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off);
+/* The image's relocation sections (SHT_RELA of Elf64_Rela entries, with
+ * file bytes), one a call: the first from section *i on, *i moved past it;
+ * NULL after the last. Their entries: rela_count and rela_get. */
+const struct section *image_next_rela(const struct image *img, size_t *i);
+static inline size_t rela_count(const struct section *rela) { return rela->size / sizeof(Elf64_Rela); }
+static inline Elf64_Rela rela_get(const struct section *rela, size_t k)
+{
+    Elf64_Rela r;
+    memcpy(&r, rela->data + k * sizeof r, sizeof r);
+    return r;
+}
+/* Does the relocation section apply to a non-allocated section (--emit-relocs
+ * keeps .rela.debug_info & co.)? Its offsets are then no addresses. */
+bool image_rela_unloaded(const struct image *img, const struct section *rela);
 /* The value of the first entry tagged tag of the dynamic section (PT_DYNAMIC). */
 bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value);
 /* The value of a defined symbol of .symtab named name (the first one). */

@@ -1,75 +1,13 @@
 /* One table-driven reader for every vmlinux table that names code sites. */
 #include "ktables.h"
 #include "../arch/x86/decode.h"
-#include "sort.h"
+#include "../arch/x86/kernel-tables.h"
+#include "../arch/x86/psabi.h"
+#include "../util/array.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum site_enc { REL32, ABS64 };
-enum len_mode { LEN_FIXED, LEN_FIELD, LEN_INSN, LEN_JUMP_LABEL };
-enum action { ACT_RESERVE, ACT_EXTABLE, ACT_BLACKLIST };
-enum check { CHK_NONE, CHK_UD, CHK_ALT_REPL };
-
-/* One candidate layout: entry size and, for LEN_FIELD, where the length byte is. */
-struct layout { uint8_t entsize, len_off; };
-
-struct ktable_desc {
-    enum ktable_id id;
-    const char *section;               /* section name, when the table has its own */
-    const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
-    struct layout layouts[4];          /* tried in order; entsize 0 ends the list */
-    enum site_enc enc;
-    uint8_t site_off;
-    enum len_mode len_mode;
-    uint8_t fixed_len;
-    int8_t target_off;                 /* rel32 field naming a control-flow target, or -1 */
-    enum action action;
-    enum check check;
-};
-
-/* Entry formats: ../shared/design/kprobes-reference.md section 2. */
-static const struct ktable_desc tables[] = {
-    /* struct exception_table_entry { int insn, fixup, data; } (older: no data) */
-    { KT_EX_TABLE, "__ex_table", "__start___ex_table", "__stop___ex_table",
-      { { 12, 0 }, { 8, 0 } }, REL32, 0, LEN_INSN, 0, 4, ACT_EXTABLE, CHK_NONE },
-    /* struct alt_instr: 14 B {s32,s32,u32 ft_flags,u8 instrlen,u8 repllen} since 6.3;
-     * 12 B {s32,s32,u16 cpuid,u8 instrlen,u8 repllen}; 13 B with padlen (<= 5.x) */
-    { KT_ALTINSTR, ".altinstructions", "__alt_instructions", "__alt_instructions_end",
-      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, REL32, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_ALT_REPL },
-    /* s32 relative to the entry, pointing at a lock prefix */
-    { KT_SMP_LOCKS, ".smp_locks", "__smp_locks", "__smp_locks_end",
-      { { 4, 0 } }, REL32, 0, LEN_FIXED, 1, -1, ACT_RESERVE, CHK_NONE },
-    /* struct jump_entry { s32 code, target; long key; } */
-    { KT_JUMP_TABLE, "__jump_table", "__start___jump_table", "__stop___jump_table",
-      { { 16, 0 } }, REL32, 0, LEN_JUMP_LABEL, 0, 4, ACT_RESERVE, CHK_NONE },
-    /* struct static_call_site { s32 addr, key; } */
-    { KT_STATIC_CALL, ".static_call_sites", "__start_static_call_sites", "__stop_static_call_sites",
-      { { 8, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_RETPOLINE, ".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_RETURN, ".return_sites", "__return_sites", "__return_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_CALL_SITES, ".call_sites", "__call_sites", "__call_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    { KT_IBT_SEAL, ".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end",
-      { { 4, 0 } }, REL32, 0, LEN_FIXED, 4, -1, ACT_RESERVE, CHK_NONE },
-    { KT_CFI_SITES, ".cfi_sites", "__cfi_sites", "__cfi_sites_end",
-      { { 4, 0 } }, REL32, 0, LEN_INSN, 0, -1, ACT_RESERVE, CHK_NONE },
-    /* struct paravirt_patch_site { u8 *instr; u8 type; u8 len; } (kernels <= 6.7) */
-    { KT_PARAINSTR, ".parainstructions", "__parainstructions", "__parainstructions_end",
-      { { 16, 9 } }, ABS64, 0, LEN_FIELD, 0, -1, ACT_RESERVE, CHK_NONE },
-    /* struct bug_entry, relative pointers: 12 B (BUGVERBOSE), 16 B (+format), 8 B (no verbose) */
-    { KT_BUG_TABLE, "__bug_table", "__start___bug_table", "__stop___bug_table",
-      { { 12, 0 }, { 16, 0 }, { 8, 0 } }, REL32, 0, LEN_FIXED, 2, -1, ACT_RESERVE, CHK_UD },
-    /* unsigned long: absolute addresses of the 5-byte fentry calls */
-    { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
-      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 5, -1, ACT_RESERVE, CHK_NONE },
-    /* NOKPROBE_SYMBOL(): unsigned long function addresses */
-    { KT_KPROBE_BLACKLIST, "_kprobe_blacklist", "__start_kprobe_blacklist", "__stop_kprobe_blacklist",
-      { { 8, 0 } }, ABS64, 0, LEN_FIXED, 1, -1, ACT_BLACKLIST, CHK_NONE },
-};
 
 static const char *const names[KT__COUNT] = {
     [KT_EX_TABLE] = "__ex_table", [KT_ALTINSTR] = ".altinstructions", [KT_SMP_LOCKS] = ".smp_locks",
@@ -87,27 +25,17 @@ const char *ktable_name(enum ktable_id id)
     return id < KT__COUNT ? names[id] : "?";
 }
 
-struct growing { void *p; size_t n, cap, elt; };
-
-static bool push(struct growing *g, const void *x)
-{
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 256;
-        void *p = realloc(g->p, cap * g->elt);
-        if (!p)
-            return false;
-        g->p = p;
-        g->cap = cap;
-    }
-    memcpy((char *)g->p + g->n++ * g->elt, x, g->elt);
-    return true;
-}
+struct ranges { struct krange *v; size_t n, cap; };
 
 struct ctx {
     const struct image *img;
     const struct symbols *sy;
-    struct growing reserved, targets, extable, blacklist;
+    struct ranges reserved, blacklist;
+    struct { struct kref *v; size_t n, cap; } targets;
+    struct { uint64_t *v; size_t n, cap; } extable;
 };
+
+#define PUSH(a, ...) ARRAY_PUSH((a).v, (a).n, (a).cap, __VA_ARGS__)
 
 /* Locate a table: the __start/__stop symbols (exact: sections such as
  * .smp_locks are padded to a page), else its own section. */
@@ -136,12 +64,12 @@ static bool locate(const struct ctx *c, const struct ktable_desc *d, const uint8
 static bool padding(const struct ktable_desc *d, const uint8_t *e)
 {
     static const uint8_t zero[8];
-    return memcmp(e + d->site_off, zero, d->enc == ABS64 ? 8 : 4) == 0;
+    return memcmp(e + d->site_off, zero, d->enc == KT_SITE_ABS64 ? 8 : 4) == 0;
 }
 
 static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t eaddr)
 {
-    if (d->enc == ABS64) {
+    if (d->enc == KT_SITE_ABS64) {
         uint64_t v;
         memcpy(&v, e + d->site_off, 8);
         return v;
@@ -151,7 +79,7 @@ static uint64_t site_of(const struct ktable_desc *d, const uint8_t *e, uint64_t 
     return eaddr + d->site_off + (int64_t)r;
 }
 
-static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                          const uint8_t *e, uint64_t site)
 {
     size_t avail = 0;
@@ -159,15 +87,12 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
     struct x86_insn in;
 
     switch (d->len_mode) {
-    case LEN_FIXED: return d->fixed_len;
-    case LEN_FIELD: return e[l->len_off];
-    case LEN_JUMP_LABEL:
-        /* 2 bytes for jmp8 / nop2, else the 5-byte jmp32 / nop5 */
+    case KT_LEN_FIXED: return d->fixed_len;
+    case KT_LEN_FIELD: return e[l->len_off];
+    case KT_LEN_JUMP_LABEL:
         p = image_read(c->img, site, &avail);
-        if (p && avail >= 2 && (p[0] == 0xeb || (p[0] == 0x66 && p[1] == 0x90)))
-            return 2;
-        return 5;
-    case LEN_INSN:
+        return x86_jump_label_len(p, avail);
+    case KT_LEN_INSN:
         p = image_read(c->img, site, &avail);
         return p ? x86_decode(p, avail, site, &in) : 0;
     }
@@ -175,7 +100,7 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
 }
 
 /* Does every entry make sense with this layout? */
-static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct layout *l,
+static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                         const uint8_t *data, uint64_t vaddr, uint64_t size)
 {
     const struct section *repl = image_section_by_name(c->img, ".altinstr_replacement");
@@ -188,13 +113,13 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
             continue;   /* linker padding: the kernel skips NULL entries too */
         if (!image_is_exec_addr(c->img, site))
             return false;
-        if (d->check == CHK_UD) {
+        if (d->check == KT_CHK_UD) {
             size_t avail;
             const uint8_t *p = image_read(c->img, site, &avail);
-            if (!p || avail < 2 || p[0] != 0x0f || (p[1] != 0x0b && p[1] != 0xb9 && p[1] != 0xff))
+            if (!x86_is_ud_site(p, avail))
                 return false;
         }
-        if (d->check == CHK_ALT_REPL && repl) {
+        if (d->check == KT_CHK_ALT_REPL && repl) {
             int32_t r;
             memcpy(&r, e + 4, 4);
             uint64_t to = vaddr + off + 4 + (int64_t)r;
@@ -210,11 +135,11 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
 {
     const uint8_t *data;
     uint64_t vaddr, size;
-    const struct layout *l = NULL;
+    const struct ktable_layout *l = NULL;
 
     if (!locate(c, d, &data, &vaddr, &size))
         return 0;
-    for (const struct layout *cand = d->layouts; cand->entsize; cand++)
+    for (const struct ktable_layout *cand = d->layouts; cand->entsize; cand++)
         if (layout_fits(c, d, cand, data, vaddr, size)) {
             l = cand;
             break;
@@ -237,28 +162,28 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
             memcpy(&r, e + d->target_off, 4);
             struct kref t = { vaddr + off + (uint64_t)d->target_off + (int64_t)r, vaddr + off,
                               (uint8_t)d->id };
-            if (!push(&c->targets, &t))
+            if (!PUSH(c->targets, t))
                 goto oom;
         }
-        if (d->action == ACT_BLACKLIST) {
+        if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
             struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id };
-            if (!push(&c->blacklist, &r))
+            if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
         }
-        if (d->action == ACT_EXTABLE) {
+        if (d->action == KT_ACT_EXTABLE) {
             /* Not a reserved range: the analysis refuses the faulting
              * instruction and int3s its whole function (exception-table),
              * which a reserved:__ex_table verdict would hide. */
-            if (!push(&c->extable, &site))
+            if (!PUSH(c->extable, site))
                 goto oom;
             continue;
         }
         struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id };
         if (r.len == 0)
             r.len = 1;
-        if (!push(&c->reserved, &r))
+        if (!PUSH(c->reserved, r))
             goto oom;
     }
     return 0;
@@ -273,26 +198,21 @@ oom:
  * inverse per-cpu relocations (PC32 against .data..percpu symbols). */
 static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < c->img->nsecs; i++) {
-        const struct section *s = &c->img->secs[i];
-        if (s->type != SHT_RELA || !s->data || s->entsize != sizeof(Elf64_Rela))
-            continue;
-        /* Relocations of a non-allocated section (--emit-relocs keeps
-         * .rela.debug_info & co.) have offsets inside that section, not
-         * addresses: they would alias code at low link addresses. */
-        if (s->info && s->info < c->img->nsecs && !(c->img->secs[s->info].flags & SHF_ALLOC))
+    const struct section *s;
+    for (size_t i = 0; (s = image_next_rela(c->img, &i));) {
+        /* Relocations of a non-allocated section have offsets inside that
+         * section, not addresses: they would alias code at low link
+         * addresses. */
+        if (image_rela_unloaded(c->img, s))
             continue;
         const struct section *symtab = s->link < c->img->nsecs ? &c->img->secs[s->link] : NULL;
-        for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= s->size; off += sizeof(Elf64_Rela)) {
-            Elf64_Rela r;
-            memcpy(&r, s->data + off, sizeof r);
-            uint32_t type = ELF64_R_TYPE(r.r_info);
-            unsigned len;
-            switch (type) {
-            case R_X86_64_64: len = 8; break;
-            case R_X86_64_32: case R_X86_64_32S: len = 4; break;
-            case R_X86_64_RELATIVE: case R_X86_64_IRELATIVE: len = 8; break;
-            case R_X86_64_PC32: {
+        for (size_t k = 0; k < rela_count(s); k++) {
+            Elf64_Rela r = rela_get(s, k);
+            bool pcrel;
+            unsigned len = x86_reloc_size(ELF64_R_TYPE(r.r_info), &pcrel);
+            if (!len)
+                continue;
+            if (pcrel) {
                 /* only the per-cpu inverse relocations matter */
                 uint32_t symi = ELF64_R_SYM(r.r_info);
                 Elf64_Sym sym;
@@ -303,17 +223,13 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
                 if (sym.st_shndx >= c->img->nsecs ||
                     strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
                     continue;
-                len = 4;
-                break;
-            }
-            default: continue;
             }
             /* vmlinux: r_offset is a virtual address (ET_EXEC --emit-relocs). */
             if (!image_is_exec_addr(c->img, r.r_offset))
                 continue;
             struct krange kr = { r.r_offset, len, KT_RELOC };
             kf->count[KT_RELOC]++;
-            if (!push(&c->reserved, &kr)) {
+            if (!PUSH(c->reserved, kr)) {
                 snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
                 return -1;
             }
@@ -344,14 +260,14 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         if (b <= a)
             continue;
         struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id };
-        if (!push(&c->blacklist, &r))
+        if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (strncmp(fn->name, "__cfi_", 6) == 0 || strncmp(fn->name, "__pfx_", 6) == 0) {
             struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE };
-            if (r.len && !push(&c->blacklist, &r))
+            if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }
     }
@@ -365,12 +281,6 @@ static int cmp_range(const void *a, const void *b)
 {
     const struct krange *x = a, *y = b;
     return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int cmp_kref(const void *a, const void *b)
@@ -391,33 +301,31 @@ static size_t uniq_u64(uint64_t *v, size_t n)
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
                 char *err, size_t errlen)
 {
-    struct ctx c = { .img = img, .sy = sy,
-                     .reserved = { .elt = sizeof(struct krange) }, .targets = { .elt = sizeof(struct kref) },
-                     .extable = { .elt = 8 }, .blacklist = { .elt = sizeof(struct krange) } };
+    struct ctx c = { .img = img, .sy = sy };
 
     memset(kf, 0, sizeof *kf);
     /* Kernel tables only mean something in a vmlinux; a user program that
      * happened to name a section __ex_table must not be read as one. */
     if (img->kind == IMG_VMLINUX) {
-        for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-            if (read_table(&c, &tables[i], kf, err, errlen) < 0)
+        for (size_t i = 0; i < x86_nktables; i++)
+            if (read_table(&c, &x86_ktables[i], kf, err, errlen) < 0)
                 goto fail;
         if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;
     }
     if (read_relocs(&c, kf, err, errlen) < 0)
         goto fail;
-    sort_array(c.reserved.p, c.reserved.n, sizeof(struct krange), cmp_range);
-    sort_array(c.blacklist.p, c.blacklist.n, sizeof(struct krange), cmp_range);
-    sort_array(c.targets.p, c.targets.n, sizeof(struct kref), cmp_kref);
-    sort_array(c.extable.p, c.extable.n, 8, cmp_u64);
-    kf->reserved = c.reserved.p; kf->nreserved = c.reserved.n;
-    kf->blacklist = c.blacklist.p; kf->nblacklist = c.blacklist.n;
-    kf->targets = c.targets.p; kf->ntargets = c.targets.n;
-    kf->extable = c.extable.p; kf->nextable = uniq_u64(c.extable.p, c.extable.n);
+    sort_array(c.reserved.v, c.reserved.n, sizeof(struct krange), cmp_range);
+    sort_array(c.blacklist.v, c.blacklist.n, sizeof(struct krange), cmp_range);
+    sort_array(c.targets.v, c.targets.n, sizeof(struct kref), cmp_kref);
+    sort_array(c.extable.v, c.extable.n, 8, cmp_u64);
+    kf->reserved = c.reserved.v; kf->nreserved = c.reserved.n;
+    kf->blacklist = c.blacklist.v; kf->nblacklist = c.blacklist.n;
+    kf->targets = c.targets.v; kf->ntargets = c.targets.n;
+    kf->extable = c.extable.v; kf->nextable = uniq_u64(c.extable.v, c.extable.n);
     return 0;
 fail:
-    free(c.reserved.p); free(c.targets.p); free(c.extable.p); free(c.blacklist.p);
+    free(c.reserved.v); free(c.targets.v); free(c.extable.v); free(c.blacklist.v);
     return -1;
 }
 
@@ -431,11 +339,7 @@ void kfacts_free(struct kfacts *kf)
  * sites it is enough to look back from the first start >= end. */
 const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len)
 {
-    size_t a = 0, b = kf->nreserved;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->reserved[m].start < start + len) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start + len);
     for (size_t i = a; i > 0 && a - i < 64; i--) {
         const struct krange *r = &kf->reserved[i - 1];
         if (r->start + r->len > start)
@@ -450,11 +354,7 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
 {
     /* Function ranges do not nest, so the last start <= addr decides among
      * them; the few section-wide ranges are checked one by one. */
-    size_t a = 0, b = kf->nblacklist;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->blacklist[m].start <= addr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nblacklist, m, kf->blacklist[m].start <= addr);
     for (size_t i = a; i > 0 && a - i < 4; i--) {
         const struct krange *r = &kf->blacklist[i - 1];
         if (addr - r->start < r->len)
@@ -471,10 +371,6 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
 
 uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end)
 {
-    size_t a = 0, b = kf->nextable;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (kf->extable[m] < start) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(kf->nextable, m, kf->extable[m] < start);
     return a < kf->nextable && kf->extable[a] < end ? kf->extable[a] : 0;
 }

@@ -43,6 +43,44 @@ struct kfacts {
     unsigned entsize[KT__COUNT];
 };
 
+/* How a table is read: the generic reader (ktables.c) takes a description
+ * of each table from the architecture (src/arch/x86/kernel-tables.c). */
+enum ktable_site { KT_SITE_REL32, KT_SITE_ABS64 };   /* s32 relative to the field, or an address */
+enum ktable_len {
+    KT_LEN_FIXED,         /* fixed_len bytes */
+    KT_LEN_FIELD,         /* the entry's byte at len_off */
+    KT_LEN_INSN,          /* the instruction there */
+    KT_LEN_JUMP_LABEL,    /* the architecture's jump-label site (its short or long form) */
+};
+enum ktable_action {
+    KT_ACT_RESERVE,       /* the site keeps its bytes */
+    KT_ACT_EXTABLE,       /* the instruction may fault to a fixup */
+    KT_ACT_BLACKLIST,     /* the function there is not probed */
+};
+enum ktable_check {
+    KT_CHK_NONE,
+    KT_CHK_UD,            /* every site is a BUG() trap (ud) */
+    KT_CHK_ALT_REPL,      /* the replacement (s32 at +4, its length after len_off's byte)
+                             lies in .altinstr_replacement */
+};
+
+/* One candidate layout: entry size and, for KT_LEN_FIELD, where the length byte is. */
+struct ktable_layout { uint8_t entsize, len_off; };
+
+struct ktable_desc {
+    enum ktable_id id;
+    const char *section;               /* section name, when the table has its own */
+    const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
+    struct ktable_layout layouts[4];   /* tried in order; entsize 0 ends the list */
+    enum ktable_site enc;
+    uint8_t site_off;
+    enum ktable_len len_mode;
+    uint8_t fixed_len;
+    int8_t target_off;                 /* rel32 field naming a control-flow target, or -1 */
+    enum ktable_action action;
+    enum ktable_check check;
+};
+
 /* Name of a table as printed in reasons (reserved:<name>). */
 const char *ktable_name(enum ktable_id id);
 

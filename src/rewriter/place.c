@@ -1,7 +1,7 @@
 /* The tactics that need every verdict first (see analysis.h). */
 #include "analysis.h"
 #include "../arch/x86/decode.h"
-#include "sort.h"
+#include "../util/array.h"
 #include "kprewrite/abi.h"
 
 #include <stdlib.h>
@@ -18,11 +18,7 @@ static int cmp_span(const void *a, const void *b)
 /* The first span of v (sorted, not overlapping) that overlaps [lo, hi). */
 static const struct span *span_overlap(const struct span *v, size_t n, uint64_t lo, uint64_t hi)
 {
-    size_t a = 0, b = n;
-    while (a < b) {   /* first span ending after lo */
-        size_t m = (a + b) / 2;
-        if (v[m].hi <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, v[m].hi <= lo);   /* the first span ending after lo */
     return a < n && v[a].lo < hi ? &v[a] : NULL;
 }
 
@@ -45,23 +41,17 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
         if (i + 1 < s->sy->nfuncs && s->sy->funcs[i + 1].start < hi)
             hi = s->sy->funcs[i + 1].start;
         uint64_t lo = fn->end, a = lo;
-        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && is_pad_byte(*b); a++, b++)
+        for (const uint8_t *b = sec->data + (lo - sec->addr); a < hi && x86_is_padding(*b); a++, b++)
             ;
         const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
         if (r)
             a = r->target;
         if (a - lo < X86_JMP32_LEN)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct span *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return -1;
-            }
-            v = nv;
+        if (!ARRAY_PUSH(v, n, cap, (struct span){ lo, a })) {
+            free(v);
+            return -1;
         }
-        v[n++] = (struct span){ lo, a };
     }
     *out = v;
     *nout = n;
@@ -72,11 +62,7 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
  * (their lo moves past it); 0 when none is free there. */
 static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi)
 {
-    size_t a = 0, b = n;
-    while (a < b) {   /* first run ending after lo */
-        size_t m = (a + b) / 2;
-        if (runs[m].hi <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, runs[m].hi <= lo);   /* the first run ending after lo */
     for (; a < n && runs[a].lo <= hi; a++) {
         uint64_t at = runs[a].lo > lo ? runs[a].lo : lo;
         if (at <= hi && at + X86_JMP32_LEN <= runs[a].hi) {
@@ -105,19 +91,6 @@ struct room {
     struct probe_list *probes;  /* evictions are listed in it */
     size_t capev;
 };
-
-static bool grow(void **v, size_t *cap, size_t n, size_t elt)
-{
-    if (n < *cap)
-        return true;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*v, c * elt);
-    if (!nv)
-        return false;
-    *v = nv;
-    *cap = c;
-    return true;
-}
 
 static bool busy_at(const struct room *r, uint64_t lo, uint64_t hi)
 {
@@ -169,12 +142,8 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
         return 0;
     /* the functions overlapping [lo - EVICT_MIN, hi]: a window starts 5
      * bytes before its first slot */
-    size_t a = 0, b = sy->nfuncs;
     uint64_t from = lo - X86_JMP32_LEN;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (sy->funcs[m].end <= from) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(sy->nfuncs, m, sy->funcs[m].end <= from);
     for (; a < sy->nfuncs && sy->funcs[a].start <= hi; a++) {
         const struct func *fn = &sy->funcs[a];
         const struct fstate *f = &s->fs[a];
@@ -187,16 +156,15 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
             if (slot > hi)
                 break;
             unsigned len = window_at(r, fn, f, k, owned, nowned);
-            if (!len || !grow((void **)&r->probes->ev, &r->capev, r->probes->nev, sizeof *r->probes->ev) ||
-                !grow((void **)&r->busy, &r->capbusy, r->nbusy, sizeof *r->busy))
+            if (!len || !ARRAY_RESERVE(r->probes->ev, r->capev, r->probes->nev + 1) ||
+                !ARRAY_RESERVE(r->busy, r->capbusy, r->nbusy + 1))
                 continue;
             r->probes->ev[r->probes->nev++] = (struct eviction){ at, (uint8_t)len };
             r->busy[r->nbusy++] = (struct span){ at, at + len };
-            if (len - X86_JMP32_LEN >= 2 * X86_JMP32_LEN && grow((void **)&r->runs, &r->capruns, r->nruns, sizeof *r->runs)) {
+            if (len - X86_JMP32_LEN >= 2 * X86_JMP32_LEN &&
+                ARRAY_PUSH(r->runs, r->nruns, r->capruns, (struct span){ slot + X86_JMP32_LEN, at + len }))
                 /* room for more: the rest of the tail is a run of its own */
-                r->runs[r->nruns++] = (struct span){ slot + X86_JMP32_LEN, at + len };
                 sort_array(r->runs, r->nruns, sizeof *r->runs, cmp_span);
-            }
             s->st->evictions++;
             return slot;
         }
@@ -240,8 +208,8 @@ int place_tactics(struct state *s, struct probe_list *probes)
         owned[n++] = (struct span){ p->addr, p->addr + (first ? first : 1) };
         /* a branch to be re-pointed may not be evicted */
         for (size_t k = 0; p->verdict == V_OPTIMIZED && k < p->nretargets; k++)
-            if (p->retargets[k].kind <= RT_BRANCH8 && grow((void **)&r.busy, &r.capbusy, r.nbusy, sizeof *r.busy))
-                r.busy[r.nbusy++] = (struct span){ p->retargets[k].at, p->retargets[k].at + p->retargets[k].len };
+            if (p->retargets[k].kind <= RT_BRANCH8)
+                ARRAY_PUSH(r.busy, r.nbusy, r.capbusy, (struct span){ p->retargets[k].at, p->retargets[k].at + p->retargets[k].len });
     }
     sort_array(owned, n, sizeof *owned, cmp_span);
     /* merge overlaps (twins at one address) so that the search holds */

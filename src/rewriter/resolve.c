@@ -1,6 +1,7 @@
 /* Resolving probe specs to probe points. */
 #include "resolve.h"
 #include "../arch/x86/decode.h"
+#include "../util/array.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -9,14 +10,8 @@
 
 static struct probe *new_probe(struct probe_list *l)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct probe *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (!ARRAY_RESERVE(l->v, l->cap, l->n + 1))
+        return NULL;
     struct probe *p = &l->v[l->n++];
     memset(p, 0, sizeof *p);
     p->func = SIZE_MAX;

@@ -53,67 +53,6 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
     return 0;
 }
 
-/* Names may stay in the image's dynamic string table: the input's .dynstr
- * bytes (which the names of its symbols point into) and where the output
- * has its DT_STRTAB (a pool kprewrite adds holds a copy, offsets kept). */
-static void pool_names(const struct image *img, const struct image *out, struct pool_sections *ps)
-{
-    const struct section *s = image_section_by_name(img, ".dynstr");
-    uint64_t strtab = 0;
-    ps->dynstr = NULL;
-    ps->dynstr_size = 0;
-    ps->dynstr_vaddr = 0;
-    if (img->kind == IMG_VMLINUX || !s || !s->data || !image_dynamic(img, DT_STRTAB, &strtab) || strtab != s->addr)
-        return;
-    ps->dynstr = (const char *)s->data;
-    ps->dynstr_size = s->size;
-    if (out && !image_dynamic(out, DT_STRTAB, &ps->dynstr_vaddr))
-        ps->dynstr_vaddr = 0;
-}
-
-/* A prebuilt image: measure what the probes need, add a pool of that size
- * (and the runtime as DT_NEEDED) in memory, and bake into that. */
-static int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *dest,
-                           const char *runtime, bool shared, bool compact, struct bake_result *br,
-                           size_t *grown, char *err, size_t errlen)
-{
-    uint64_t text = pool_add_text_addr(img, err, errlen);
-    if (!text)
-        return -1;
-    /* measured at the real text address; table and slots placed roughly
-     * (only their reach matters, and it is checked again for real) */
-    struct section t = { .name = KPRW_SEC_TEXT, .addr = text }, tb = { .name = KPRW_SEC_TABLE, .addr = text + 0x1000000 },
-                   d = { .name = KPRW_SEC_DATA, .addr = text + 0x2000000 }, sl = { .name = KPRW_SEC_SLOT, .addr = text + 0x2000000, .size = KPRW_SLOTS_SIZE };
-    struct pool_sections plan = { .text = &t, .table = &tb, .data = &d, .slot = &sl, .added = true,
-                                .shared_detours = shared, .compact_entries = compact };
-    /* the names left in .dynstr: the same ones now and for real */
-    pool_names(img, NULL, &plan);
-    plan.dynstr_vaddr = plan.dynstr ? text : 0;
-    struct bake_result need;
-    if (bake(img, &plan, probes, NULL, &need, err, errlen) < 0)
-        return -1;
-    struct pool_sizes sz = { need.text_used, need.table_used, need.data_used };
-    uint8_t *buf;
-    size_t size;
-    if (pool_add(img, &sz, runtime, &buf, &size, err, errlen) < 0)
-        return -1;
-    struct image grown_img;
-    struct pool_sections ps;
-    if (image_open_mem(&grown_img, img->path, buf, size, img->mode, err, errlen) < 0)
-        return -1;
-    int rc = pool_find(&grown_img, &ps, err, errlen);
-    if (rc == 0) {
-        ps.added = true;
-        ps.shared_detours = shared;
-        ps.compact_entries = compact;
-        pool_names(img, &grown_img, &ps);
-        rc = bake(&grown_img, &ps, probes, dest, br, err, errlen);
-    }
-    *grown = size - img->map_size;
-    image_close(&grown_img);
-    return rc < 0 ? -1 : 0;
-}
-
 int run_image(struct run_opts *o)
 {
     char err[1024];
@@ -197,7 +136,7 @@ int run_image(struct run_opts *o)
         pool.shared_detours = o->detours == DETOURS_SHARED || (compact && (add_pool || pool.added));
         pool.compact_entries = compact;
         if (!add_pool)
-            pool_names(&img, &img, &pool);
+            pool_dynstr(&img, &img, &pool);
         if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
                                        pool.shared_detours, compact, &br, &grown, err, sizeof err) < 0
                      : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {

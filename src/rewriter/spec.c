@@ -1,5 +1,6 @@
 /* Probe spec parsing with exact error columns. */
 #include "spec.h"
+#include "../util/array.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -112,16 +113,10 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
 static int spec_push(struct spec_list *l, struct probe_spec *s, const char *origin, char *err, size_t errlen)
 {
     snprintf(s->origin, sizeof s->origin, "%s", origin);
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct probe_spec *v = realloc(l->v, cap * sizeof *v);
-        if (!v) {
-            free(s->sym); free(s->text);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (!ARRAY_RESERVE(l->v, l->cap, l->n + 1)) {
+        free(s->sym); free(s->text);
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
     l->v[l->n++] = *s;
     return 0;
@@ -204,14 +199,8 @@ fail:
 
 int spec_list_move(struct spec_list *dst, struct spec_list *src)
 {
-    if (dst->n + src->n > dst->cap) {
-        size_t cap = dst->n + src->n;
-        struct probe_spec *v = realloc(dst->v, (cap ? cap : 1) * sizeof *v);
-        if (!v)
-            return -1;
-        dst->v = v;
-        dst->cap = cap;
-    }
+    if (!ARRAY_RESERVE(dst->v, dst->cap, dst->n + src->n))
+        return -1;
     if (src->n)
         memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v);
     dst->n += src->n;

@@ -2,6 +2,7 @@
  * starts with one of a few thousand byte sequences (push %r15; push %r14
  * ...), and several probes of one function share its name. */
 #include "strtab.h"
+#include "../util/array.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -51,14 +52,8 @@ int64_t strtab_add(struct strtab *t, const void *p, size_t len)
             return t->slots[j] - 1;
     if (t->used + len + 1 > UINT32_MAX)
         return -1;
-    if (t->used + len > t->cap) {
-        size_t cap = (t->used + len) * 2 + 256;
-        uint8_t *b = realloc(t->bytes, cap);
-        if (!b)
-            return -1;
-        t->bytes = b;
-        t->cap = cap;
-    }
+    if (!ARRAY_RESERVE(t->bytes, t->cap, t->used + len))
+        return -1;
     size_t off = t->used;
     if (len)
         memcpy(t->bytes + off, p, len);

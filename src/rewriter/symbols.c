@@ -2,7 +2,7 @@
 #include "symbols.h"
 #include "ehframe.h"
 #include "kprewrite/abi.h"
-#include "sort.h"
+#include "../util/array.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,20 +16,9 @@ struct raw {
     enum func_origin origin;
 };
 
-struct vec { void *p; size_t n, cap, elt; };
-
-static void *vec_push(struct vec *v)
-{
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 256;
-        void *p = realloc(v->p, cap * v->elt);
-        if (!p)
-            return NULL;
-        v->p = p;
-        v->cap = cap;
-    }
-    return (char *)v->p + v->elt * v->n++;
-}
+struct raws { struct raw *v; size_t n, cap; };
+struct names { struct name_ent *v; size_t n, cap; };
+struct funcs { struct func *v; size_t n, cap; };
 
 static int cmp_raw(const void *a, const void *b)
 {
@@ -55,8 +44,8 @@ static int cmp_func(const void *a, const void *b)
 }
 
 /* Reads one symbol table; function-like symbols go to raws, all to addrs. */
-static int read_symtab(const struct image *img, const struct section *s, struct vec *raws,
-                       struct vec *addrs, char *err, size_t errlen)
+static int read_symtab(const struct image *img, const struct section *s, struct raws *raws,
+                       struct names *addrs, char *err, size_t errlen)
 {
     Elf_Scn *scn = elf_getscn(img->elf, s->index);
     Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
@@ -75,10 +64,8 @@ static int read_symtab(const struct image *img, const struct section *s, struct 
         if (!name || !*name || sym.st_shndx == SHN_UNDEF)
             continue;
         int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
-        struct name_ent *ne = vec_push(addrs);
-        if (!ne)
+        if (!ARRAY_PUSH(addrs->v, addrs->n, addrs->cap, (struct name_ent){ name, sym.st_value, SIZE_MAX }))
             goto oom;
-        *ne = (struct name_ent){ name, sym.st_value, SIZE_MAX };
         if (type == STT_SECTION || type == STT_FILE || sym.st_shndx == SHN_ABS)
             continue;
         bool fn = type == STT_FUNC || type == STT_GNU_IFUNC;
@@ -88,15 +75,13 @@ static int read_symtab(const struct image *img, const struct section *s, struct 
             fn = true;
         if (!fn || !image_is_exec_addr(img, sym.st_value))
             continue;
-        struct raw *r = vec_push(raws);
-        if (!r)
-            goto oom;
         /* Prefer global over weak over local names, dynsym over symtab
          * (the same name, but in .dynstr, which is loaded: the probe table
          * need not copy it, KPRW_NAME_DYN), and names without a '.' suffix. */
         int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) + (s->type == SHT_DYNSYM) +
                    (strchr(name, '.') ? 0 : 8);
-        *r = (struct raw){ sym.st_value, sym.st_size, name, rank, FO_SYMBOL };
+        if (!ARRAY_PUSH(raws->v, raws->n, raws->cap, (struct raw){ sym.st_value, sym.st_size, name, rank, FO_SYMBOL }))
+            goto oom;
     }
     return 0;
 oom:
@@ -105,8 +90,8 @@ oom:
 }
 
 /* System.map: "ffffffff81000000 T _stext" per line. */
-static int read_system_map(const struct image *img, const char *path, struct vec *raws,
-                           struct vec *addrs, char **strings, char *err, size_t errlen)
+static int read_system_map(const struct image *img, const char *path, struct raws *raws,
+                           struct names *addrs, char **strings, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     char line[1024];
@@ -132,21 +117,9 @@ static int read_system_map(const struct image *img, const char *path, struct vec
             return -1;
         }
         size_t len = strlen(name) + 1;
-        if (used + len > cap) {
-            cap = (cap ? cap * 2 : 1 << 16) + len;
-            char *p = realloc(*strings, cap);
-            if (!p)
-                goto oom;
-            *strings = p;
-        }
+        if (!ARRAY_RESERVE(*strings, cap, used + len) || !ARRAY_RESERVE(tmp, captmp, ntmp + 1))
+            goto oom;
         memcpy(*strings + used, name, len);
-        if (ntmp == captmp) {
-            captmp = captmp ? captmp * 2 : 1024;
-            void *p = realloc(tmp, captmp * sizeof *tmp);
-            if (!p)
-                goto oom;
-            tmp = p;
-        }
         tmp[ntmp].addr = a; tmp[ntmp].off = used; tmp[ntmp].type = type;
         ntmp++;
         used += len;
@@ -155,18 +128,13 @@ static int read_system_map(const struct image *img, const char *path, struct vec
     /* Pointers only now: the string buffer moved while growing. */
     for (size_t i = 0; i < ntmp; i++) {
         const char *name = *strings + tmp[i].off;
-        struct name_ent *ne = vec_push(addrs);
-        if (!ne)
+        if (!ARRAY_PUSH(addrs->v, addrs->n, addrs->cap, (struct name_ent){ name, tmp[i].addr, SIZE_MAX }))
             goto oom2;
-        *ne = (struct name_ent){ name, tmp[i].addr, SIZE_MAX };
         char t = tmp[i].type;
-        if ((t == 't' || t == 'T' || t == 'w' || t == 'W') && image_is_exec_addr(img, tmp[i].addr)) {
-            struct raw *r = vec_push(raws);
-            if (!r)
-                goto oom2;
-            *r = (struct raw){ tmp[i].addr, 0, name, (t == 'T' ? 4 : 0) + (strchr(name, '.') ? 0 : 8),
-                               FO_SYSTEM_MAP };
-        }
+        if ((t == 't' || t == 'T' || t == 'w' || t == 'W') && image_is_exec_addr(img, tmp[i].addr) &&
+            !ARRAY_PUSH(raws->v, raws->n, raws->cap, (struct raw){ tmp[i].addr, 0, name,
+                        (t == 'T' ? 4 : 0) + (strchr(name, '.') ? 0 : 8), FO_SYSTEM_MAP }))
+            goto oom2;
     }
     free(tmp);
     return 0;
@@ -187,11 +155,7 @@ static uint64_t section_end(const struct image *img, uint64_t addr)
 /* The FDE whose range starts at addr, or NULL. */
 static const struct eh_fde *fde_at(const struct eh_fde *f, size_t n, uint64_t addr)
 {
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (f[m].start < addr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, f[m].start < addr);
     return a < n && f[a].start == addr ? &f[a] : NULL;
 }
 
@@ -215,11 +179,86 @@ static void set_parents(struct symbols *sy)
     }
 }
 
+/* One function per distinct start address of the symbols (sorted), with
+ * bounds for the unsized ones: their FDE, else the next function or the
+ * section's end. -1: no memory. */
+static int functions_of_symbols(const struct image *img, const struct raws *raws, const struct eh_fde *fdes,
+                                size_t nfdes, struct funcs *funcs)
+{
+    const struct raw *r = raws->v;
+    for (size_t i = 0; i < raws->n;) {
+        size_t j = i;
+        uint64_t size = 0;
+        enum func_origin origin = r[i].origin;
+        while (j < raws->n && r[j].addr == r[i].addr) {
+            if (r[j].size > size)
+                size = r[j].size;
+            j++;
+        }
+        if (!ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = r[i].addr, .end = r[i].addr + size,
+                                                                        .name = r[i].name, .origin = origin }))
+            return -1;
+        i = j;
+    }
+    struct func *F = funcs->v;
+    size_t nsym = funcs->n;
+    for (size_t i = 0; i < nsym; i++) {
+        const struct eh_fde *fd = fde_at(fdes, nfdes, F[i].start);
+        if (fd)
+            F[i].lsda = fd->lsda;
+        if (F[i].end > F[i].start)
+            continue;
+        if (fd) {
+            F[i].end = fd->end;
+            continue;
+        }
+        uint64_t end = section_end(img, F[i].start);
+        if (i + 1 < nsym && F[i + 1].start < end)
+            end = F[i + 1].start;
+        F[i].end = end;
+        F[i].size_guessed = true;
+    }
+    return 0;
+}
+
+/* FDEs that start where no symbol covers them become fde@ADDR functions,
+ * appended to funcs (the symbols' functions, sorted: one forward walk
+ * finds the covering ones); their names in *names. -1: no memory. */
+static int functions_of_fdes(const struct image *img, const struct eh_fde *fdes, size_t nfdes, struct funcs *funcs,
+                             char **names)
+{
+    size_t nsym = funcs->n, used = 0, cap = 0;
+    size_t *name_off = NULL, nnew = 0, capoff = 0;
+    for (size_t k = 0, i = 0; k < nfdes; k++) {
+        const struct func *F = funcs->v;
+        while (i < nsym && F[i].end <= fdes[k].start)
+            i++;
+        bool covered = false;
+        for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
+            if (fdes[k].start < F[m].end) { covered = true; break; }
+        if (covered || !image_is_exec_addr(img, fdes[k].start))
+            continue;
+        if (!ARRAY_RESERVE(*names, cap, used + 32) || !ARRAY_PUSH(name_off, nnew, capoff, used) ||
+            !ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = fdes[k].start, .end = fdes[k].end,
+                                                                        .lsda = fdes[k].lsda, .origin = FO_FDE })) {
+            free(name_off);
+            return -1;
+        }
+        used += (size_t)snprintf(*names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
+    }
+    /* now that the buffer is final, point at it */
+    for (size_t k = 0; k < nnew; k++)
+        funcs->v[nsym + k].name = *names + name_off[k];
+    free(name_off);
+    return 0;
+}
+
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
                  char *err, size_t errlen)
 {
-    struct vec raws = { .elt = sizeof(struct raw) }, addrs = { .elt = sizeof(struct name_ent) };
-    struct vec funcs = { .elt = sizeof(struct func) }, names = { .elt = sizeof(struct name_ent) };
+    struct raws raws = { 0 };
+    struct names addrs = { 0 }, names = { 0 };
+    struct funcs funcs = { 0 };
     struct eh_fde *fdes = NULL;
     size_t nfdes = 0;
     char *fde_names = NULL;
@@ -241,121 +280,48 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
         }
     }
     sy->nfdes = nfdes;
-    sort_array(raws.p, raws.n, sizeof(struct raw), cmp_raw);
+    sort_array(raws.v, raws.n, sizeof(struct raw), cmp_raw);
 
     /* One function per distinct start address; all its names become aliases. */
-    struct raw *r = raws.p;
-    for (size_t i = 0; i < raws.n;) {
-        size_t j = i;
-        uint64_t size = 0;
-        enum func_origin origin = r[i].origin;
-        while (j < raws.n && r[j].addr == r[i].addr) {
-            if (r[j].size > size)
-                size = r[j].size;
-            j++;
-        }
-        struct func *fn = vec_push(&funcs);
-        if (!fn)
-            goto oom;
-        *fn = (struct func){ .start = r[i].addr, .end = r[i].addr + size, .name = r[i].name,
-                             .origin = origin };
-        i = j;
-    }
-    /* Bounds for unsized symbols: their FDE, else the next function or section end. */
-    struct func *F = funcs.p;
-    size_t nsym = funcs.n;
-    for (size_t i = 0; i < nsym; i++) {
-        const struct eh_fde *fd = fde_at(fdes, nfdes, F[i].start);
-        if (fd)
-            F[i].lsda = fd->lsda;
-        if (F[i].end > F[i].start)
-            continue;
-        if (fd) {
-            F[i].end = fd->end;
-            continue;
-        }
-        uint64_t end = section_end(img, F[i].start);
-        if (i + 1 < nsym && F[i + 1].start < end)
-            end = F[i + 1].start;
-        F[i].end = end;
-        F[i].size_guessed = true;
-    }
-    /* FDEs that start where no symbol covers them become fde@ADDR functions.
-     * Symbols are sorted, so one forward walk finds the covering ones. */
-    size_t used = 0, cap = 0;
-    size_t *fde_name_off = NULL, nfde_funcs = 0;
-    for (size_t k = 0, i = 0; k < nfdes; k++) {
-        while (i < nsym && F[i].end <= fdes[k].start)
-            i++;
-        bool covered = false;
-        for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
-            if (fdes[k].start < F[m].end) { covered = true; break; }
-        if (covered || !image_is_exec_addr(img, fdes[k].start))
-            continue;
-        if (used + 32 > cap) {
-            cap = cap ? cap * 2 : 4096;
-            char *p = realloc(fde_names, cap);
-            if (!p)
-                goto oom;
-            fde_names = p;
-        }
-        size_t *o = realloc(fde_name_off, (nfde_funcs + 1) * sizeof *o);
-        if (!o)
-            goto oom;
-        fde_name_off = o;
-        fde_name_off[nfde_funcs++] = used;
-        used += (size_t)snprintf(fde_names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
-        struct func *fn = vec_push(&funcs);
-        if (!fn)
-            goto oom;
-        F = funcs.p;
-        *fn = (struct func){ .start = fdes[k].start, .end = fdes[k].end, .lsda = fdes[k].lsda,
-                             .origin = FO_FDE };
-    }
-    /* fde names: now that the buffer is final, point at it. */
-    F = funcs.p;
-    for (size_t k = 0; k < nfde_funcs; k++)
-        F[nsym + k].name = fde_names + fde_name_off[k];
-    free(fde_name_off);
-    sort_array(funcs.p, funcs.n, sizeof(struct func), cmp_func);
-    sy->funcs = funcs.p;
+    struct raw *r = raws.v;
+    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || functions_of_fdes(img, fdes, nfdes, &funcs, &fde_names) < 0)
+        goto oom;
+    sort_array(funcs.v, funcs.n, sizeof(struct func), cmp_func);
+    sy->funcs = funcs.v;
     sy->nfuncs = funcs.n;
 
     /* Name index: every function-symbol alias plus the fde@ names. */
     for (size_t i = 0; i < raws.n; i++) {
-        struct name_ent *ne = vec_push(&names);
-        if (!ne)
-            goto oom;
         const struct func *fn = symbols_func_at(sy, r[i].addr);
-        *ne = (struct name_ent){ r[i].name, r[i].addr, fn ? (size_t)(fn - sy->funcs) : SIZE_MAX };
+        if (!ARRAY_PUSH(names.v, names.n, names.cap,
+                        (struct name_ent){ r[i].name, r[i].addr, fn ? (size_t)(fn - sy->funcs) : SIZE_MAX }))
+            goto oom;
     }
     for (size_t i = 0; i < sy->nfuncs; i++) {
         if (sy->funcs[i].origin != FO_FDE)
             continue;
-        struct name_ent *ne = vec_push(&names);
-        if (!ne)
+        if (!ARRAY_PUSH(names.v, names.n, names.cap, (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i }))
             goto oom;
-        *ne = (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i };
     }
-    sort_array(names.p, names.n, sizeof(struct name_ent), cmp_name);
-    sort_array(addrs.p, addrs.n, sizeof(struct name_ent), cmp_name);
-    sy->names = names.p;
+    sort_array(names.v, names.n, sizeof(struct name_ent), cmp_name);
+    sort_array(addrs.v, addrs.n, sizeof(struct name_ent), cmp_name);
+    sy->names = names.v;
     sy->nnames = names.n;
-    sy->addrs = addrs.p;
+    sy->addrs = addrs.v;
     sy->naddrs = addrs.n;
     sy->fde_names = fde_names;
     set_parents(sy);
-    free(raws.p);
+    free(raws.v);
     sy->fdes = fdes;   /* kept for the CFA rules (symbols_cfa_at) */
     sy->eh = eh && eh->data && eh->size ? eh : NULL;
     return 0;
 oom:
     snprintf(err, errlen, "%s: out of memory building the function list", img->path);
 fail:
-    free(raws.p);
-    free(addrs.p);
-    free(funcs.p);
-    free(names.p);
+    free(raws.v);
+    free(addrs.v);
+    free(funcs.v);
+    free(names.v);
     free(fdes);
     free(fde_names);
     free(sy->strings);
@@ -377,13 +343,9 @@ void symbols_free(struct symbols *sy)
 struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc)
 {
     struct eh_cfa unknown = { false, 0, 0 };
-    size_t a = 0, b = sy->nfdes;
     if (!sy->eh || !sy->fdes)
         return unknown;
-    while (a < b) {   /* the last FDE starting at or before pc */
-        size_t m = (a + b) / 2;
-        if (sy->fdes[m].start <= pc) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(sy->nfdes, m, sy->fdes[m].start <= pc);   /* after the last FDE starting at or before pc */
     if (a == 0 || pc >= sy->fdes[a - 1].end)
         return unknown;
     return eh_cfa_at(sy->eh->data, sy->eh->size, &sy->fdes[a - 1], pc);
@@ -391,11 +353,7 @@ struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc)
 
 const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr)
 {
-    size_t a = 0, b = sy->nfuncs;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (sy->funcs[m].start <= addr) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(sy->nfuncs, m, sy->funcs[m].start <= addr);
     /* A sized symbol may contain later-starting ones (nested labels): look back a little. */
     for (size_t i = a; i > 0 && a - i < 8; i--) {
         const struct func *fn = &sy->funcs[i - 1];
@@ -407,11 +365,7 @@ const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr)
 
 static const struct name_ent *find_name(const struct name_ent *v, size_t n, const char *name)
 {
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (strcmp(v[m].name, name) < 0) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, strcmp(v[m].name, name) < 0);
     return a < n && strcmp(v[a].name, name) == 0 ? &v[a] : NULL;
 }
 

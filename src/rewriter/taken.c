@@ -17,7 +17,7 @@
  * computes jump targets otherwise wants --strict-indirect.
  */
 #include "taken.h"
-#include "sort.h"
+#include "../util/array.h"
 #include "../arch/x86/decode.h"
 
 #include <elf.h>
@@ -31,38 +31,20 @@ static void put(struct grow *g, const struct image *img, uint64_t a)
 {
     if (g->oom || !image_is_exec_addr(img, a))
         return;
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 4096;
-        uint64_t *v = realloc(g->v, cap * sizeof *v);
-        if (!v) {
-            g->oom = true;
-            return;
-        }
-        g->v = v;
-        g->cap = cap;
-    }
-    g->v[g->n++] = a;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    if (!ARRAY_PUSH(g->v, g->n, g->cap, a))
+        g->oom = true;
 }
 
 /* Dynamic and static relocations: RELATIVE addends, S + A of the others. */
 static void relocations(struct grow *g, const struct image *img)
 {
-    for (size_t i = 0; i < img->nsecs; i++) {
-        const struct section *r = &img->secs[i];
-        if (r->type != SHT_RELA || !r->data || r->entsize != sizeof(Elf64_Rela))
-            continue;
-        if (r->info && r->info < img->nsecs && !(img->secs[r->info].flags & SHF_ALLOC))
+    const struct section *r;
+    for (size_t i = 0; (r = image_next_rela(img, &i));) {
+        if (image_rela_unloaded(img, r))
             continue;   /* debug info */
         const struct section *sym = r->link < img->nsecs ? &img->secs[r->link] : NULL;
-        for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= r->size; off += sizeof(Elf64_Rela)) {
-            Elf64_Rela rel;
-            memcpy(&rel, r->data + off, sizeof rel);
+        for (size_t k = 0; k < rela_count(r); k++) {
+            Elf64_Rela rel = rela_get(r, k);
             uint32_t si = ELF64_R_SYM(rel.r_info);
             uint64_t s = 0;
             if (si && sym && sym->data && ((uint64_t)si + 1) * sizeof(Elf64_Sym) <= sym->size) {
@@ -171,21 +153,13 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
 
 uint64_t taken_first_inside(const struct taken *t, uint64_t lo, uint64_t hi)
 {
-    size_t a = 0, b = t->n;
-    while (a < b) {   /* first v > lo */
-        size_t m = (a + b) / 2;
-        if (t->v[m] <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(t->n, m, t->v[m] <= lo);   /* the first v > lo */
     return a < t->n && t->v[a] < hi ? t->v[a] : 0;
 }
 
 bool taken_self(const struct taken *t, uint64_t start)
 {
-    size_t a = 0, b = t->nself;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (t->self[m] < start) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(t->nself, m, t->self[m] < start);
     return a < t->nself && t->self[a] == start;
 }
 

@@ -1,27 +1,36 @@
 /* x86-64 decoding over Zydis: classify each instruction for the analysis. */
 #include "decode.h"
+#include "zydis.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <Zydis/Zydis.h>
 
-static ZydisDecoder decoder;
-static ZydisFormatter formatter;
-static bool ready;
-
-static void init_once(void)
+const ZydisDecoder *x86_zydis_decoder(void)
 {
-    if (ready)
-        return;
-    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-    ZydisFormatterInit(&formatter, ZYDIS_FORMATTER_STYLE_ATT);
-    /* objdump-like text: lower-case hex, no zero padding */
-    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
-    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE, ZYDIS_PADDING_DISABLED);
-    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_ADDR_PADDING_RELATIVE, ZYDIS_PADDING_DISABLED);
-    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_DISP_PADDING, ZYDIS_PADDING_DISABLED);
-    ZydisFormatterSetProperty(&formatter, ZYDIS_FORMATTER_PROP_IMM_PADDING, ZYDIS_PADDING_DISABLED);
-    ready = true;
+    static ZydisDecoder decoder;
+    static bool ready;
+    if (!ready) {
+        ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    return &decoder;
+}
+
+/* objdump-like AT&T text: lower-case hex, no zero padding */
+static const ZydisFormatter *formatter(void)
+{
+    static ZydisFormatter f;
+    static bool ready;
+    if (!ready) {
+        ZydisFormatterInit(&f, ZYDIS_FORMATTER_STYLE_ATT);
+        ZydisFormatterSetProperty(&f, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+        ZydisFormatterSetProperty(&f, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE, ZYDIS_PADDING_DISABLED);
+        ZydisFormatterSetProperty(&f, ZYDIS_FORMATTER_PROP_ADDR_PADDING_RELATIVE, ZYDIS_PADDING_DISABLED);
+        ZydisFormatterSetProperty(&f, ZYDIS_FORMATTER_PROP_DISP_PADDING, ZYDIS_PADDING_DISABLED);
+        ZydisFormatterSetProperty(&f, ZYDIS_FORMATTER_PROP_IMM_PADDING, ZYDIS_PADDING_DISABLED);
+        ready = true;
+    }
+    return &f;
 }
 
 static enum x86_kind classify(const ZydisDecodedInstruction *zi)
@@ -75,11 +84,11 @@ static enum x86_kind classify(const ZydisDecodedInstruction *zi)
 
 unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out)
 {
+    const ZydisDecoder *decoder = x86_zydis_decoder();
     ZydisDecoderContext ctx;
     ZydisDecodedInstruction zi;
 
-    init_once();
-    if (avail == 0 || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)))
+    if (avail == 0 || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(decoder, &ctx, p, avail, &zi)))
         return 0;
     memset(out, 0, sizeof *out);
     out->addr = addr;
@@ -107,7 +116,7 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
     if ((zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) && zi.raw.modrm.mod == 0 && zi.raw.modrm.rm == 5 &&
         zi.raw.disp.size == 32) {
         ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-        if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&decoder, &ctx, &zi, ops, zi.operand_count))) {
+        if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, &ctx, &zi, ops, zi.operand_count))) {
             for (unsigned i = 0; i < zi.operand_count; i++) {
                 if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP) {
                     out->flags |= XF_RIPREL;
@@ -126,8 +135,7 @@ unsigned x86_insn_constants(const uint8_t *p, size_t avail, uint64_t vals[3])
     ZydisDecodedInstruction zi;
     unsigned n = 0;
 
-    init_once();
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)))
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(x86_zydis_decoder(), &ctx, p, avail, &zi)))
         return 0;
     for (int i = 0; i < 2 && n < 3; i++)
         if (zi.raw.imm[i].size >= 32 && !zi.raw.imm[i].is_relative)
@@ -146,11 +154,11 @@ const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf,
     ZydisDecoderContext ctx;
     ZydisDecodedInstruction zi;
     ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    const ZydisDecoder *decoder = x86_zydis_decoder();
 
-    init_once();
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, &ctx, p, avail, &zi)) ||
-        !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&decoder, &ctx, &zi, ops, zi.operand_count)) ||
-        !ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&formatter, &zi, ops, zi.operand_count_visible,
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(decoder, &ctx, p, avail, &zi)) ||
+        !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, &ctx, &zi, ops, zi.operand_count)) ||
+        !ZYAN_SUCCESS(ZydisFormatterFormatInstruction(formatter(), &zi, ops, zi.operand_count_visible,
                                                       buf, size, addr, NULL)))
         snprintf(buf, size, "(bad)");
     return buf;
@@ -189,10 +197,99 @@ bool x86_relocatable(const struct x86_insn *in, const char **why)
     }
 }
 
+const uint8_t x86_nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
 bool x86_is_call_or_nop5(const uint8_t *p, size_t avail)
 {
-    static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
     if (avail < 5)
         return false;
-    return p[0] == 0xe8 || memcmp(p, nop5, 5) == 0;
+    return p[0] == 0xe8 || memcmp(p, x86_nop5, 5) == 0;
+}
+
+bool x86_is_padding(uint8_t c)
+{
+    switch (c) {
+    case 0xcc: case 0x90: case 0x66: case 0x2e: case 0x0f: case 0x1f:
+    case 0x00: case 0x40: case 0x44: case 0x80: case 0x84:
+        return true;
+    }
+    return false;
+}
+
+unsigned x86_jump_label_len(const uint8_t *p, size_t avail)
+{
+    return p && avail >= 2 && (p[0] == 0xeb || (p[0] == 0x66 && p[1] == 0x90)) ? 2 : 5;
+}
+
+bool x86_is_ud_site(const uint8_t *p, size_t avail)
+{
+    return p && avail >= 2 && p[0] == 0x0f && (p[1] == 0x0b || p[1] == 0xb9 || p[1] == 0xff);
+}
+
+#define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF | \
+                      ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
+
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end)
+{
+    const ZydisDecoder *dec = x86_zydis_decoder();
+    ZydisAccessedFlagsMask written = 0;
+    for (int steps = 0; steps < 32 && addr < end; steps++) {
+        size_t avail = 0;
+        const uint8_t *p = read(ctx, addr, &avail);
+        ZydisDecoderContext dctx;
+        ZydisDecodedInstruction zi;
+        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &dctx, p, avail, &zi)))
+            return false;
+        const ZydisAccessedFlags *f = zi.cpu_flags;
+        if (f && (f->tested & STATUS_FLAGS & ~written))
+            return false;                       /* read before written */
+        if (f)
+            written |= (f->modified | f->set_0 | f->set_1 | f->undefined) & STATUS_FLAGS;
+        if ((written & STATUS_FLAGS) == STATUS_FLAGS)
+            return true;
+        /* The ABI carries no flags across calls and returns. */
+        if (zi.mnemonic == ZYDIS_MNEMONIC_CALL || zi.mnemonic == ZYDIS_MNEMONIC_RET)
+            return true;
+        if (zi.meta.category == ZYDIS_CATEGORY_COND_BR || zi.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+            zi.meta.category == ZYDIS_CATEGORY_SYSTEM || zi.meta.category == ZYDIS_CATEGORY_INTERRUPT)
+            return false;                       /* control leaves the straight line */
+        addr += zi.length;
+    }
+    return false;
+}
+
+bool x86_switches_stack(const uint8_t *p, size_t n)
+{
+    const ZydisDecoder *dec = x86_zydis_decoder();
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, n, &zi, ops)))
+        return false;
+    switch (zi.mnemonic) {
+    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_LEA:
+    case ZYDIS_MNEMONIC_CMOVB: case ZYDIS_MNEMONIC_CMOVBE: case ZYDIS_MNEMONIC_CMOVL: case ZYDIS_MNEMONIC_CMOVLE:
+    case ZYDIS_MNEMONIC_CMOVNB: case ZYDIS_MNEMONIC_CMOVNBE: case ZYDIS_MNEMONIC_CMOVNL: case ZYDIS_MNEMONIC_CMOVNLE:
+    case ZYDIS_MNEMONIC_CMOVNO: case ZYDIS_MNEMONIC_CMOVNP: case ZYDIS_MNEMONIC_CMOVNS: case ZYDIS_MNEMONIC_CMOVNZ:
+    case ZYDIS_MNEMONIC_CMOVO: case ZYDIS_MNEMONIC_CMOVP: case ZYDIS_MNEMONIC_CMOVS: case ZYDIS_MNEMONIC_CMOVZ:
+        break;
+    default:
+        return false;   /* push/pop/call/ret/add/sub/and/leave/enter: %rsp arithmetic */
+    }
+    bool writes_rsp = false, from_frame = false;
+    for (unsigned i = 0; i < zi.operand_count_visible; i++) {
+        const ZydisDecodedOperand *o = &ops[i];
+        bool is_rsp = o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                      (o->reg.value == ZYDIS_REGISTER_RSP || o->reg.value == ZYDIS_REGISTER_ESP);
+        if (is_rsp && (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+            writes_rsp = true;
+        else if (o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                 (o->reg.value == ZYDIS_REGISTER_RBP || o->reg.value == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* mov %rbp,%rsp: a frame, not a new stack */
+        else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY && zi.mnemonic == ZYDIS_MNEMONIC_LEA &&
+                 (o->mem.base == ZYDIS_REGISTER_RBP || o->mem.base == ZYDIS_REGISTER_RSP))
+            from_frame = true;   /* lea -16(%rbp),%rsp */
+    }
+    if (zi.mnemonic == ZYDIS_MNEMONIC_POP && writes_rsp)
+        return true;             /* pop %rsp */
+    return writes_rsp && !from_frame;
 }

@@ -87,7 +87,30 @@ static inline bool x86_ends_flow(const struct x86_insn *in)
            in->kind == XK_FAR || in->kind == XK_UD;
 }
 
+/* Does the instruction (n bytes at p) switch stacks: load %rsp from
+ * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
+ * register or memory)? Return probes refuse such functions. */
+bool x86_switches_stack(const uint8_t *p, size_t n);
+
+/* Are the arithmetic flags dead at addr (written before being read, or a
+ * call/ret reached first, on the straight-line path)? */
+typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
+bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
+
 /* Is this `call __fentry__`-shaped (e8 rel32) or a 5-byte nop (the fentry
  * site after boot)? */
 bool x86_is_call_or_nop5(const uint8_t *p, size_t avail);
+/* The 5-byte nop (nopl 0(%rax,%rax)) ftrace writes over `call __fentry__`
+ * at boot. */
+extern const uint8_t x86_nop5[5];
+
+/* A byte of what assemblers pad with between functions: int3, or the nop
+ * encodings (90, 66 90, 0f 1f /0 with their 2e, 40/44/80/84 and 00 bytes). */
+bool x86_is_padding(uint8_t byte);
+
+/* The length of a kernel jump-label site (__jump_table): 2 for a jmp rel8
+ * or a 2-byte nop, else 5 (jmp rel32 or a 5-byte nop). p may be NULL. */
+unsigned x86_jump_label_len(const uint8_t *p, size_t avail);
+/* Does a BUG() site start here: ud2, ud1 or ud0 (0f 0b, 0f b9, 0f ff)? */
+bool x86_is_ud_site(const uint8_t *p, size_t avail);
 #endif

@@ -75,29 +75,18 @@
  *   hooked: lea 8(%rsp),%rsp; call <relocated DCR>
  *   hook:   jmp *kret_return_slot(%rip)
  */
-#include "detour.h"
+#include "buf.h"
 #include "decode.h"
 #include "kprewrite/ptrace.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <Zydis/Zydis.h>
 
 /* pt_regs above the pushed registers (orig_ax, ip, cs, flags, sp, ss) and
  * below them (r15 ... bx) */
 #define UPPER (PTREGS_SIZE - PTREGS_ORIG_AX)
 #define LOWER PTREGS_R11
 _Static_assert(PTREGS_DI + 8 == PTREGS_ORIG_AX && PTREGS_R11 == 48, "pt_regs layout");
-
-struct buf {
-    uint8_t *p;
-    size_t n;
-    uint64_t at;   /* address of p[0] */
-};
-
-static void b1(struct buf *b, uint8_t x) { b->p[b->n++] = x; }
-static void bn(struct buf *b, const void *x, size_t n) { memcpy(b->p + b->n, x, n); b->n += n; }
-static void b32(struct buf *b, uint32_t x) { bn(b, &x, 4); }
 
 /* mov %reg,off(%rsp) (store) or mov off(%rsp),%reg (load), 64-bit. */
 static void mov_rsp(struct buf *b, int reg, int off, bool load)
@@ -130,20 +119,6 @@ static void lea_rsp(struct buf *b, int reg, int32_t disp)
     b1(b, 0x24);
     b32(b, (uint32_t)disp);
 }
-
-/* A rel32 to target from the end of the instruction, which ends tail
- * bytes (an immediate) after these 4 */
-static bool rel32_tail(struct buf *b, uint64_t target, unsigned tail)
-{
-    int64_t d = (int64_t)(target - (b->at + b->n + 4 + tail));
-    if (d != (int32_t)d)
-        return false;
-    b32(b, (uint32_t)(int32_t)d);
-    return true;
-}
-
-/* rel32 from the end of an instruction ending at b->at+b->n+4 to target */
-static bool rel32(struct buf *b, uint64_t target) { return rel32_tail(b, target, 0); }
 
 /* Call the runtime through the pointer at addr (call *addr(%rip)), or, in
  * an image the runtime was not linked into, call the thunk at addr (nop;
@@ -199,229 +174,6 @@ static const uint8_t flags_restore[] = {
     0x04, 0x7f,             /* add $0x7f,%al: OF = saved OF */
     0x9e,                   /* sahf: SF ZF AF PF CF */
 };
-
-/* A call whose return address is ret (the original code), not the copy:
- * unwinders, C++ exceptions and backtraces keep seeing the probed
- * function. Registers and flags are untouched:
- *   lea -8(%rsp),%rsp; push %rax; lea ret(%rip),%rax; mov %rax,8(%rsp);
- *   pop %rax; then jmp target, or jmp *OP for an indirect call */
-static bool emulated_call_head(struct buf *b, uint64_t ret)
-{
-    static const uint8_t head[] = { 0x48, 0x8d, 0x64, 0x24, 0xf8, 0x50, 0x48, 0x8d, 0x05 };
-    static const uint8_t store[] = { 0x48, 0x89, 0x44, 0x24, 0x08, 0x58 };
-    bn(b, head, sizeof head);
-    if (!rel32(b, ret))
-        return false;
-    bn(b, store, sizeof store);
-    return true;
-}
-
-static bool emulated_call(struct buf *b, uint64_t target, uint64_t ret)
-{
-    if (!emulated_call_head(b, ret))
-        return false;
-    b1(b, 0xe9);
-    return rel32(b, target);
-}
-
-/* The jmp that ends an emulated indirect call: `call *OP` (ff /2) becomes
- * `jmp *OP` (ff /4) through the same operand, as the call would have read
- * it: a RIP-relative displacement re-pointed for the new address, and an
- * %rsp-based one raised by the 8 bytes the emulation pushed (the call reads
- * its operand before it pushes). False when that cannot be encoded. */
-static bool indirect_call_to_jmp(struct buf *b, const uint8_t *p, unsigned len, uint64_t from)
-{
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
-    ZydisDecodedInstruction zi;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, len, &zi, ops)) || zi.mnemonic != ZYDIS_MNEMONIC_CALL ||
-        zi.opcode != 0xff || !(zi.attributes & ZYDIS_ATTRIB_HAS_MODRM) || zi.raw.modrm.reg != 2)
-        return false;
-    const ZydisDecodedOperand *op = &ops[0];
-    unsigned m = zi.raw.modrm.offset;
-    size_t start = b->n;
-    bn(b, p, m + 1);
-    b->p[start + m] = (uint8_t)((p[m] & ~0x38) | (4 << 3));        /* ff /4: jmp */
-    if (op->type == ZYDIS_OPERAND_TYPE_REGISTER) {
-        if (op->reg.value == ZYDIS_REGISTER_RSP)
-            return false;                                           /* the pushes moved it */
-        return true;
-    }
-    if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
-        return false;
-    if (op->mem.base == ZYDIS_REGISTER_RIP) {
-        bn(b, p + m + 1, len - (m + 1));
-        int32_t disp;
-        memcpy(&disp, p + zi.raw.disp.offset, 4);
-        uint64_t target = from + len + (int64_t)disp;
-        int64_t nd = (int64_t)(target - (b->at + b->n));
-        if (nd != (int32_t)nd)
-            return false;
-        int32_t nd32 = (int32_t)nd;
-        memcpy(b->p + start + zi.raw.disp.offset, &nd32, 4);
-        return true;
-    }
-    if (op->mem.base != ZYDIS_REGISTER_RSP && op->mem.index != ZYDIS_REGISTER_RSP) {
-        bn(b, p + m + 1, len - (m + 1));                            /* same operand */
-        return true;
-    }
-    if (op->mem.base != ZYDIS_REGISTER_RSP || !zi.raw.sib.offset)
-        return false;
-    /* %rsp as the base: ModRM mod 00/01/10, a SIB byte, then disp0/8/32 */
-    bn(b, p + m + 1, 1);                                            /* the SIB */
-    int64_t disp = op->mem.disp.has_displacement ? op->mem.disp.value : 0;
-    disp += 8;
-    uint8_t mod = disp == (int8_t)disp ? 1 : 2;
-    if (disp != (int32_t)disp)
-        return false;
-    b->p[start + m] = (uint8_t)((b->p[start + m] & 0x3f) | (mod << 6));
-    if (mod == 1)
-        b1(b, (uint8_t)disp);
-    else
-        b32(b, (uint32_t)(int32_t)disp);
-    return true;
-}
-
-/* Copy one DCR instruction to b, relocated for its new address. A call
- * must end the copy (ret_to, the original code after the DCR, != 0): it is
- * emulated so that the callee returns straight to ret_to, never into the
- * pool (which has no unwind information: a C++ throw through such a frame
- * would terminate, and backtraces would stop there). */
-static bool relocate(struct buf *b, const uint8_t *p, const struct x86_insn *ip, uint64_t ret_to,
-                     char *err, size_t errlen)
-{
-    const struct x86_insn in = *ip;
-    uint64_t from = in.addr;
-    unsigned len = in.len;
-    switch (in.kind) {
-    case XK_JMP:
-        b1(b, 0xe9);
-        if (!rel32(b, in.target))
-            goto far;
-        return true;
-    case XK_CALL:
-        if (!ret_to)
-            goto call_inside;
-        if (!emulated_call(b, in.target, ret_to))
-            goto far;
-        return true;
-    case XK_CALL_IND:
-        if (!ret_to)
-            goto call_inside;
-        if (!emulated_call_head(b, ret_to))
-            goto far;
-        if (!indirect_call_to_jmp(b, p, len, from)) {
-            snprintf(err, errlen, "indirect call at 0x%llx: its operand cannot be read the same way out of line",
-                     (unsigned long long)from);
-            return false;
-        }
-        return true;
-    case XK_JCC: {
-        /* condition code: 7x (rel8) or 0f 8x (rel32), after any prefixes */
-        size_t k = 0;
-        while (k < len && (p[k] == 0x2e || p[k] == 0x3e || p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x66))
-            k++;
-        uint8_t cc = p[k] == 0x0f ? (uint8_t)(p[k + 1] & 0x0f) : (uint8_t)(p[k] & 0x0f);
-        b1(b, 0x0f);
-        b1(b, 0x80 | cc);
-        if (!rel32(b, in.target))
-            goto far;
-        return true;
-    }
-    default:
-        break;
-    }
-    const char *why;
-    if (!x86_relocatable(&in, &why)) {
-        snprintf(err, errlen, "%s at 0x%llx cannot run out of line", why, (unsigned long long)from);
-        return false;
-    }
-    size_t start = b->n;
-    bn(b, p, len);
-    if (in.flags & XF_RIPREL) {
-        int32_t disp;
-        memcpy(&disp, p + in.disp_off, 4);
-        uint64_t target = from + len + (int64_t)disp;
-        int64_t nd = (int64_t)(target - (b->at + start + len));
-        if (nd != (int32_t)nd)
-            goto far;
-        int32_t nd32 = (int32_t)nd;
-        memcpy(b->p + start + in.disp_off, &nd32, 4);
-    }
-    return true;
-far:
-    snprintf(err, errlen, "instruction at 0x%llx: target out of rel32 reach from the pool",
-             (unsigned long long)from);
-    return false;
-call_inside:
-    snprintf(err, errlen, "call at 0x%llx is not the last instruction copied: it would return into the pool",
-             (unsigned long long)from);
-    return false;
-}
-
-/* The relocated instructions of code[0..len) (from site), then jmp site+len.
- * map (may be NULL) gets where each instruction's copy starts, from b's
- * start. A branch from the DCR to one of its own later instructions goes
- * to that instruction's copy (which the analysis allows: nothing else may
- * land there), not to the site's bytes, which no longer hold it. */
-static bool copy_back(struct buf *b, const uint8_t *code, unsigned len, uint64_t site, struct x86_copy_map *map,
-                      char *err, size_t errlen)
-{
-    uint16_t at[X86_COPY_MAX];
-    size_t inner[X86_COPY_MAX];   /* b offsets of rel32 fields aimed inside */
-    uint64_t inner_to[X86_COPY_MAX];
-    unsigned ninner = 0;
-    if (len > X86_COPY_MAX) {
-        snprintf(err, errlen, "DCR of %u bytes at 0x%llx is too long", len, (unsigned long long)site);
-        return false;
-    }
-    memset(at, 0xff, sizeof at);
-    for (unsigned off = 0; off < len;) {
-        struct x86_insn in;
-        unsigned n = x86_decode(code + off, len - off, site + off, &in);
-        if (!n) {
-            snprintf(err, errlen, "undecodable DCR byte at 0x%llx", (unsigned long long)(site + off));
-            return false;
-        }
-        at[off] = (uint16_t)b->n;
-        if (!relocate(b, code + off, &in, off + n == len ? site + len : 0, err, errlen))
-            return false;
-        if ((in.kind == XK_JMP || in.kind == XK_JCC) && in.target > site && in.target < site + len) {
-            inner[ninner] = b->n - 4;
-            inner_to[ninner++] = in.target;
-        }
-        off += n;
-    }
-    for (unsigned k = 0; k < ninner; k++) {
-        uint16_t to = at[inner_to[k] - site];
-        if (to == 0xffff) {
-            snprintf(err, errlen, "a branch at 0x%llx lands inside an instruction of its DCR",
-                     (unsigned long long)site);
-            return false;
-        }
-        int32_t d = (int32_t)((int64_t)to - (int64_t)(inner[k] + 4));
-        memcpy(b->p + inner[k], &d, 4);
-    }
-    if (map)
-        memcpy(map->off, at, sizeof at);
-    b1(b, 0xe9);                                                 /* jmp back */
-    if (!rel32(b, site + len)) {
-        snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
-        return false;
-    }
-    return true;
-}
-
-size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen)
-{
-    struct buf b = { out, 0, at };
-    return copy_back(&b, code, len, site, NULL, err, errlen) ? b.n : 0;
-}
 
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
                        struct x86_copy_map *map, char *err, size_t errlen)
@@ -499,14 +251,14 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
     }
 dcr:
     *dcr_off = b.n;
-    if (!copy_back(&b, p->dcr, p->dcr_len, p->site, map, err, errlen))
+    if (!x86_copy_back(&b, p->dcr, p->dcr_len, p->site, map, err, errlen))
         return 0;
     if (p->ret_slot) {
         /* hooked: the caller's return address is in the runtime's instance;
          * call the DCR copy from the same slot, so the function returns
          * here through a predicted ret, and so does the ret below */
         int32_t d = (int32_t)(b.n - (jne_at + 4));
-        memcpy(b.p + jne_at, &d, 4);
+        bput(&b, jne_at, &d, 4);
         lea_rsp(&b, RSP, 8);
         b1(&b, 0xe8);                                           /* call dcr copy */
         if (!rel32(&b, p->at + *dcr_off))
@@ -603,28 +355,44 @@ size_t x86_emit_shared_common(uint64_t at, uint64_t slot, bool via_thunk, bool s
     return b.n;
 }
 
+/* The data word before a head of head_len bytes that calls the runtime:
+ * state - R, R the call's return address (where the runtime finds it). */
+static bool state_word(struct buf *b, uint64_t state, unsigned head_len)
+{
+    int64_t rel = (int64_t)(state - (b->at + b->n + 4 + head_len));
+    if (rel != (int32_t)rel)
+        return false;
+    b32(b, (uint32_t)(int32_t)rel);
+    return true;
+}
+
+/* The rest of a shared or compact detour after its head (written, or out
+ * of reach: !head_ok): the copy of the DCR and the jump back. Its length,
+ * or 0 with err. */
+static size_t with_copy(struct buf *b, bool head_ok, const uint8_t *dcr, unsigned dcr_len, uint64_t site,
+                        size_t *dcr_off, struct x86_copy_map *map, char *err, size_t errlen)
+{
+    if (!head_ok) {
+        snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
+        return 0;
+    }
+    *dcr_off = b->n;
+    return x86_copy_back(b, dcr, dcr_len, site, map, err, errlen) ? b->n : 0;
+}
+
 size_t x86_emit_shared_detour(uint64_t at, uint64_t site, const uint8_t *dcr, unsigned dcr_len, uint64_t state,
                               uint64_t common, uint8_t *out, size_t *entry_off, size_t *dcr_off,
                               struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    uint64_t ret = at + 4 + SHARED_HEAD;
-    int64_t rel = (int64_t)(state - ret);
-    if (rel != (int32_t)rel)
-        goto far;
-    b32(&b, (uint32_t)(int32_t)rel);
+    bool ok = state_word(&b, state, SHARED_HEAD);
     *entry_off = b.n;
-    lea_rsp(&b, RSP, -128);
-    b1(&b, 0xe8);
-    if (!rel32(&b, common))
-        goto far;
-    *dcr_off = b.n;
-    if (!copy_back(&b, dcr, dcr_len, site, map, err, errlen))
-        return 0;
-    return b.n;
-far:
-    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
-    return 0;
+    if (ok) {
+        lea_rsp(&b, RSP, -128);
+        b1(&b, 0xe8);
+        ok = rel32(&b, common);
+    }
+    return with_copy(&b, ok, dcr, dcr_len, site, dcr_off, map, err, errlen);
 }
 
 /*
@@ -648,33 +416,29 @@ size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, u
                                struct x86_copy_map *map, char *err, size_t errlen)
 {
     struct buf b = { out, 0, at };
-    uint64_t ret = at + 4 + COMPACT_HEAD;
-    int64_t rel = (int64_t)(state - ret);
-    if (rel != (int32_t)rel)
-        goto far;
-    b32(&b, (uint32_t)(int32_t)rel);
+    bool ok = state_word(&b, state, COMPACT_HEAD);
     *entry_off = b.n;
-    if (!call_slot(&b, enter, via_thunk))
-        goto far;
-    *dcr_off = b.n;
-    if (!copy_back(&b, dcr, dcr_len, site, map, err, errlen))
-        return 0;
-    return b.n;
-far:
-    snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)site);
-    return 0;
+    ok = ok && call_slot(&b, enter, via_thunk);
+    return with_copy(&b, ok, dcr, dcr_len, site, dcr_off, map, err, errlen);
+}
+
+/* Jump through the pointer at slot unless it is still empty (then on past
+ * this): cmpq $0,slot(%rip); je 1f; jmp *slot(%rip); 1: */
+static bool jmp_through_slot(struct buf *b, uint64_t slot)
+{
+    b1(b, 0x48); b1(b, 0x83); b1(b, 0x3d);                      /* cmpq $0,slot(%rip) */
+    if (!rel32_tail(b, slot, 1))
+        return false;
+    b1(b, 0x00);
+    b1(b, 0x74); b1(b, 0x06);                                   /* je 1f */
+    b1(b, 0xff); b1(b, 0x25);                                   /* jmp *slot(%rip) */
+    return rel32(b, slot);
 }
 
 size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
-    if (!rel32_tail(&b, slot, 1))
-        return 0;
-    b1(&b, 0x00);
-    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
-    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
-    if (!rel32(&b, slot))
+    if (!jmp_through_slot(&b, slot))
         return 0;
     b1(&b, 0xc3);                                               /* 1: ret: not counted yet */
     return b.n;
@@ -691,6 +455,19 @@ bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[X86_JMP32_LEN])
     return true;
 }
 
+void x86_fill_int3(uint8_t *p, size_t n)
+{
+    memset(p, 0xcc, n);
+}
+
+bool x86_emit_evicted_window(uint64_t at, uint64_t stub, unsigned len, uint8_t *out)
+{
+    if (len < X86_JMP32_LEN || !x86_emit_jmp32(at, stub, out))
+        return false;
+    x86_fill_int3(out + X86_JMP32_LEN, len - X86_JMP32_LEN);
+    return true;
+}
+
 bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out)
 {
     int64_t d = (int64_t)(tramp - (site + X86_JMP8_LEN));
@@ -698,27 +475,7 @@ bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_
         return false;
     out[0] = 0xeb;
     out[1] = (uint8_t)(int8_t)d;
-    memset(out + X86_JMP8_LEN, 0xcc, dcr_len - X86_JMP8_LEN);
-    return true;
-}
-
-bool x86_retarget(const uint8_t *insn, unsigned len, uint64_t from, uint64_t target, uint8_t *out)
-{
-    struct x86_insn in;
-    if (x86_decode(insn, len, from, &in) != len || (in.kind != XK_JMP && in.kind != XK_JCC && in.kind != XK_LOOP))
-        return false;
-    memcpy(out, insn, len);
-    int64_t d = (int64_t)(target - (from + len));
-    if (in.rel_size == 8) {   /* the displacement ends every direct branch */
-        if (d != (int8_t)d)
-            return false;
-        out[len - 1] = (uint8_t)(int8_t)d;
-        return true;
-    }
-    if (in.rel_size != 32 || d != (int32_t)d)
-        return false;
-    int32_t d32 = (int32_t)d;
-    memcpy(out + len - 4, &d32, 4);
+    x86_fill_int3(out + X86_JMP8_LEN, dcr_len - X86_JMP8_LEN);
     return true;
 }
 
@@ -730,45 +487,8 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
     int32_t d32 = (int32_t)d;
     out[0] = 0xe9;
     memcpy(out + 1, &d32, 4);
-    memset(out + X86_JMP32_LEN, 0xcc, dcr_len - X86_JMP32_LEN);
+    x86_fill_int3(out + X86_JMP32_LEN, dcr_len - X86_JMP32_LEN);
     return true;
-}
-
-#define STATUS_FLAGS (ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF | \
-                      ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
-
-bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end)
-{
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
-    ZydisAccessedFlagsMask written = 0;
-    for (int steps = 0; steps < 32 && addr < end; steps++) {
-        size_t avail = 0;
-        const uint8_t *p = read(ctx, addr, &avail);
-        ZydisDecoderContext dctx;
-        ZydisDecodedInstruction zi;
-        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &dctx, p, avail, &zi)))
-            return false;
-        const ZydisAccessedFlags *f = zi.cpu_flags;
-        if (f && (f->tested & STATUS_FLAGS & ~written))
-            return false;                       /* read before written */
-        if (f)
-            written |= (f->modified | f->set_0 | f->set_1 | f->undefined) & STATUS_FLAGS;
-        if ((written & STATUS_FLAGS) == STATUS_FLAGS)
-            return true;
-        /* The ABI carries no flags across calls and returns. */
-        if (zi.mnemonic == ZYDIS_MNEMONIC_CALL || zi.mnemonic == ZYDIS_MNEMONIC_RET)
-            return true;
-        if (zi.meta.category == ZYDIS_CATEGORY_COND_BR || zi.meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
-            zi.meta.category == ZYDIS_CATEGORY_SYSTEM || zi.meta.category == ZYDIS_CATEGORY_INTERRUPT)
-            return false;                       /* control leaves the straight line */
-        addr += zi.length;
-    }
-    return false;
 }
 
 /*
@@ -836,13 +556,7 @@ size_t x86_emit_ret_trampoline(uint64_t at, uint64_t slot, bool via_thunk, uint8
 size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
 {
     struct buf b = { out, 0, at };
-    b1(&b, 0x48); b1(&b, 0x83); b1(&b, 0x3d);                   /* cmpq $0,slot(%rip) */
-    if (!rel32_tail(&b, slot, 1))
-        return 0;
-    b1(&b, 0x00);
-    b1(&b, 0x74); b1(&b, 0x06);                                 /* je 1f */
-    b1(&b, 0xff); b1(&b, 0x25);                                 /* jmp *slot(%rip) */
-    if (!rel32(&b, slot))
+    if (!jmp_through_slot(&b, slot))
         return 0;
     static const uint8_t rest[] = { 0x45, 0x31, 0xdb,           /* 1: xor %r11d,%r11d */
                                     0xc3 };                     /* ret */
@@ -863,45 +577,4 @@ size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out)
                                     0xc3 };                     /* ret */
     bn(&b, rest, sizeof rest);
     return b.n;
-}
-
-bool x86_switches_stack(const uint8_t *p, size_t n)
-{
-    static ZydisDecoder dec;
-    static bool ready;
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
-    ZydisDecodedInstruction zi;
-    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, n, &zi, ops)))
-        return false;
-    switch (zi.mnemonic) {
-    case ZYDIS_MNEMONIC_MOV: case ZYDIS_MNEMONIC_XCHG: case ZYDIS_MNEMONIC_POP: case ZYDIS_MNEMONIC_LEA:
-    case ZYDIS_MNEMONIC_CMOVB: case ZYDIS_MNEMONIC_CMOVBE: case ZYDIS_MNEMONIC_CMOVL: case ZYDIS_MNEMONIC_CMOVLE:
-    case ZYDIS_MNEMONIC_CMOVNB: case ZYDIS_MNEMONIC_CMOVNBE: case ZYDIS_MNEMONIC_CMOVNL: case ZYDIS_MNEMONIC_CMOVNLE:
-    case ZYDIS_MNEMONIC_CMOVNO: case ZYDIS_MNEMONIC_CMOVNP: case ZYDIS_MNEMONIC_CMOVNS: case ZYDIS_MNEMONIC_CMOVNZ:
-    case ZYDIS_MNEMONIC_CMOVO: case ZYDIS_MNEMONIC_CMOVP: case ZYDIS_MNEMONIC_CMOVS: case ZYDIS_MNEMONIC_CMOVZ:
-        break;
-    default:
-        return false;   /* push/pop/call/ret/add/sub/and/leave/enter: %rsp arithmetic */
-    }
-    bool writes_rsp = false, from_frame = false;
-    for (unsigned i = 0; i < zi.operand_count_visible; i++) {
-        const ZydisDecodedOperand *o = &ops[i];
-        bool is_rsp = o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
-                      (o->reg.value == ZYDIS_REGISTER_RSP || o->reg.value == ZYDIS_REGISTER_ESP);
-        if (is_rsp && (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
-            writes_rsp = true;
-        else if (o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
-                 (o->reg.value == ZYDIS_REGISTER_RBP || o->reg.value == ZYDIS_REGISTER_RSP))
-            from_frame = true;   /* mov %rbp,%rsp: a frame, not a new stack */
-        else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY && zi.mnemonic == ZYDIS_MNEMONIC_LEA &&
-                 (o->mem.base == ZYDIS_REGISTER_RBP || o->mem.base == ZYDIS_REGISTER_RSP))
-            from_frame = true;   /* lea -16(%rbp),%rsp */
-    }
-    if (zi.mnemonic == ZYDIS_MNEMONIC_POP && writes_rsp)
-        return true;             /* pop %rsp */
-    return writes_rsp && !from_frame;
 }

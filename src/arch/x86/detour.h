@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "decode.h"
 
 struct detour_params {
     uint64_t at;              /* where the detour will live */
@@ -42,7 +43,16 @@ struct detour_params {
 #define X86_COPY_MAX 32
 struct x86_copy_map {
     uint16_t off[X86_COPY_MAX];
+    /* no instruction needed relocating: the copy starts with the original
+     * bytes (where an entry's original bytes can be read, KPRW_F_ORIG_AT_COPY) */
+    bool verbatim;
 };
+
+/* Every emitter below that writes into `out` takes out NULL too: it then
+ * writes nothing and only returns the length (and the offsets and map),
+ * from the same code, so the same length. Lengths do not depend on the
+ * addresses (a relocated jcc rel8 always becomes a rel32, a RIP-relative
+ * operand keeps its size); only whether everything is in reach does. */
 
 /* Writes the detour into out (DETOUR_MAX bytes). Returns its length, or 0
  * with a message in err when a relocated instruction is out of reach.
@@ -78,11 +88,14 @@ size_t x86_emit_compact_detour(uint64_t at, uint64_t site, const uint8_t *dcr, u
  * while the slot is empty; clobbers only the flags. */
 size_t x86_emit_enter_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
-/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction of
- * len bytes at site, relocated to at, then jmp to the next one. 0 with err
- * on failure. */
+/* The out-of-line copy of an int3 probe (OOL_MAX bytes): the instruction
+ * of len bytes at site, relocated to at, then jmp to the next one (also the
+ * stub of an evicted window: its instructions). 0 with err on failure.
+ * x86_emit_ool_map also fills map. */
 #define OOL_MAX 64
 size_t x86_emit_ool(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out, char *err, size_t errlen);
+size_t x86_emit_ool_map(uint64_t at, uint64_t site, const uint8_t *code, unsigned len, uint8_t *out,
+                        struct x86_copy_map *map, char *err, size_t errlen);
 
 /* The bytes written at the site: jmp rel32 to the detour, then int3 up to
  * dcr_len. Returns false when the detour is out of reach. */
@@ -92,6 +105,13 @@ bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_
 bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out);
 /* A trampoline: jmp rel32 from at to target (5 bytes). */
 bool x86_emit_jmp32(uint64_t at, uint64_t target, uint8_t out[5]);
+/* A window of len (>= 5) bytes evicted for trampolines: a jmp rel32 from
+ * at to the stub running its instructions out of line, then int3 (where
+ * the trampolines go). False when the stub is out of reach. */
+bool x86_emit_evicted_window(uint64_t at, uint64_t stub, unsigned len, uint8_t *out);
+/* n bytes of int3: the fill of unused pool text, the first byte of an
+ * int3 probe's site. */
+void x86_fill_int3(uint8_t *p, size_t n);
 /* The direct branch insn (len bytes at from: jmp, jcc, loop) aimed at
  * target instead, into out (len bytes); false when out of its reach. */
 bool x86_retarget(const uint8_t *insn, unsigned len, uint64_t from, uint64_t target, uint8_t *out);
@@ -114,13 +134,4 @@ size_t x86_emit_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
  * and the flags. */
 size_t x86_emit_kret_slot_thunk(uint64_t at, uint64_t slot, uint8_t *out);
 
-/* Does the instruction (n bytes at p) switch stacks: load %rsp from
- * anything but %rsp or %rbp arithmetic (mov/xchg/pop/cmov/lea from another
- * register or memory)? Return probes refuse such functions. */
-bool x86_switches_stack(const uint8_t *p, size_t n);
-
-/* Are the arithmetic flags dead at addr (written before being read, or a
- * call/ret reached first, on the straight-line path)? */
-typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
-bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
 #endif

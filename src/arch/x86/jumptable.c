@@ -1,9 +1,11 @@
 /* Jump-table recovery for the switch patterns gcc and clang emit on x86-64. */
 #include "jumptable.h"
+#include "../../util/array.h"
+
+#include "zydis.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <Zydis/Zydis.h>
 
 #define SCAN_LIMIT 24        /* instructions walked back from the jump */
 #define MAX_ENTRIES 65536    /* a larger "table" is not a switch */
@@ -15,18 +17,13 @@ struct full {
 
 static bool decode_full(const struct x86_insn *in, x86_read_fn read, void *ctx, struct full *f)
 {
-    static ZydisDecoder dec;
-    static bool ready;
+    const ZydisDecoder *dec = x86_zydis_decoder();
     ZydisDecoderContext dctx;
     size_t avail = 0;
     const uint8_t *p = read(ctx, in->addr, &avail);
 
-    if (!ready) {
-        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-        ready = true;
-    }
-    return p && ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &dctx, p, avail, &f->zi)) &&
-           ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&dec, &dctx, &f->zi, f->ops, f->zi.operand_count));
+    return p && ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(dec, &dctx, p, avail, &f->zi)) &&
+           ZYAN_SUCCESS(ZydisDecoderDecodeOperands(dec, &dctx, &f->zi, f->ops, f->zi.operand_count));
 }
 
 static ZydisRegister big(ZydisRegister r)
@@ -53,11 +50,7 @@ static bool is_reg(const ZydisDecodedOperand *op, ZydisRegister r)
 static bool has_target_in(const uint64_t *t, size_t n, uint64_t lo, uint64_t hi)
 {
     /* any t with lo < t <= hi */
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (t[m] <= lo) a = m + 1; else b = m;
-    }
+    size_t a = LOWER_BOUND(n, m, t[m] <= lo);
     return a < n && t[a] <= hi;
 }
 

@@ -1,0 +1,50 @@
+/*
+ * The x86 kernel's patch and search tables that name code sites: where
+ * each is, its entry layouts (all the sizes kernels have used), how an
+ * entry names its site. Data for the generic reader (src/rewriter/ktables.c).
+ */
+#include "kernel-tables.h"
+
+/* Entry formats: ../shared/design/kprobes-reference.md section 2. */
+const struct ktable_desc x86_ktables[] = {
+    /* struct exception_table_entry { int insn, fixup, data; } (older: no data) */
+    { KT_EX_TABLE, "__ex_table", "__start___ex_table", "__stop___ex_table",
+      { { 12, 0 }, { 8, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, 4, KT_ACT_EXTABLE, KT_CHK_NONE },
+    /* struct alt_instr: 14 B {s32,s32,u32 ft_flags,u8 instrlen,u8 repllen} since 6.3;
+     * 12 B {s32,s32,u16 cpuid,u8 instrlen,u8 repllen}; 13 B with padlen (<= 5.x) */
+    { KT_ALTINSTR, ".altinstructions", "__alt_instructions", "__alt_instructions_end",
+      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, KT_SITE_REL32, 0, KT_LEN_FIELD, 0, -1, KT_ACT_RESERVE, KT_CHK_ALT_REPL },
+    /* s32 relative to the entry, pointing at a lock prefix */
+    { KT_SMP_LOCKS, ".smp_locks", "__smp_locks", "__smp_locks_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 1, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* struct jump_entry { s32 code, target; long key; } */
+    { KT_JUMP_TABLE, "__jump_table", "__start___jump_table", "__stop___jump_table",
+      { { 16, 0 } }, KT_SITE_REL32, 0, KT_LEN_JUMP_LABEL, 0, 4, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* struct static_call_site { s32 addr, key; } */
+    { KT_STATIC_CALL, ".static_call_sites", "__start_static_call_sites", "__stop_static_call_sites",
+      { { 8, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_RETPOLINE, ".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_RETURN, ".return_sites", "__return_sites", "__return_sites_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_CALL_SITES, ".call_sites", "__call_sites", "__call_sites_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_IBT_SEAL, ".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 4, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_CFI_SITES, ".cfi_sites", "__cfi_sites", "__cfi_sites_end",
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* struct paravirt_patch_site { u8 *instr; u8 type; u8 len; } (kernels <= 6.7) */
+    { KT_PARAINSTR, ".parainstructions", "__parainstructions", "__parainstructions_end",
+      { { 16, 9 } }, KT_SITE_ABS64, 0, KT_LEN_FIELD, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* struct bug_entry, relative pointers: 12 B (BUGVERBOSE), 16 B (+format), 8 B (no verbose) */
+    { KT_BUG_TABLE, "__bug_table", "__start___bug_table", "__stop___bug_table",
+      { { 12, 0 }, { 16, 0 }, { 8, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 2, -1, KT_ACT_RESERVE, KT_CHK_UD },
+    /* unsigned long: absolute addresses of the 5-byte fentry calls */
+    { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
+      { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 5, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* NOKPROBE_SYMBOL(): unsigned long function addresses */
+    { KT_KPROBE_BLACKLIST, "_kprobe_blacklist", "__start_kprobe_blacklist", "__stop_kprobe_blacklist",
+      { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 1, -1, KT_ACT_BLACKLIST, KT_CHK_NONE },
+};
+
+const size_t x86_nktables = sizeof x86_ktables / sizeof x86_ktables[0];

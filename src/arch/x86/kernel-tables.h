@@ -1,0 +1,9 @@
+/* The x86 kernel tables' entry layouts (kernel-tables.c), in the form the
+ * generic reader takes (struct ktable_desc, src/rewriter/ktables.h). */
+#ifndef KPREWRITE_X86_KERNEL_TABLES_H
+#define KPREWRITE_X86_KERNEL_TABLES_H
+#include "../../rewriter/ktables.h"
+
+extern const struct ktable_desc x86_ktables[];
+extern const size_t x86_nktables;
+#endif
