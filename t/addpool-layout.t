@@ -56,6 +56,12 @@ over=$(( $(size_of "$P") - $(size_of "$D/prog") - $(secsize "$P" .kprewrite.tabl
 ok $([ "$over" -ge 0 ] && [ "$over" -le 1024 ]; echo $?) \
    "the file grows by the table, the detours and $over bytes more (<= 1024: no copy of .dynstr or .dynamic, no page padding)"
 same_run "in place" "$P"
+# the same probes asked for again: each is the one baked already (a glob
+# and the baked probe at one address are one probe), the file as it was
+KP --probe '*' -o "$P.again" "$P" >"$D/report.again" 2>&1
+ok $? "the same probes again: accepted ($(tail -n 1 "$D/report.again"))"
+cmp -s "$P" "$P.again"
+ok $? "the same probes again: the same file (no entry twice; the pool was sized for them)"
 
 # --- data pinned after .dynstr: .dynstr is copied -------------------------------------
 $CC -pie -Wl,--verbose -o "$D/ld-probe" "$S/prebuilt-prog.c" -pthread 2>/dev/null | sed -n '/^======/,/^======/p' | sed '1d;$d' |

@@ -1251,6 +1251,7 @@ static void test_site(void)
     ok(x86_emit_site_jump(SITE, SITE + 5 + 0x7fffffffull, 5, b) && decode_one(b, 5, SITE, &t, &text) &&
            t == SITE + 5 + 0x7fffffffull,
        "site jump: a detour at the last byte of rel32 reach (site + 5 + 0x7fffffff): reached");
+    ok(!x86_emit_site_jump(SITE, AT, 4, b), "site jump: a site of 4 bytes has no room for a jmp rel32: false");
     ok(!x86_emit_site_jump(0x80000000ull, 0x80000000ull + 5 - 0x80000001ull, 5, b),
        "site jump: a detour 2 GiB + 1 below the site's end: false");
 

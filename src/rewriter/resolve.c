@@ -89,12 +89,47 @@ static void place(struct probe *p, const struct image *img, const struct symbols
         refuse(p, KP_R_RETURN_NOT_AT_ENTRY, NULL);
 }
 
-static bool duplicate(const struct probe_list *l, uint64_t addr, bool ret, size_t upto)
+/* Probes at one address of one kind, from several specs (a glob and a
+ * name, or a probe baked by an earlier run and asked for again): the first
+ * stays (a baked one comes first: --remove then knows it), the others go,
+ * the order of the rest kept. */
+struct addr_kind { uint64_t addr; size_t i; bool ret; };
+static int cmp_addr_kind(const void *a, const void *b)
 {
-    for (size_t i = 0; i < upto; i++)
-        if (l->v[i].addr == addr && l->v[i].is_return == ret)
-            return true;
-    return false;
+    const struct addr_kind *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->ret != y->ret)
+        return x->ret < y->ret ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static bool drop_duplicates(struct probe_list *l)
+{
+    struct addr_kind *k = malloc((l->n ? l->n : 1) * sizeof *k);
+    bool *gone = calloc(l->n ? l->n : 1, sizeof *gone);
+    if (!k || !gone) {
+        free(k);
+        free(gone);
+        return false;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        k[i] = (struct addr_kind){ l->v[i].addr, i, l->v[i].is_return };
+    sort_array(k, l->n, sizeof *k, cmp_addr_kind);
+    for (size_t j = 1; j < l->n; j++)
+        if (k[j].addr == k[j - 1].addr && k[j].ret == k[j - 1].ret)
+            gone[k[j].i] = true;
+    size_t m = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (gone[i])
+            free(l->v[i].retargets);
+        else
+            l->v[m++] = l->v[i];
+    }
+    l->n = m;
+    free(k);
+    free(gone);
+    return true;
 }
 
 int probes_resolve(const struct spec_list *specs, const struct image *img, const struct symbols *sy,
@@ -155,13 +190,14 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
             }
             place(p, img, sy, ne->addr + sp->off, ne->name, sp->off, ne->addr);
         }
-        if (duplicate(out, p->addr, p->is_return, out->n - 1))
-            out->n--;
     }
     free(globbed);
+    if (!drop_duplicates(out))
+        goto oom_after;
     return 0;
 oom:
     free(globbed);
+oom_after:
     snprintf(err, errlen, "out of memory");
     return -1;
 }

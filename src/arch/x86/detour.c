@@ -482,7 +482,7 @@ bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out)
 {
     int64_t d = (int64_t)(detour - (site + X86_JMP32_LEN));
-    if (d != (int32_t)d)
+    if (d != (int32_t)d || dcr_len < X86_JMP32_LEN)   /* (a short site jumps rel8: x86_emit_site_jump8) */
         return false;
     int32_t d32 = (int32_t)d;
     out[0] = 0xe9;
