@@ -1,6 +1,7 @@
 /*
- * Arrays, the few ways the rewriter and the x86 layer use them: growing
- * one, finding a place in a sorted one, sorting one. One copy of each.
+ * Arrays, the few ways the rewriter, the x86 layer and the user runtime use
+ * them: growing one, finding a place in a sorted one, sorting one. One copy
+ * of each.
  */
 #ifndef KPREWRITE_ARRAY_H
 #define KPREWRITE_ARRAY_H

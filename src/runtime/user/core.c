@@ -25,6 +25,7 @@
 
 #include "rt.h"
 #include "rt-offsets.h"
+#include "util/array.h"
 
 pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -67,7 +68,8 @@ static uint32_t rt_npoints;
 TLS struct rt_thread rt_self;
 
 static bool knobs[RT_NKNOBS] = { [RT_KNOB_ENABLED] = true, [RT_KNOB_OPTIMIZATION] = true };
-static uint32_t cap_points, reserved;   /* rt_points: room, and the entries of every pool */
+static size_t cap_points;               /* rt_points' room */
+static uint32_t reserved;               /* the entries of every pool */
 static struct rt_thread *threads;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -251,13 +253,8 @@ void rt_count_hit(struct point *pt)
  * vector state. */
 bool rt_points_reserve(uint32_t n)
 {
-    if (reserved + n > cap_points) {
-        struct point **v = realloc(rt_points, (reserved + n) * sizeof *v);
-        if (!v)
-            return false;
-        rt_points = v;
-        cap_points = reserved + n;
-    }
+    if (!ARRAY_RESERVE(rt_points, cap_points, (size_t)reserved + n))
+        return false;
     reserved += n;
     pthread_once(&key_once, make_key);
     counters_grow(reserved);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "util/array.h"
 
 #define EFLAGS_TF 0x100ul
 /* what a handler may change: CF PF AF ZF SF DF OF */
@@ -93,14 +94,7 @@ static struct point *lookup(uintptr_t addr)
     struct trap_index *ix = atomic_load_explicit(&tindex, memory_order_acquire);
     if (!ix)
         return NULL;
-    size_t lo = 0, hi = ix->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->addr[mid] < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = LOWER_BOUND(ix->n, i, ix->addr[i] < addr);
     return lo < ix->n && ix->addr[lo] == addr ? ix->pt[lo] : NULL;
 }
 
