@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define X86_JMP32_LEN 5   /* e9 rel32: the jump that replaces the DCR */
-#define X86_JMP8_LEN 2    /* eb rel8: the jump of a site shorter than that (to a trampoline) */
+#include "site.h"         /* X86_JMP32_LEN, X86_JMP8_LEN: the site's jumps */
 #define X86_MAX_INSN_LEN 15
 
 enum x86_kind {

@@ -470,25 +470,12 @@ bool x86_emit_evicted_window(uint64_t at, uint64_t stub, unsigned len, uint8_t *
 
 bool x86_emit_site_jump8(uint64_t site, uint64_t tramp, unsigned dcr_len, uint8_t *out)
 {
-    int64_t d = (int64_t)(tramp - (site + X86_JMP8_LEN));
-    if (d != (int8_t)d || dcr_len < X86_JMP8_LEN)
-        return false;
-    out[0] = 0xeb;
-    out[1] = (uint8_t)(int8_t)d;
-    x86_fill_int3(out + X86_JMP8_LEN, dcr_len - X86_JMP8_LEN);
-    return true;
+    return x86_site_jump8(out, site, tramp, dcr_len);
 }
 
 bool x86_emit_site_jump(uint64_t site, uint64_t detour, unsigned dcr_len, uint8_t *out)
 {
-    int64_t d = (int64_t)(detour - (site + X86_JMP32_LEN));
-    if (d != (int32_t)d || dcr_len < X86_JMP32_LEN)   /* (a short site jumps rel8: x86_emit_site_jump8) */
-        return false;
-    int32_t d32 = (int32_t)d;
-    out[0] = 0xe9;
-    memcpy(out + 1, &d32, 4);
-    x86_fill_int3(out + X86_JMP32_LEN, dcr_len - X86_JMP32_LEN);
-    return true;
+    return x86_site_jump(out, site, detour, dcr_len);   /* (a short site jumps rel8: x86_emit_site_jump8) */
 }
 
 /*

@@ -23,6 +23,7 @@ cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime
 cp "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/"
 for f in control table wanted; do cp "$top/src/runtime/core/$f.c" "$src/kernel/kprewrite/core-$f.c"; done
+cp "$top/src/arch/x86/site.h" "$src/kernel/kprewrite/"   # what a site holds in each state
 cp "$here/kprewrite.h" "$src/include/linux/kprewrite.h"
 
 grep -q 'kernel/kprewrite/Kconfig' "$src/arch/x86/Kconfig" ||

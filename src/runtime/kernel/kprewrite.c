@@ -41,6 +41,7 @@
 
 #include "abi.h"
 #include "kprw-core.h"   /* shared with the user runtime: enum code_state, specs, commands, table checks */
+#include "site.h"        /* src/arch/x86/site.h: what a site holds in each state */
 
 /* pool.S: the areas the rewriter fills (their names are abi.h's, which the
  * rewriter looks for) */
@@ -177,15 +178,10 @@ static enum code_state wanted(const struct kprw_point *pt)
 static void site_bytes(const struct kprw_point *pt, enum code_state s, u8 *b)
 {
 	memcpy(b, pt->orig, pt->len);
-	if (s == CODE_INT3) {
-		b[0] = INT3_INSN_OPCODE;
-	} else if (s == CODE_OPTIMIZED) {
-		s32 rel = (s32)(pt->detour - (pt->addr + JMP32_INSN_SIZE));
-
-		b[0] = JMP32_INSN_OPCODE;
-		memcpy(b + 1, &rel, 4);
-		memset(b + JMP32_INSN_SIZE, INT3_INSN_OPCODE, pt->len - JMP32_INSN_SIZE);
-	}
+	if (s == CODE_INT3)
+		x86_site_int3(b, pt->orig, pt->len);
+	else if (s == CODE_OPTIMIZED)
+		x86_site_jump(b, pt->addr, pt->detour, pt->len);   /* (checked at start-up: in reach, long enough) */
 }
 
 static void poke(struct kprw_point *pt, unsigned int from, const u8 *b, unsigned int n)

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "arch/x86/site.h"
 
 static int mem_fd = -1;
 static bool sync_registered;
@@ -76,7 +77,7 @@ enum code_state patch_wanted(const struct point *pt)
                        pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->npost);
 }
 
-static const uint8_t int3 = 0xcc;
+static const uint8_t int3 = X86_INT3;
 
 /* Towards int3 or the original bytes (always safe). */
 static int step_down(struct point *pt, enum code_state want)
@@ -138,29 +139,17 @@ static bool inside_pending(uintptr_t ip)
 static int arm_jump(struct point *pt)
 {
     uint8_t b[KPRW_ORIG_MAX];
-    if (pt->flags & KPRW_F_JUMP8) {
-        b[0] = 0xeb;
-        b[1] = pt->jump8;
-        memset(b + 2, 0xcc, pt->site_len - 2u);
-    } else {
-        int32_t rel = (int32_t)(int64_t)(pt->detour - (pt->addr + 5));
-        b[0] = 0xe9;
-        memcpy(b + 1, &rel, 4);
-        memset(b + 5, 0xcc, pt->site_len - 5u);
-    }
+    /* (the table was checked: the site is long enough, the detour and the
+     * trampoline in reach) */
+    if ((pt->flags & KPRW_F_JUMP8) ? !x86_site_jump8(b, pt->addr, pt->addr + X86_JMP8_LEN + (uintptr_t)(intptr_t)(int8_t)pt->jump8,
+                                                     pt->site_len)
+                                   : !x86_site_jump(b, pt->addr, pt->detour, pt->site_len))
+        return -EINVAL;
     int rc = poke(pt->addr + 1, b + 1, pt->site_len - 1u);
     if (rc < 0 || (rc = poke(pt->addr, b, 1)) < 0)
         return rc;
     pt->code = CODE_OPTIMIZED;
     return 0;
-}
-
-/* Do the bytes s at addr hold a jmp rel32 to target? */
-static bool jump_to(uintptr_t addr, const uint8_t *s, uintptr_t target)
-{
-    int32_t rel;
-    memcpy(&rel, s + 1, 4);
-    return s[0] == 0xe9 && addr + 5 + (uintptr_t)(intptr_t)rel == target;
 }
 
 /* A short site: a jmp rel8 to a trampoline that jumps to the detour. The
@@ -169,12 +158,13 @@ static bool jump_to(uintptr_t addr, const uint8_t *s, uintptr_t target)
  * for arm_jump. */
 static bool short_jump_verified(struct point *pt, const uint8_t *s)
 {
-    if (s[0] != 0xeb)
+    uint64_t tramp;
+    if (!x86_site_jump8_target(s, pt->addr, &tramp))
         return false;
-    uintptr_t tramp = pt->addr + 2 + (uintptr_t)(intptr_t)(int8_t)s[1];
-    uint8_t t[5];
-    struct iovec mine = { t, sizeof t }, there = { (void *)tramp, sizeof t };
-    if (process_vm_readv(getpid(), &mine, 1, &there, 1, 0) != (ssize_t)sizeof t || !jump_to(tramp, t, pt->detour))
+    uint8_t t[X86_JMP32_LEN];
+    struct iovec mine = { t, sizeof t }, there = { (void *)(uintptr_t)tramp, sizeof t };
+    if (process_vm_readv(getpid(), &mine, 1, &there, 1, 0) != (ssize_t)sizeof t ||
+        !x86_site_jumps_to(t, tramp, pt->detour))
         return false;
     pt->jump8 = s[1];
     return true;
@@ -192,10 +182,10 @@ static bool site_verified(struct point *pt)
     bool ok;
     switch (pt->code) {
     case CODE_OPTIMIZED:
-        ok = (pt->flags & KPRW_F_JUMP8) ? short_jump_verified(pt, s) : jump_to(pt->addr, s, pt->detour);
+        ok = (pt->flags & KPRW_F_JUMP8) ? short_jump_verified(pt, s) : x86_site_jumps_to(s, pt->addr, pt->detour);
         break;
     case CODE_INT3:
-        ok = s[0] == 0xcc && memcmp(s + 1, pt->orig + 1, pt->site_len - 1u) == 0;
+        ok = s[0] == X86_INT3 && memcmp(s + 1, pt->orig + 1, pt->site_len - 1u) == 0;
         break;
     default:
         ok = memcmp(s, pt->orig, pt->site_len) == 0;

@@ -1,0 +1,79 @@
+/*
+ * What a probe site holds in each of its states: the rewriter writes them
+ * (detour.c), the runtimes move a site between them and check what it holds
+ * (the user runtime's patch.c, the kernel runtime's apply(), which
+ * integrate.sh gives a copy of this header). Header-only, no libc.
+ *   jump    jmp rel32 to the detour (or jmp rel8 to a trampoline, for a
+ *           site shorter than that), int3 over the rest of the DCR
+ *   int3    int3 on byte 0, the original bytes after it
+ *   off     the original bytes
+ */
+#ifndef KPREWRITE_X86_SITE_H
+#define KPREWRITE_X86_SITE_H
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdbool.h>
+#include <stdint.h>
+#endif
+
+#define X86_INT3 0xcc     /* int3: a trap, and the filler no code runs */
+#define X86_JMP32 0xe9    /* jmp rel32 */
+#define X86_JMP8 0xeb     /* jmp rel8 */
+#define X86_JMP32_LEN 5   /* e9 rel32: the jump that replaces the DCR */
+#define X86_JMP8_LEN 2    /* eb rel8: the jump of a site shorter than that (to a trampoline) */
+
+static inline void x86_site_fill_int3(uint8_t *b, unsigned from, unsigned len)
+{
+    for (unsigned i = from; i < len; i++)
+        b[i] = X86_INT3;
+}
+
+/* The site's len bytes in the int3 state. */
+static inline void x86_site_int3(uint8_t *b, const uint8_t *orig, unsigned len)
+{
+    __builtin_memcpy(b, orig, len);
+    b[0] = X86_INT3;
+}
+
+/* The jump state, to target: false when the site is shorter than the jump
+ * or target out of its reach. */
+static inline bool x86_site_jump(uint8_t *b, uint64_t site, uint64_t target, unsigned len)
+{
+    int64_t d = (int64_t)(target - (site + X86_JMP32_LEN));
+    if (d != (int32_t)d || len < X86_JMP32_LEN)
+        return false;
+    int32_t d32 = (int32_t)d;
+    b[0] = X86_JMP32;
+    __builtin_memcpy(b + 1, &d32, 4);
+    x86_site_fill_int3(b, X86_JMP32_LEN, len);
+    return true;
+}
+
+/* The jump state of a short site, to its trampoline. */
+static inline bool x86_site_jump8(uint8_t *b, uint64_t site, uint64_t target, unsigned len)
+{
+    int64_t d = (int64_t)(target - (site + X86_JMP8_LEN));
+    if (d != (int8_t)d || len < X86_JMP8_LEN)
+        return false;
+    b[0] = X86_JMP8;
+    b[1] = (uint8_t)(int8_t)d;
+    x86_site_fill_int3(b, X86_JMP8_LEN, len);
+    return true;
+}
+
+/* Do the bytes s, at site, start with a jmp rel32 to target? */
+static inline bool x86_site_jumps_to(const uint8_t *s, uint64_t site, uint64_t target)
+{
+    int32_t d;
+    __builtin_memcpy(&d, s + 1, 4);
+    return s[0] == X86_JMP32 && site + X86_JMP32_LEN + (uint64_t)(int64_t)d == target;
+}
+
+/* Do they start with a jmp rel8? Its target in *target. */
+static inline bool x86_site_jump8_target(const uint8_t *s, uint64_t site, uint64_t *target)
+{
+    *target = site + X86_JMP8_LEN + (uint64_t)(int64_t)(int8_t)s[1];
+    return s[0] == X86_JMP8;
+}
+#endif
