@@ -82,7 +82,7 @@ static bool zero_filled(const struct object *o, uintptr_t a, uint64_t len)
 static uint64_t slots_size(uint32_t flags)
 {
     return (flags & KPRW_T_ENTER) ? KPRW_SLOTS_SIZE : (flags & KPRW_T_KRET_RETURN) ? KPRW_SLOTS_KRET_RETURN
-         : (flags & KPRW_T_KRET_ENTRY) ? KPRW_SLOTS_KRET_ENTRY : 16;
+         : (flags & KPRW_T_KRET_ENTRY) ? KPRW_SLOTS_KRET_ENTRY : KPRW_SLOT_OFF(KPRW_SLOT_RETURN + 1);
 }
 
 static bool in_segment(const struct object *o, uintptr_t a, uint64_t len, uint32_t need, uint32_t deny)
