@@ -57,6 +57,19 @@ like "mid: di 5 bx 0x1122334455667788 zf 1 if 1 sp-ok 1" "$(cat "$D/plain.out")"
 like "^kfn\(5\) = 101 " "$(cat "$D/mod.out")" "a handler's writes to di, the flags and bx take effect"
 like "mid: di 100 " "$(cat "$D/mod.out")" "the mid point sees the di the entry handler wrote"
 
+# a return probe in a kernel: one entry of kind r for SYM and SYM%return,
+# whose detour is the kprobe's (the kernel runtime takes the return address
+# over from pt_regs.sp): the image differs from the kprobe-only one in the
+# entry's kind and flags alone
+like "  r  kfn\\+0x0  \\[OPTIMIZED\\]" "$("$KPREWRITE" --kernel --check --probe kfn --probe 'kfn%return' "$D/k")" \
+    "kfn%return is jump-optimized in a kernel"
+"$KPREWRITE" --kernel --probe kfn -o "$D/kk" "$D/k" >/dev/null 2>&1
+like "1 probe baked" "$("$KPREWRITE" --kernel --probe kfn --probe 'kfn%return' -o "$D/kr" "$D/k" 2>&1)" \
+    "kfn and kfn%return are baked as one entry"
+ok $([ "$(cmp -l "$D/kk" "$D/kr" | awk '{ print $2, $3 }' | tr '\n' ' ')" = "4 14 153 162 " ]; echo $?) \
+    "the only bytes changed: the entry's flags (+KPRW_F_KPROBE) and kind (k to r)"
+like "hits 1 0" "$("$D/kr" run)" "its detour runs as a kprobe's"
+
 # a fentry site (a kernel built with ftrace): the probe takes it over, its
 # __mcount_loc slot is zeroed and the slot's relocation neutralized, so
 # neither ftrace nor KASLR's relocation pass touches it; the detour and a

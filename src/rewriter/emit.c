@@ -109,7 +109,9 @@ static size_t entry_body(const struct emit_env *env, const struct plan_entry *pe
             .at = at, .site = p->addr, .dcr = orig, .dcr_len = len, .state = state,
             .slot = a->dispatch, .save_flags = (p->notes & NOTE_FLAGS_SAVED) != 0,
             .entry_aligned = p->entry_aligned,
-            /* return probes are at function entries: no live flags (ABI) */
+            /* return probes are at function entries: no live flags (ABI);
+             * a kernel has no return slot (a->ret 0): its return probes'
+             * detours are its kprobes', the runtime hooks the return */
             .ret_slot = p->is_return ? a->ret : 0,
             .kret_slot = p->is_return ? a->kret : 0,
             .kret_return_slot = p->is_return ? a->kret_return : 0,

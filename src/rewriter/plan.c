@@ -130,8 +130,10 @@ static int plan_head(struct planner *pl, bool returns)
             return -1;
         plan->pieces[plan->npieces - 1].nfix = 1;
     }
-    /* one return trampoline for the image */
-    if (returns && plan_piece(pl, PIECE_RET_TRAMPOLINE, 0, true, &plan->tramp) < 0)
+    /* one return trampoline for the image (a kernel's is the runtime's:
+     * its return probes' detours are its kprobes', and the runtime takes
+     * the return address over from pt_regs.sp) */
+    if (returns && !c->kernel && plan_piece(pl, PIECE_RET_TRAMPOLINE, 0, true, &plan->tramp) < 0)
         return -1;
     return 0;
 }
@@ -341,11 +343,7 @@ static int check_pool(struct planner *pl, bool returns)
                  path, KPRW_KERNEL_DISPATCH);
         return -1;
     }
-    if (returns && kernel) {
-        snprintf(pl->err, pl->errlen, "%s: return probes (%%return) are not baked into a kernel yet", path);
-        return -1;
-    }
-    if (returns && ps->slot->size < KPRW_SLOT_OFF(KPRW_SLOT_RETURN + 1)) {
+    if (returns && !kernel && ps->slot->size < KPRW_SLOT_OFF(KPRW_SLOT_RETURN + 1)) {
         snprintf(pl->err, pl->errlen, "%s: the pool predates return probes (%s has %llu bytes, needs 16): relink the "
                  "program with the current libkprewrite-pool", path, KPRW_SEC_SLOT, (unsigned long long)ps->slot->size);
         return -1;

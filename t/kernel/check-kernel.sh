@@ -28,7 +28,8 @@ gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kd
 boot() {
     label=$1 image=$2 d=$3
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
-         s/@INT3@/strncpy_from_user+0x0/g; s/@BENCH@/$4/g" "$src/t/kernel/guest-init.sh" > "$d/init"
+         s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@BENCH@/$4/g;
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
@@ -64,9 +65,18 @@ variant() {
         --stop-address=0xffffffff$(printf '%08x' $((0x${a#ffffffff} + 256))) "$d/vmlinux.plain" |
         awk '$3 == "call" && $0 !~ /__fentry__/ { take = 1; next } take { gsub(/[<>]/, "", $2); print $2; exit }')
     case $mid in ksys_read+0x*) ;; *) bail "$v: no instruction after a call in ksys_read ($mid)" ;; esac
-    printf 'vfs_read\n__x64_sys_getpid\n%s\nstrncpy_from_user\n' "$mid" > "$d/probes.list"
+    # return probes: vfs_read and getpid(2) beside their kprobes (one entry
+    # each, kind r), get_signal alone (a task killed by a signal never
+    # returns from it)
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n' \
+        "$mid" > "$d/probes.list"
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
+    # the points (a probe and a return probe at one address are one) and
+    # those optimized, which the guest checks its list against
+    npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
+    nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
+    [ "$npoints" = 5 ]; ok $? "$v: the 7 probes are 5 points ($npoints), $nopt of them optimized"
     grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read+0 can be jump-optimized"
     if [ "$v" = ftrace ]; then
         grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
@@ -76,12 +86,15 @@ variant() {
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$v: $mid (mid-function) can be jump-optimized"
     grep -q 'strncpy_from_user+0x0  \[INT3\] exception-table' "$d/check.txt"
     ok $? "$v: strncpy_from_user+0 falls back to int3 (exception table)"
+    grep -q '  r  vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read%return can be jump-optimized"
+    grep -q '  r  __x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: __x64_sys_getpid%return can be jump-optimized"
+    grep -Eq '  r  get_signal\+0x0  \[(OPTIMIZED|INT3)\]' "$d/check.txt"; ok $? "$v: get_signal%return can be baked"
 
     # the build system's post-link step bakes them into vmlinux
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$v: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q '4 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 4 probes"
+    grep -q '5 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 5 points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$v: the baked vmlinux differs from the plain one"
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"
@@ -130,6 +143,10 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
         printf "#   kernel int3 kprobe       %8.1f  (+%.1f)\n", ki, ki - b
         if (ko > b) printf "#   baked optimized / kernel optprobe overhead: %.2f\n", (o - b) / (ko - b)
         if (ki > b) printf "#   baked int3 / kernel int3 overhead:          %.2f\n", (i3 - b) / (ki - b)
+        kr = median("baked-kret"); kk = median("kretprobe")
+        printf "#   baked kretprobe          %8.1f  (+%.1f)\n", kr, kr - b
+        printf "#   kernel kretprobe         %8.1f  (+%.1f)\n", kk, kk - b
+        if (kk > b) printf "#   baked kretprobe / kernel kretprobe overhead: %.2f\n", (kr - b) / (kk - b)
     }'
 fi
 echo "1..$n"

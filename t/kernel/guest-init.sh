@@ -33,8 +33,9 @@ listed() { grep -c "$1" $K/list; }
 
 echo KPRW-BEGIN
 cat $K/list
-check "list has the 4 baked probes" [ "$(wc -l < $K/list)" = 4 ]
-check "3 of them optimized" [ "$(listed '\[OPTIMIZED\]')" = 3 ]
+check "list has the @NPOINTS@ baked points" [ "$(wc -l < $K/list)" = @NPOINTS@ ]
+check "@NOPT@ of them optimized" [ "$(listed '\[OPTIMIZED\]')" = @NOPT@ ]
+check "3 of them return probes (r): @ENTRY@, @SYSCALL@, @SIGNAL@" [ "$(listed '^[0-9a-f]*  r  ')" = 3 ]
 check "the int3 probe is not" sh -c "! grep '@INT3@ .*OPTIMIZED' $K/list"
 all "armed at boot" 1
 
@@ -59,14 +60,14 @@ check "optimization 0: nothing optimized" [ "$(listed '\[OPTIMIZED\]')" = 0 ]
 check "optimization reads 0" [ "$(cat $K/optimization)" = 0 ]
 all "optimization 0" 1
 echo 1 > $K/optimization
-check "optimization 1: optimized again" [ "$(listed '\[OPTIMIZED\]')" = 3 ]
+check "optimization 1: optimized again" [ "$(listed '\[OPTIMIZED\]')" = @NOPT@ ]
 all "optimization 1" 1
 
 echo 0 > $K/enabled
 all "enabled 0" 0
 echo 1 > $K/enabled
 all "enabled 1" 1
-check "profile lists the 4 probes" [ "$(wc -l < $K/profile)" = 4 ]
+check "profile lists the @NPOINTS@ points" [ "$(wc -l < $K/profile)" = @NPOINTS@ ]
 
 # handlers through the registration API (include/linux/kprewrite.h), from
 # the built-in self-test (CONFIG_KPREWRITE_SELFTEST)
@@ -93,6 +94,113 @@ echo off > $S
 echo "api @ENTRY@" > $S
 grep '^api' $S
 check "API: -EINVAL, -ENOENT, -EBUSY, batch rollback" grep -q 'api einval 1 enoent 1 ebusy 1 batch 1 rolled-back 1' $S
+
+# return probes (register_kprw_kretprobe), from the self-test's
+# selftest-kret: its entry handler stores the first argument in ri->data,
+# its return handler checks regs and counts
+R=$K/selftest-kret
+rsnap() { report=$(cat $R); }
+SIG_SYM=$(echo @SIGNAL@ | sed 's/+.*//')
+kret_getpid() { # DESC: N getpid(2) in kdrive, each followed to its return
+    kdrive @SYSCALL@ getpid $N > /tmp/out & kp=$!
+    wait $kp
+    rsnap
+    echo "$report" | sed "s/^/kret $1: /"
+    check "$1: the entry and return handlers ran at each getpid(2)" [ "$(field entries) $(field returns)" = "$N $N" ]
+    check "$1: regs->ip was the call's return address at each return" [ "$(field ip-ok)" = $N ]
+    check "$1: regs->sp was the caller's stack at each return" [ "$(field sp-ok)" = $N ]
+    check "$1: ri->data held what the entry handler stored" [ "$(field data-ok)" = $N ]
+    check "$1: regs_return_value() was the pid" [ "$(field ax-tgid)" = $N ]
+    check "$1: getpid(2) returned kdrive's pid ($kp)" grep -qx "getpid $kp" /tmp/out
+    check "$1: every instance is back, none missed" [ "$(field free) $(field nmissed)" = "4 0" ]
+}
+check "kretprobe: register on $SYSCALL_SYM%return" sh -c "echo 'follow $SYSCALL_SYM 4' > $R"
+kret_getpid "kretprobe, optimized entry"
+echo "unoptimize @SYSCALL@" > $K/control
+echo "follow $SYSCALL_SYM 4" > $R
+kret_getpid "kretprobe, int3 entry"
+echo "optimize @SYSCALL@" > $K/control
+echo "follow $SYSCALL_SYM 4 4242" > $R
+kdrive @SYSCALL@ getpid 3 > /tmp/out
+check "kretprobe: a return handler's write to regs->ax is what the caller gets" grep -qx "getpid 4242" /tmp/out
+check "kretprobe: a point baked without %return is refused (-ENOENT)" sh -c "! echo 'follow strncpy_from_user' > $R"
+# The checks below count every read(2) in the guest, the shell's own reads
+# of this script included: each runs as a function, which the shell read
+# whole before it runs.
+# a handler running on the CPU (a kprobe on @MID@ that calls
+# __x64_sys_getpid()): the return probe misses each of those calls
+kret_nested() {
+    echo "follow $SYSCALL_SYM 4" > $R
+    echo "nest @MID@" > $R
+    echo mark > $R
+    kdrive @MID@ read $N > /dev/null
+    echo mark > $R
+    rsnap
+    echo "$report" | sed "s/^/kret nested: /"
+    check "kretprobe: missed while another handler runs: nmissed grew by kdrive's reads and its 2 list reads" \
+        [ "$(field marked)" = $((N + 2)) ]
+    check "kretprobe: each call from inside the handler was missed, none followed" \
+        [ "$(field nests) $(field entries)" = "$(field nmissed) 0" ]
+}
+# every instance taken: a read(2) blocked in a fifo holds the only one
+kret_exhausted() {
+    mkfifo /tmp/fifo
+    exec 3<>/tmp/fifo
+    echo "follow vfs_read 1" > $R
+    cat /tmp/fifo > /tmp/cat.out & cat=$!
+    sleep 1
+    rsnap
+    check "maxactive 1: the blocked read(2) holds the only instance" [ "$(field free) $(field entries)" = "0 1" ]
+    echo mark > $R
+    kdrive @ENTRY@ read $N > /dev/null
+    echo mark > $R
+    rsnap
+    check "maxactive 1: every read(2) meanwhile is missed: nmissed grew by N + 2" [ "$(field marked)" = $((N + 2)) ]
+    echo hello >&3
+    sleep 1
+    rsnap
+    check "maxactive 1: the blocked read returned through the probe (1 return; the data passed)" \
+        sh -c "[ '$(field returns) $(field data-ok)' = '1 1' ] && grep -qx hello /tmp/cat.out"
+    echo off > $R
+    echo bye >&3
+    sleep 1
+    check "unregistered while a call it followed is blocked: the call returns normally" \
+        sh -c "grep -qx bye /tmp/cat.out && kill -0 $cat"
+    check "registered again on the same point" sh -c "echo 'follow vfs_read 3' > $R"
+    rsnap
+    echo "$report" | sed "s/^/kret again: /"
+    # (while the report is made, cat's read(2) of it and the shell's read(2)
+    # of cat's output are followed)
+    check "registered again: one instance free, two taken by the reads of the report" \
+        [ "$(field free) $(field entries)" = "1 2" ]
+    kill $cat; wait $cat
+    echo off > $R
+}
+# tasks that die inside a followed call (a fatal signal: get_signal()
+# never returns): their instances come back when the tasks are freed
+kret_task_exit() {
+    echo "follow $SIG_SYM 2" > $R
+    for i in 1 2 3 4 5; do
+        sleep 30 & p=$!
+        kill $p; wait $p
+    done
+    i=0
+    while [ $i -lt 20 ]; do
+        rsnap
+        [ "$(field free)" = 2 ] && break
+        read -t 1 x <&3; i=$((i + 1))
+    done
+    echo "$report" | sed "s/^/kret task exit: /"
+    check "task exit: 5 tasks killed inside get_signal(): their instances are back" [ "$(field free)" = 2 ]
+    # (the shell's own get_signal() calls, for SIGCHLD, return)
+    check "task exit: the 5 killed tasks' calls were followed and never returned (entries $(field entries), returns $(field returns))" \
+        [ "$(( $(field entries) - $(field returns) )) $(field nmissed)" = "5 0" ]
+    echo off > $R
+    exec 3>&-
+}
+kret_nested
+kret_exhausted
+kret_task_exit
 # unwinding from inside a handler (doc/kernel.md, Unwinding): at its first
 # run in kdrive the "stack" handler walks the stack three ways --
 # stack_trace_save() (save), stack_trace_save_tsk_reliable(current)
@@ -223,12 +331,18 @@ if [ @BENCH@ = 1 ]; then
         echo "kprobe ${SYSCALL_SYM}" > $S; sleep 1; kflag=$(grep '^kprobe' $S | awk '{ print $6 }'); kopt=$(bench)
         echo "kprobe-int3 ${SYSCALL_SYM}" > $S; ki3=$(bench)
         echo off > $S; echo "enable @SYSCALL@" > $K/control
-        echo "KPRW-BENCH base $base baked-opt $opt baked-int3 $i3 kprobe-opt $kopt kprobe-int3 $ki3 kprobe-optimized $kflag"
+        # return probes, empty handlers: baked (its entry optimized) beside
+        # the kernel's kretprobe
+        echo "empty $SYSCALL_SYM" > $R; kret=$(bench); echo off > $R
+        echo "disable @SYSCALL@" > $K/control
+        echo "kretprobe $SYSCALL_SYM" > $R; sleep 1; kkret=$(bench); echo off > $R
+        echo "enable @SYSCALL@" > $K/control
+        echo "KPRW-BENCH base $base baked-opt $opt baked-int3 $i3 kprobe-opt $kopt kprobe-int3 $ki3 baked-kret $kret kretprobe $kkret kprobe-optimized $kflag"
     done
 fi
 
 dmesg > /tmp/dmesg
-check "dmesg: the runtime armed the probes" grep -q "kprewrite: 4 probes armed (3 optimized)" /tmp/dmesg
+check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg
 # (the self-test's dump_stack() sections aside, unless they hold one)
 awk '/dump_stack from a handler \{/ { n = 0; on = 1 } on { l[n++] = $0 } !on { print }
     /\} dump_stack from a handler/ { on = 0; bad = 0; for (i = 0; i < n; i++) bad += l[i] ~ /WARNING|BUG|Oops/

@@ -4,6 +4,7 @@
  * with one read(), drives it N times, reads it again:
  *
  *   kdrive SPEC ACTION N     prints "delta SPEC ACTION N D"
+ *                            (and, for getpid, "getpid RETURNED": the last one's)
  *
  * ACTION: read (read(2) of one byte from /dev/zero), getpid, open (open(2)
  * of a path that does not exist). Each list read is one read(2) call.
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 static char buf[1 << 16], big[777];
+static long last_getpid;
 
 static long hits(const char *spec)
 {
@@ -48,7 +50,7 @@ static void act(const char *what, int zero, long n)
         else if (strcmp(what, "read777") == 0)
             (void)!read(zero, big, sizeof big);
         else if (strcmp(what, "getpid") == 0)
-            syscall(SYS_getpid);
+            last_getpid = syscall(SYS_getpid);
         else
             close(open("/kprewrite-does-not-exist", O_RDONLY));
     }
@@ -90,5 +92,7 @@ int main(int argc, char **argv)
     printf("delta %s %s %ld %ld\n", argv[1], argv[2], n, after - before);
     if (strcmp(argv[2], "read777") == 0)
         printf("buffer %lx\n", (unsigned long)big);
+    if (strcmp(argv[2], "getpid") == 0)   /* what the last getpid(2) returned */
+        printf("getpid %ld\n", last_getpid);
     return 0;
 }

@@ -3,6 +3,10 @@
 #   kernel/kprewrite/      the runtime, the pool, Kconfig, Makefile, and the
 #                          runtime core shared with the user runtime (core-*.c)
 #   include/linux/kprewrite.h  the handler API for modules
+#   include/linux/sched.h  task_struct.kprw_kret_instances: the calls a task's
+#                          return probes follow (kernel/fork.c clears it in a
+#                          new task, kernel/exit.c gives them back when the
+#                          task is freed)
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
@@ -18,7 +22,8 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
     { echo "integrate.sh: $src is not a Linux source tree with scripts/Makefile.vmlinux (6.1 or later)" >&2; exit 1; }
 
 mkdir -p "$src/kernel/kprewrite"
-cp "$here/kprewrite.c" "$here/selftest.c" "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
+cp "$here/kprewrite.c" "$here/kretprobe.c" "$here/internal.h" "$here/trampoline.S" "$here/selftest.c" "$here/selftest-kret.c" \
+   "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
 cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime
 cp "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/"
@@ -30,6 +35,32 @@ grep -q 'kernel/kprewrite/Kconfig' "$src/arch/x86/Kconfig" ||
     printf '\nsource "kernel/kprewrite/Kconfig"\n' >> "$src/arch/x86/Kconfig"
 grep -q 'CONFIG_KPREWRITE' "$src/kernel/Makefile" ||
     printf '\nobj-$(CONFIG_KPREWRITE) += kprewrite/\n' >> "$src/kernel/Makefile"
+
+# edit FILE ANCHOR-REGEX TEXT: TEXT (three lines: #ifdef, the line, #endif)
+# goes in before the first line matching ANCHOR-REGEX, once
+edit() {
+    grep -qF "$(printf '%s\n' "$3" | sed -n 2p)" "$1" && return 0
+    awk -v text="$3" -v re="$2" '!done && $0 ~ re { print text; done = 1 } { print }
+        END { if (!done) exit 1 }' "$1" > "$1.kprw" ||
+        { rm -f "$1.kprw"; echo "integrate.sh: no line matching '$2' in $1" >&2; exit 1; }
+    mv "$1.kprw" "$1"
+}
+edit "$src/include/linux/sched.h" '^#ifdef CONFIG_KRETPROBES$' \
+    "#ifdef CONFIG_KPREWRITE
+	struct kprw_kretprobe_instance	*kprw_kret_instances;
+#endif"
+edit "$src/kernel/fork.c" '^#ifdef CONFIG_KRETPROBES$' \
+    "#ifdef CONFIG_KPREWRITE
+	p->kprw_kret_instances = NULL;
+#endif"
+edit "$src/kernel/exit.c" '^[[:space:]]*kprobe_flush_task[(]tsk[)];' \
+    "#ifdef CONFIG_KPREWRITE
+	kprewrite_flush_task(tsk);
+#endif"
+grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
+    sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$src/kernel/exit.c"
+grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
+    { echo "integrate.sh: could not include linux/kprewrite.h in $src/kernel/exit.c" >&2; exit 1; }
 
 mv=$src/scripts/Makefile.vmlinux
 if ! grep -q KPREWRITE "$mv"; then

@@ -39,7 +39,7 @@
 #include <asm/text-patching.h>
 #include <asm/ptrace.h>
 
-#include "abi.h"
+#include "internal.h"    /* struct kprw_point, shared with kretprobe.c */
 #include "kprw-core.h"   /* shared with the user runtime: enum code_state, specs, commands, table checks */
 #include "site.h"        /* src/arch/x86/site.h: what a site holds in each state */
 
@@ -55,23 +55,11 @@ extern u8 KPRW_KPOOL_STATE[], KPRW_KPOOL_STATE_END[];
 #define pool_state KPRW_KPOOL_STATE
 #define pool_state_end KPRW_KPOOL_STATE_END
 
-struct kprw_point {
-	unsigned long addr, detour, ool;
-	const char *name;
-	u32 offset, id;
-	u8 kind, verdict, len;
-	const u8 *orig;
-	struct kprw_kprobe __rcu *handlers;
-	int code;                 /* enum code_state; read by the probe paths */
-	bool disabled, unoptimized;
-	bool verified;            /* the site held what code says, once */
-};
-
 static struct kprw_point *points;   /* in address order (the table's) */
 static u32 npoints;
 static u64 __percpu *hits, *missed; /* [npoints] each */
-static DEFINE_PER_CPU(struct kprw_point *, running);   /* the recursion guard */
-static DEFINE_MUTEX(kprw_lock);     /* live control, registration */
+DEFINE_PER_CPU(struct kprw_point *, kprw_running);   /* the recursion guard */
+DEFINE_MUTEX(kprw_lock);            /* live control, registration */
 static bool knob_enabled = true, knob_optimization = true;
 
 /* ---------------------------------------------------------------- hits */
@@ -83,21 +71,24 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 	if (READ_ONCE(pt->code) == CODE_DISABLED)
 		return;                 /* was in the detour when it was disabled */
 	preempt_disable_notrace();
-	if (unlikely(__this_cpu_read(running))) {
+	if (unlikely(__this_cpu_read(kprw_running))) {
 		this_cpu_inc(missed[pt->id]);
 		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(kp->next))
-			kp->nmissed++;
+			if (kp->flags & KPRW_FLAG_RETPROBE)
+				container_of(kp, struct kprw_kretprobe, kp)->nmissed++;
+			else
+				kp->nmissed++;
 		goto out;
 	}
 	this_cpu_inc(hits[pt->id]);
 	kp = rcu_dereference_raw(pt->handlers);
 	if (!kp)
 		goto out;
-	__this_cpu_write(running, pt);
+	__this_cpu_write(kprw_running, pt);
 	for (; kp; kp = rcu_dereference_raw(kp->next))
 		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler)
 			kp->pre_handler(kp, regs);
-	__this_cpu_write(running, NULL);
+	__this_cpu_write(kprw_running, NULL);
 out:
 	preempt_enable_notrace();
 }
@@ -255,7 +246,12 @@ static int apply_all(void)
 
 /* -------------------------------------------------------- registration */
 
-static struct kprw_point *find_point(const char *sym, unsigned int offset, unsigned long addr)
+void kprw_count_miss(const struct kprw_point *pt)
+{
+	this_cpu_inc(missed[pt->id]);
+}
+
+struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr)
 {
 	u32 i;
 
@@ -282,31 +278,31 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 		mutex_unlock(&kprw_lock);
 		return -EINVAL;
 	}
-	pt = find_point(kp->symbol_name, kp->offset, (unsigned long)kp->addr);
+	pt = kprw_find_point(kp->symbol_name, kp->offset, (unsigned long)kp->addr);
 	if (!pt) {
 		mutex_unlock(&kprw_lock);
 		return -ENOENT;
 	}
-	kp->point = pt;
-	kp->addr = (void *)pt->addr;
-	RCU_INIT_POINTER(kp->next, rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
-	rcu_assign_pointer(pt->handlers, kp);
+	kp->flags &= ~KPRW_FLAG_RETPROBE;
+	kprw_attach(kp, pt);
 	mutex_unlock(&kprw_lock);
 	return 0;
 }
 EXPORT_SYMBOL_GPL(register_kprw_kprobe);
 
-void unregister_kprw_kprobe(struct kprw_kprobe *kp)
+void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt)
 {
-	struct kprw_kprobe __rcu **pp;
-	struct kprw_point *pt;
+	kp->point = pt;
+	kp->addr = (void *)pt->addr;
+	RCU_INIT_POINTER(kp->next, rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
+	rcu_assign_pointer(pt->handlers, kp);
+}
 
-	mutex_lock(&kprw_lock);
-	pt = kp ? kp->point : NULL;
-	if (!pt) {
-		mutex_unlock(&kprw_lock);
-		return;
-	}
+void kprw_detach(struct kprw_kprobe *kp)
+{
+	struct kprw_point *pt = kp->point;
+	struct kprw_kprobe __rcu **pp;
+
 	for (pp = &pt->handlers; rcu_access_pointer(*pp); ) {
 		struct kprw_kprobe *k = rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock));
 
@@ -317,6 +313,16 @@ void unregister_kprw_kprobe(struct kprw_kprobe *kp)
 		pp = &k->next;
 	}
 	kp->point = NULL;
+}
+
+void unregister_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	mutex_lock(&kprw_lock);
+	if (!kp || !kp->point || (kp->flags & KPRW_FLAG_RETPROBE)) {
+		mutex_unlock(&kprw_lock);
+		return;
+	}
+	kprw_detach(kp);
 	mutex_unlock(&kprw_lock);
 	/* handlers run with preemption off (or in the int3 trap): a grace
 	 * period ends every run that could still see kp */
@@ -537,9 +543,10 @@ static const char *table_check(const struct kprw_table *t)
 		/* (no name in a dynamic string table: dynspan 0) */
 		if (kprw_entry_faults(&e[i], t->strings_size, 0, false))
 			return "an entry has a bad kind, verdict, length, name or original bytes";
-		/* a vmlinux has symbols (no KPRW_NAME_FDE), no return probes, no
-		 * short jumps, and its original bytes are in the strings */
-		if (e[i].kind != KPRW_KIND_K || e[i].name_off == KPRW_NAME_FDE ||
+		/* a vmlinux has symbols (no KPRW_NAME_FDE), no short jumps, and
+		 * its original bytes are in the strings; its return probes' code
+		 * is a kprobe's (no hook) */
+		if (e[i].name_off == KPRW_NAME_FDE || e[i].hook_off ||
 		    (e[i].flags & (KPRW_F_JUMP8 | KPRW_F_ORIG_AT_COPY)))
 			return "an entry has a feature this runtime lacks";
 		if (!core_kernel_text(site) || !core_kernel_text(site + e[i].dcr_len - 1) ||

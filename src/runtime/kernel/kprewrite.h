@@ -24,6 +24,7 @@ struct kprw_kprobe;
 typedef int (*kprw_pre_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs);
 
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
+#define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
 
 struct kprw_kprobe {
 	/* where: symbol_name (+ offset), or addr; not both */
@@ -50,5 +51,72 @@ int register_kprw_kprobes(struct kprw_kprobe **kps, int num);
 void unregister_kprw_kprobes(struct kprw_kprobe **kps, int num);
 int enable_kprw_kprobe(struct kprw_kprobe *kp);
 int disable_kprw_kprobe(struct kprw_kprobe *kp);
+
+/*
+ * Return probes, as the kernel's kretprobes: on a point baked as
+ * SYM%return (the function's entry), the runtime takes the return address
+ * over at each call it follows and puts its return trampoline there; when
+ * the function returns, handler runs with the registers the function
+ * returned with (regs_return_value(regs) is its return value, regs->ip the
+ * real return address, regs->sp the stack it returns to), then the caller
+ * goes on. A call is followed when an instance is free (maxactive of them,
+ * taken at the entry, given back at the return or when the task is freed)
+ * and no other handler runs on this CPU; otherwise nmissed counts it.
+ */
+struct kprw_kretprobe_instance;
+struct kprw_kretprobe_holder;
+typedef int (*kprw_kretprobe_handler_t)(struct kprw_kretprobe_instance *ri, struct pt_regs *regs);
+
+struct kprw_kretprobe {
+	/* where: kp.symbol_name (kp.offset 0) or kp.addr, a point baked as
+	 * SYM%return; kp.flags KPRW_FLAG_DISABLED as for a kprobe */
+	struct kprw_kprobe kp;
+	/* at the return; the return value is ignored */
+	kprw_kretprobe_handler_t handler;
+	/* at the entry (regs as a kprobe's); non-zero: this call is not
+	 * followed (its handler does not run) */
+	kprw_kretprobe_handler_t entry_handler;
+	/* calls followed at once, on all CPUs; 0: max(10, 2 * CPUs) */
+	int maxactive;
+	/* calls not followed: no free instance, or a handler was running */
+	int nmissed;
+	/* bytes of ri->data each instance carries from entry_handler to handler */
+	size_t data_size;
+	/* private to the runtime */
+	struct kprw_kretprobe_holder *rph;
+};
+
+struct kprw_kretprobe_instance {
+	/* private to the runtime: the task's instances, most recent first */
+	struct kprw_kretprobe_instance *next;
+	struct kprw_kretprobe_holder *rph;
+	unsigned int busy;
+	/* the real return address, and where it was on the stack */
+	void *ret_addr;
+	void *fp;
+	char data[];
+};
+
+/* The kretprobe ri belongs to; NULL once it was unregistered (a call it
+ * followed may return later). */
+struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri);
+
+/* 0; -EINVAL (symbol_name and addr both set, or neither; a negative
+ * maxactive; no handler at all); -ENOENT (no point baked as SYM%return
+ * there); -EBUSY (rp is registered already); -ENOMEM */
+int register_kprw_kretprobe(struct kprw_kretprobe *rp);
+/* Returns once no CPU runs rp's handlers any more; calls still followed
+ * return to their callers without running them. */
+void unregister_kprw_kretprobe(struct kprw_kretprobe *rp);
+int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
+void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
+int enable_kprw_kretprobe(struct kprw_kretprobe *rp);
+int disable_kprw_kretprobe(struct kprw_kretprobe *rp);
+
+struct task_struct;
+/* Called by the kernel when a task is freed (kernel/exit.c, added by
+ * integrate.sh): the instances of the calls it never returned from are
+ * given back. */
+void kprewrite_flush_task(struct task_struct *tk);
 
 #endif

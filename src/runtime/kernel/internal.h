@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What kprewrite.c (points, hits, patching, kprobes, debugfs) shares with
+ * kretprobe.c (return probes). Not installed: private to the runtime.
+ */
+#ifndef KPREWRITE_INTERNAL_H
+#define KPREWRITE_INTERNAL_H
+
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/kprewrite.h>
+
+#include "abi.h"
+
+struct kprw_point {
+	unsigned long addr, detour, ool;
+	const char *name;
+	u32 offset, id;
+	u8 kind, verdict, len;
+	const u8 *orig;
+	struct kprw_kprobe __rcu *handlers;
+	int code;                 /* enum code_state; read by the probe paths */
+	bool disabled, unoptimized;
+	bool verified;            /* the site held what code says, once */
+};
+
+/* live control and registration */
+extern struct mutex kprw_lock;
+/* the point whose handlers this CPU runs (the recursion guard) */
+DECLARE_PER_CPU(struct kprw_point *, kprw_running);
+
+/* Under kprw_lock: the point at SYM+OFF (sym) or at addr; NULL if none. */
+struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr);
+/* Under kprw_lock: kp runs at pt's hits from now on / no more (after a
+ * grace period: handlers run with preemption off). */
+void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt);
+void kprw_detach(struct kprw_kprobe *kp);
+/* A hit of pt that ran no handler (profile's and list's nmissed). */
+void kprw_count_miss(const struct kprw_point *pt);
+
+/* kretprobe.c: the pre_handler of a kretprobe's kp */
+int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);
+/* kretprobe.c: how many of rp's instances are free (the self-test's view) */
+int kprw_kret_free_instances(const struct kprw_kretprobe *rp);
+/* trampoline.S: where a followed call returns to */
+extern const u8 kprewrite_kret_trampoline[];
+
+#endif

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kprewrite kernel runtime: return probes (include/linux/kprewrite.h,
+ * doc/kernel.md "Return probes").
+ *
+ * A kretprobe is a kprobe on a point baked as SYM%return (the function's
+ * entry: its detour is a kprobe's) whose pre_handler, kprw_kret_entry(),
+ * takes an instance, records the return address at pt_regs.sp and puts the
+ * return trampoline (trampoline.S) there. The function returns into the
+ * trampoline, which builds a struct pt_regs and calls kprw_kret_return():
+ * that finds the call's instances on the task, runs their handlers with
+ * regs->ip the real return address, gives them back and answers where to
+ * return to. The trampoline puts that into the very slot the function
+ * returned from, so the stack the caller sees is as deep as before.
+ *
+ * The task's instances are a stack (most recent first) in task_struct
+ * (kprw_kret_instances, added by integrate.sh). Only the task itself and
+ * what interrupts it push and pop there, and an interrupt's pushes are
+ * popped before it returns (its functions return before it does), so plain
+ * stores keep the list whole. Instances come from a per-kretprobe array
+ * taken with cmpxchg: no allocation and no lock in a probe's path, so the
+ * entry and the return may run in any context, NMI included.
+ *
+ * A kretprobe unregistered while calls it followed have not returned yet
+ * leaves its holder (the instances) behind: rph->rp becomes NULL, so the
+ * handler no longer runs, and the holder is freed by a later registration
+ * or unregistration once every instance is back.
+ */
+#define pr_fmt(fmt) "kprewrite: " fmt
+
+#include <linux/kernel.h>
+#include <linux/list.h>
+#include <linux/preempt.h>
+#include <linux/ptrace.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/kprewrite.h>
+
+#include "internal.h"
+
+struct kprw_kretprobe_holder {
+	struct kprw_kretprobe *rp;      /* NULL once unregistered */
+	struct list_head retired;       /* on retired_holders once unregistered */
+	int n;                          /* instances */
+	size_t stride;                  /* bytes per instance, data included */
+	char inst[];                    /* n instances of stride bytes */
+};
+
+/* holders of unregistered kretprobes with instances still out; under kprw_lock */
+static LIST_HEAD(retired_holders);
+
+static struct kprw_kretprobe_instance *inst(struct kprw_kretprobe_holder *h, int i)
+{
+	return (struct kprw_kretprobe_instance *)(h->inst + (size_t)i * h->stride);
+}
+
+struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri)
+{
+	return READ_ONCE(ri->rph->rp);
+}
+EXPORT_SYMBOL_GPL(get_kprw_kretprobe);
+
+/* A free instance of h, or NULL. The search starts at this CPU's share of
+ * the array, so CPUs rarely race for the same one. */
+static struct kprw_kretprobe_instance *inst_take(struct kprw_kretprobe_holder *h)
+{
+	int i, start = (int)(raw_smp_processor_id() % (unsigned int)h->n);
+
+	for (i = 0; i < h->n; i++) {
+		struct kprw_kretprobe_instance *ri = inst(h, (start + i) % h->n);
+
+		if (!READ_ONCE(ri->busy) && cmpxchg(&ri->busy, 0, 1) == 0)
+			return ri;
+	}
+	return NULL;
+}
+
+static void inst_give(struct kprw_kretprobe_instance *ri)
+{
+	smp_store_release(&ri->busy, 0);
+}
+
+static bool holder_idle(struct kprw_kretprobe_holder *h)
+{
+	int i;
+
+	for (i = 0; i < h->n; i++)
+		if (READ_ONCE(inst(h, i)->busy))
+			return false;
+	return true;
+}
+
+int kprw_kret_free_instances(const struct kprw_kretprobe *rp)
+{
+	struct kprw_kretprobe_holder *h = rp->rph;
+	int i, n = 0;
+
+	for (i = 0; h && i < h->n; i++)
+		n += !READ_ONCE(inst(h, i)->busy);
+	return n;
+}
+
+/* Under kprw_lock: free the retired holders whose instances are all back. */
+static void reap_holders(void)
+{
+	struct kprw_kretprobe_holder *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &retired_holders, retired)
+		if (holder_idle(h)) {
+			list_del(&h->retired);
+			kfree(h);
+		}
+}
+
+static void miss(struct kprw_kretprobe *rp)
+{
+	rp->nmissed++;
+	kprw_count_miss(rp->kp.point);
+}
+
+/* The kretprobe's kp->pre_handler, at the function's entry: regs->sp holds
+ * the return address. */
+int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
+{
+	struct kprw_kretprobe *rp = container_of(kp, struct kprw_kretprobe, kp);
+	struct kprw_kretprobe_instance *ri = inst_take(rp->rph);
+	unsigned long *slot = (unsigned long *)regs->sp;
+
+	if (!ri) {
+		miss(rp);
+		return 0;
+	}
+	ri->fp = slot;
+	ri->ret_addr = (void *)*slot;
+	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
+		inst_give(ri);
+		return 0;
+	}
+	/* on the task first, then the return address: an interrupt in
+	 * between pushes and pops above ri */
+	ri->next = current->kprw_kret_instances;
+	barrier();
+	WRITE_ONCE(current->kprw_kret_instances, ri);
+	barrier();
+	*slot = (unsigned long)kprewrite_kret_trampoline;
+	return 0;
+}
+
+/*
+ * Called by the trampoline with the registers the function returned with
+ * (regs->sp the stack it returned to: its return address was just below).
+ * Runs the handlers of the call's instances (several kretprobes on one
+ * function each took the return address over in turn: the first one's
+ * holds the real one) and answers the real return address.
+ */
+__visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
+{
+	unsigned long *slot = (unsigned long *)regs->sp - 1;
+	struct kprw_kretprobe_instance *ri, *first, *end;
+	unsigned long ret = 0;
+
+	preempt_disable_notrace();
+	/* instances of calls below this one never returned (their stack was
+	 * abandoned): give them back */
+	while ((ri = READ_ONCE(current->kprw_kret_instances)) && (unsigned long *)ri->fp < slot) {
+		WRITE_ONCE(current->kprw_kret_instances, ri->next);
+		inst_give(ri);
+	}
+	first = ri;
+	for (end = first; end && end->fp == slot; end = end->next)
+		if (end->ret_addr != kprewrite_kret_trampoline)
+			ret = (unsigned long)end->ret_addr;
+	/* a return to the trampoline that no instance explains: there is no
+	 * telling where to go, as in the kernel's own kretprobes */
+	BUG_ON(!ret);
+	regs->ip = ret;
+	if (__this_cpu_read(kprw_running)) {
+		for (ri = first; ri != end; ri = ri->next)
+			if (READ_ONCE(ri->rph->rp))
+				miss(ri->rph->rp);
+	} else {
+		struct kprw_kretprobe *rp0 = READ_ONCE(first->rph->rp);
+		/* (it only marks this CPU busy: probes the handlers hit are missed) */
+		struct kprw_point *busy = rp0 ? rp0->kp.point : NULL;
+
+		__this_cpu_write(kprw_running, busy);
+		for (ri = first; ri != end; ri = ri->next) {
+			struct kprw_kretprobe *rp = READ_ONCE(ri->rph->rp);
+
+			if (rp && rp->handler && !(READ_ONCE(rp->kp.flags) & KPRW_FLAG_DISABLED))
+				rp->handler(ri, regs);
+		}
+		__this_cpu_write(kprw_running, NULL);
+	}
+	WRITE_ONCE(current->kprw_kret_instances, end);
+	for (ri = first; ri != end; ) {
+		struct kprw_kretprobe_instance *next = ri->next;
+
+		inst_give(ri);
+		ri = next;
+	}
+	preempt_enable_notrace();
+	return ret;
+}
+
+void kprewrite_flush_task(struct task_struct *tk)
+{
+	struct kprw_kretprobe_instance *ri = tk->kprw_kret_instances, *next;
+
+	tk->kprw_kret_instances = NULL;
+	for (; ri; ri = next) {
+		next = ri->next;
+		inst_give(ri);
+	}
+}
+
+int register_kprw_kretprobe(struct kprw_kretprobe *rp)
+{
+	struct kprw_kretprobe_holder *h;
+	struct kprw_point *pt;
+	int i, n, rc = 0;
+	size_t stride;
+
+	if (!rp || rp->maxactive < 0 || (!rp->handler && !rp->entry_handler) ||
+	    !rp->kp.symbol_name == !rp->kp.addr || (rp->kp.symbol_name && rp->kp.offset))
+		return -EINVAL;
+	n = rp->maxactive ? rp->maxactive : max(10, 2 * (int)num_possible_cpus());
+	stride = ALIGN(sizeof(struct kprw_kretprobe_instance) + rp->data_size, sizeof(long));
+	h = kzalloc(sizeof(*h) + n * stride, GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->n = n;
+	h->stride = stride;
+	h->rp = rp;
+	for (i = 0; i < n; i++)
+		inst(h, i)->rph = h;
+	mutex_lock(&kprw_lock);
+	reap_holders();
+	pt = kprw_find_point(rp->kp.symbol_name, 0, (unsigned long)rp->kp.addr);
+	if (rp->kp.point)
+		rc = -EBUSY;
+	else if (!pt || pt->kind != KPRW_KIND_R)
+		rc = -ENOENT;       /* not baked as SYM%return */
+	if (!rc) {
+		rp->rph = h;
+		rp->nmissed = 0;
+		rp->kp.pre_handler = kprw_kret_entry;
+		rp->kp.flags |= KPRW_FLAG_RETPROBE;
+		kprw_attach(&rp->kp, pt);
+	}
+	mutex_unlock(&kprw_lock);
+	if (rc)
+		kfree(h);
+	return rc;
+}
+EXPORT_SYMBOL_GPL(register_kprw_kretprobe);
+
+void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
+{
+	struct kprw_kretprobe_holder *h;
+
+	mutex_lock(&kprw_lock);
+	h = rp && rp->kp.point ? rp->rph : NULL;
+	if (h)
+		kprw_detach(&rp->kp);
+	mutex_unlock(&kprw_lock);
+	if (!h)
+		return;
+	/* no entry takes an instance of h after this, and no handler of rp
+	 * runs (both run with preemption off) */
+	WRITE_ONCE(h->rp, NULL);
+	synchronize_rcu();
+	mutex_lock(&kprw_lock);
+	rp->rph = NULL;
+	list_add(&h->retired, &retired_holders);
+	reap_holders();
+	mutex_unlock(&kprw_lock);
+}
+EXPORT_SYMBOL_GPL(unregister_kprw_kretprobe);
+
+int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
+{
+	int i, rc;
+
+	if (num <= 0)
+		return -EINVAL;
+	for (i = 0; i < num; i++) {
+		rc = register_kprw_kretprobe(rps[i]);
+		if (rc < 0) {
+			if (i > 0)
+				unregister_kprw_kretprobes(rps, i);
+			return rc;
+		}
+	}
+	return 0;
+}
+EXPORT_SYMBOL_GPL(register_kprw_kretprobes);
+
+void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
+{
+	int i;
+
+	for (i = 0; i < num; i++)
+		unregister_kprw_kretprobe(rps[i]);
+}
+EXPORT_SYMBOL_GPL(unregister_kprw_kretprobes);
+
+int enable_kprw_kretprobe(struct kprw_kretprobe *rp)
+{
+	return enable_kprw_kprobe(&rp->kp);
+}
+EXPORT_SYMBOL_GPL(enable_kprw_kretprobe);
+
+int disable_kprw_kretprobe(struct kprw_kretprobe *rp)
+{
+	return disable_kprw_kprobe(&rp->kp);
+}
+EXPORT_SYMBOL_GPL(disable_kprw_kretprobe);

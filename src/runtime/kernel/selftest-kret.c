@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kprewrite self-test of return probes (CONFIG_KPREWRITE_SELFTEST), used by
+ * make check-kernel and make bench-kernel from inside the guest, through
+ * /sys/kernel/debug/kprewrite/selftest-kret:
+ *
+ *   follow SYM [MAXACTIVE [AX]]  register a kprw_kretprobe on SYM%return:
+ *                  its entry_handler stores the call's first argument in
+ *                  ri->data, its handler checks what it is given (below) and,
+ *                  with AX, makes AX the return value of calls in kdrive
+ *   empty SYM      a kprw_kretprobe whose handler only counts (benchmarks)
+ *   kretprobe SYM  the kernel's own kretprobe, empty handler (CONFIG_KRETPROBES)
+ *   nest SYM+OFF   also a kprw_kprobe on SYM+OFF whose handler calls
+ *                  __x64_sys_getpid(): a return probe there is missed
+ *   mark           remember nmissed (the report gives the growth since)
+ *   off            unregister everything
+ *
+ * Reading it reports: entries, returns, how many returns had regs->ip the
+ * call's return address, regs->sp just above where it was, ri->data what the
+ * entry stored, regs->ax the task's tgid (for getpid); nmissed, its growth
+ * between the last two marks, and the free instances. Not for production.
+ */
+#define pr_fmt(fmt) "kprewrite selftest: " fmt
+
+#include <linux/debugfs.h>
+#include <linux/init.h>
+#include <linux/kernel.h>
+#include <linux/kprobes.h>
+#include <linux/kprewrite.h>
+#include <linux/mutex.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"   /* kprw_kret_free_instances() */
+
+asmlinkage long __x64_sys_getpid(const struct pt_regs *regs);
+
+static DEFINE_MUTEX(kt_lock);
+static struct kprw_kretprobe kt_rp;
+static struct kprw_kprobe kt_nest;
+static char kt_sym[KSYM_NAME_LEN], kt_nest_sym[KSYM_NAME_LEN];
+static unsigned long kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok, kt_ax_tgid, kt_nests;
+static long kt_set_ax;
+static int kt_mark[2];
+static bool kt_getpid;
+
+struct kt_data {
+	unsigned long magic, di;
+};
+#define KT_MAGIC 0x6b707277726574UL     /* "kprwret" */
+
+static int kt_entry(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kt_data *d = (void *)ri->data;
+
+	kt_entries++;
+	d->magic = KT_MAGIC;
+	d->di = regs->di;
+	return 0;
+}
+
+static int kt_return(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct kt_data *d = (void *)ri->data;
+
+	kt_returns++;
+	kt_ip_ok += regs->ip == (unsigned long)ri->ret_addr;
+	kt_sp_ok += regs->sp == (unsigned long)ri->fp + sizeof(long);
+	/* syscall wrappers take the pt_regs of the system call in di */
+	kt_data_ok += d->magic == KT_MAGIC && d->di != 0;
+	if (kt_getpid)
+		kt_ax_tgid += regs_return_value(regs) == task_tgid_vnr(current);
+	if (kt_set_ax && !strcmp(current->comm, "kdrive"))
+		regs->ax = kt_set_ax;
+	d->magic = 0;
+	return 0;
+}
+
+static int kt_return_empty(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
+{
+	kt_returns++;
+	return 0;
+}
+
+static int kt_nest_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
+{
+	kt_nests++;
+	__x64_sys_getpid(regs);
+	return 0;
+}
+
+#ifdef CONFIG_KRETPROBES
+static struct kretprobe kt_kernel_rp;
+static bool kt_kernel_on;
+
+static int kt_kernel_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	kt_returns++;
+	return 0;
+}
+#endif
+
+/* the free instances of kt_rp (-1: not registered) */
+static int kt_free(void)
+{
+	return kt_rp.kp.point ? kprw_kret_free_instances(&kt_rp) : -1;
+}
+
+static void kt_off(void)
+{
+	if (kt_nest.point)
+		unregister_kprw_kprobe(&kt_nest);
+	if (kt_rp.kp.point)
+		unregister_kprw_kretprobe(&kt_rp);
+#ifdef CONFIG_KRETPROBES
+	if (kt_kernel_on)
+		unregister_kretprobe(&kt_kernel_rp);
+	kt_kernel_on = false;
+#endif
+}
+
+static int kt_follow(const char *sym, int maxactive, long ax, bool empty)
+{
+	kt_off();
+	memset(&kt_rp, 0, sizeof(kt_rp));
+	strscpy(kt_sym, sym, sizeof(kt_sym));
+	kt_rp.kp.symbol_name = kt_sym;
+	kt_rp.maxactive = maxactive;
+	kt_rp.data_size = sizeof(struct kt_data);
+	kt_rp.entry_handler = empty ? NULL : kt_entry;
+	kt_rp.handler = empty ? kt_return_empty : kt_return;
+	kt_entries = kt_returns = kt_ip_ok = kt_sp_ok = kt_data_ok = kt_ax_tgid = kt_nests = 0;
+	kt_mark[0] = kt_mark[1] = 0;
+	kt_set_ax = ax;
+	kt_getpid = !strcmp(sym, "__x64_sys_getpid");
+	return register_kprw_kretprobe(&kt_rp);
+}
+
+static int kt_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&kt_lock);
+	seq_printf(m, "kret %s entries %lu returns %lu ip-ok %lu sp-ok %lu data-ok %lu ax-tgid %lu nmissed %d marked %d free %d nests %lu\n",
+		   kt_rp.kp.point ? "on" : "off", kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok,
+		   kt_ax_tgid, kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_free(), kt_nests);
+#ifdef CONFIG_KRETPROBES
+	seq_printf(m, "kretprobe %s nmissed %d\n", kt_kernel_on ? "on" : "off", kt_kernel_rp.nmissed);
+#endif
+	mutex_unlock(&kt_lock);
+	return 0;
+}
+
+static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
+{
+	char buf[KSYM_NAME_LEN + 64], *arg, *verb, *sym, *plus;
+	unsigned long off = 0;
+	int rc = 0, maxactive = 0;
+	long ax = 0;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	arg = strim(buf);
+	verb = strsep(&arg, " ");
+	sym = arg ? strsep(&arg, " ") : NULL;
+	mutex_lock(&kt_lock);
+	if (!strcmp(verb, "off")) {
+		kt_off();
+	} else if (!strcmp(verb, "mark")) {
+		kt_mark[0] = kt_mark[1];
+		kt_mark[1] = kt_rp.nmissed;
+	} else if (!sym || !*sym) {
+		rc = -EINVAL;
+	} else if (!strcmp(verb, "follow") || !strcmp(verb, "empty")) {
+		char *a = arg ? strsep(&arg, " ") : NULL;
+
+		if (a && *a)
+			rc = kstrtoint(a, 0, &maxactive);
+		if (!rc && arg && *arg)
+			rc = kstrtol(arg, 0, &ax);
+		if (!rc)
+			rc = kt_follow(sym, maxactive, ax, !strcmp(verb, "empty"));
+	} else if (!strcmp(verb, "nest")) {
+		plus = strchr(sym, '+');
+		if (plus) {
+			*plus = 0;
+			rc = kstrtoul(plus + 1, 0, &off);
+		}
+		if (!rc && kt_nest.point)
+			unregister_kprw_kprobe(&kt_nest);
+		if (!rc) {
+			memset(&kt_nest, 0, sizeof(kt_nest));
+			strscpy(kt_nest_sym, sym, sizeof(kt_nest_sym));
+			kt_nest.symbol_name = kt_nest_sym;
+			kt_nest.offset = off;
+			kt_nest.pre_handler = kt_nest_pre;
+			rc = register_kprw_kprobe(&kt_nest);
+		}
+#ifdef CONFIG_KRETPROBES
+	} else if (!strcmp(verb, "kretprobe")) {
+		kt_off();
+		memset(&kt_kernel_rp, 0, sizeof(kt_kernel_rp));
+		strscpy(kt_sym, sym, sizeof(kt_sym));
+		kt_kernel_rp.kp.symbol_name = kt_sym;
+		kt_kernel_rp.handler = kt_kernel_return;
+		rc = register_kretprobe(&kt_kernel_rp);
+		kt_kernel_on = !rc;
+#endif
+	} else {
+		rc = -EINVAL;
+	}
+	mutex_unlock(&kt_lock);
+	return rc < 0 ? rc : len;
+}
+
+static int kt_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, kt_show, NULL);
+}
+
+static const struct file_operations kt_fops = {
+	.open = kt_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = kt_write,
+};
+
+static int __init kprewrite_selftest_kret_init(void)
+{
+	struct dentry *dir = debugfs_lookup("kprewrite", NULL);
+
+	debugfs_create_file("selftest-kret", 0600, dir, NULL, &kt_fops);
+	dput(dir);
+	return 0;
+}
+late_initcall(kprewrite_selftest_kret_init);
