@@ -28,7 +28,7 @@ gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kd
 boot() {
     label=$1 image=$2 d=$3
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
-         s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@BENCH@/$4/g;
+         s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/scheduler_tick+0x0/g; s/@BENCH@/$4/g;
          s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" || bail "initramfs"
     log=$d/serial-$(basename "$image").log
@@ -67,8 +67,8 @@ variant() {
     case $mid in ksys_read+0x*) ;; *) bail "$v: no instruction after a call in ksys_read ($mid)" ;; esac
     # return probes: vfs_read and getpid(2) beside their kprobes (one entry
     # each, kind r), get_signal alone (a task killed by a signal never
-    # returns from it)
-    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n' \
+    # returns from it), scheduler_tick (called in the timer's interrupt)
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\nscheduler_tick%%return\n' \
         "$mid" > "$d/probes.list"
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
@@ -76,7 +76,7 @@ variant() {
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    [ "$npoints" = 5 ]; ok $? "$v: the 7 probes are 5 points ($npoints), $nopt of them optimized"
+    [ "$npoints" = 6 ]; ok $? "$v: the 8 probes are 6 points ($npoints), $nopt of them optimized"
     grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read+0 can be jump-optimized"
     if [ "$v" = ftrace ]; then
         grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
@@ -94,7 +94,7 @@ variant() {
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$v: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q '5 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 5 points"
+    grep -q '6 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 6 points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$v: the baked vmlinux differs from the plain one"
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"
@@ -128,9 +128,10 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
     # TSC ticks per getpid(2) under TCG (an emulator's time): overheads over
     # the original code, and the ratios that carry over to hardware
     echo "$bench" | awk '
-    function median(k,   a, b, c) { a = v[k, 1]; b = v[k, 2]; c = v[k, 3]
-        if (r < 3) return a
-        if ((a - b) * (c - a) >= 0) return a; if ((b - a) * (c - b) >= 0) return b; return c }
+    function median(k,   i, j, t, a) {
+        for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
+        for (i = 2; i <= r; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return a[int((r + 1) / 2)] }
     { r++; for (i = 2; i < NF; i += 2) v[$i, r] = $(i + 1) }
     END {
         b = median("base"); o = median("baked-opt"); i3 = median("baked-int3")

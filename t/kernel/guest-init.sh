@@ -35,7 +35,7 @@ echo KPRW-BEGIN
 cat $K/list
 check "list has the @NPOINTS@ baked points" [ "$(wc -l < $K/list)" = @NPOINTS@ ]
 check "@NOPT@ of them optimized" [ "$(listed '\[OPTIMIZED\]')" = @NOPT@ ]
-check "3 of them return probes (r): @ENTRY@, @SYSCALL@, @SIGNAL@" [ "$(listed '^[0-9a-f]*  r  ')" = 3 ]
+check "4 of them return probes (r): @ENTRY@, @SYSCALL@, @SIGNAL@, @TICK@" [ "$(listed '^[0-9a-f]*  r  ')" = 4 ]
 check "the int3 probe is not" sh -c "! grep '@INT3@ .*OPTIMIZED' $K/list"
 all "armed at boot" 1
 
@@ -96,11 +96,12 @@ grep '^api' $S
 check "API: -EINVAL, -ENOENT, -EBUSY, batch rollback" grep -q 'api einval 1 enoent 1 ebusy 1 batch 1 rolled-back 1' $S
 
 # return probes (register_kprw_kretprobe), from the self-test's
-# selftest-kret: its entry handler stores the first argument in ri->data,
+# selftest-kret: its entry handler stores a mark and the entry's sp in ri->data,
 # its return handler checks regs and counts
 R=$K/selftest-kret
 rsnap() { report=$(cat $R); }
 SIG_SYM=$(echo @SIGNAL@ | sed 's/+.*//')
+TICK_SYM=$(echo @TICK@ | sed 's/+.*//')
 kret_getpid() { # DESC: N getpid(2) in kdrive, each followed to its return
     kdrive @SYSCALL@ getpid $N > /tmp/out & kp=$!
     wait $kp
@@ -179,7 +180,9 @@ kret_exhausted() {
 # tasks that die inside a followed call (a fatal signal: get_signal()
 # never returns): their instances come back when the tasks are freed
 kret_task_exit() {
-    echo "follow $SIG_SYM 2" > $R
+    # (enough instances for all of them: a dead task's come back only
+    # after it is reaped and a grace period has passed)
+    echo "follow $SIG_SYM 8" > $R
     for i in 1 2 3 4 5; do
         sleep 30 & p=$!
         kill $p; wait $p
@@ -187,20 +190,52 @@ kret_task_exit() {
     i=0
     while [ $i -lt 20 ]; do
         rsnap
-        [ "$(field free)" = 2 ] && break
+        [ "$(field free)" = 8 ] && break
         read -t 1 x <&3; i=$((i + 1))
     done
     echo "$report" | sed "s/^/kret task exit: /"
-    check "task exit: 5 tasks killed inside get_signal(): their instances are back" [ "$(field free)" = 2 ]
+    check "task exit: 5 tasks killed inside get_signal(): their instances are back" [ "$(field free)" = 8 ]
     # (the shell's own get_signal() calls, for SIGCHLD, return)
     check "task exit: the 5 killed tasks' calls were followed and never returned (entries $(field entries), returns $(field returns))" \
         [ "$(( $(field entries) - $(field returns) )) $(field nmissed)" = "5 0" ]
     echo off > $R
     exec 3>&-
 }
+# two CPUs at once: two kdrive processes calling getpid(2), each followed
+kret_smp() {
+    echo "follow $SYSCALL_SYM 8" > $R
+    kdrive @SYSCALL@ getpid $N > /tmp/out1 & a=$!
+    kdrive @SYSCALL@ getpid $N > /tmp/out2 & b=$!
+    wait $a; wait $b
+    rsnap
+    echo "$report" | sed "s/^/kret smp: /"
+    check "2 CPUs: both processes' calls followed, each return checked (entries, returns, ip, sp, data, pid)" \
+        [ "$(field entries) $(field returns) $(field ip-ok) $(field sp-ok) $(field data-ok) $(field ax-tgid) $(field nmissed)" = \
+          "$((2 * N)) $((2 * N)) $((2 * N)) $((2 * N)) $((2 * N)) $((2 * N)) 0" ]
+    check "2 CPUs: each got its own pid" sh -c "grep -qx 'getpid $a' /tmp/out1 && grep -qx 'getpid $b' /tmp/out2"
+    echo off > $R
+}
+# hard interrupts: the timer's @TICK@, called from the tick on each CPU
+kret_irq() {
+    echo "follow $TICK_SYM 8" > $R
+    read -t 1 x <&3
+    echo off > $R
+    rsnap
+    echo "$report" | sed "s/^/kret irq: /"
+    # (a call in flight when it was unregistered returns without its handler)
+    r=$(field returns) good=0
+    [ "$(field irq-entries)" -gt 0 ] && [ "$(field entries)" = "$(field irq-entries)" ] &&
+        [ "$(field irq-returns) $(field ip-ok) $(field sp-ok) $(field data-ok)" = "$r $r $r $r" ] &&
+        [ $(( $(field entries) - r )) -le 2 ] && good=1
+    check "interrupts: $TICK_SYM followed in hard interrupts ($(field irq-entries) calls), each return checked" [ $good = 1 ]
+}
 kret_nested
 kret_exhausted
 kret_task_exit
+kret_smp
+exec 3<>/tmp/fifo
+kret_irq
+exec 3>&-
 # unwinding from inside a handler (doc/kernel.md, Unwinding): at its first
 # run in kdrive the "stack" handler walks the stack three ways --
 # stack_trace_save() (save), stack_trace_save_tsk_reliable(current)
@@ -319,10 +354,10 @@ fi
 if [ @BENCH@ = 1 ]; then
     # per-hit cost on getpid(2), the same kernel and boot: baked probes
     # (optimized, int3) beside the kernel's kprobes (optprobe, int3), each with
-    # an empty handler, against the probe disabled (the original code); three
+    # an empty handler, against the probe disabled (the original code); five
     # rounds, one line each (TCG's timing is noisy: the host takes medians)
     bench() { kdrive bench getpid 20000 > /tmp/bench && awk '{ print $4 }' /tmp/bench; }
-    for round in 1 2 3; do
+    for round in 1 2 3 4 5; do
         echo "disable @SYSCALL@" > $K/control; base=$(bench)
         echo "enable @SYSCALL@" > $K/control; echo "kprw-empty @SYSCALL@" > $S; opt=$(bench)
         echo "unoptimize @SYSCALL@" > $K/control; i3=$(bench)

@@ -21,7 +21,6 @@ struct kprw_point {
 	struct kprw_kprobe __rcu *handlers;
 	int code;                 /* enum code_state; read by the probe paths */
 	bool disabled, unoptimized;
-	bool verified;            /* the site held what code says, once */
 };
 
 /* live control and registration */

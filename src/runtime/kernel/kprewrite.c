@@ -24,6 +24,7 @@
 #include <linux/glob.h>
 #include <linux/init.h>
 #include <linux/kdebug.h>
+#include <linux/kprobes.h>
 #include <linux/kernel.h>
 #include <linux/kallsyms.h>
 #include <linux/memory.h>
@@ -195,17 +196,31 @@ static int apply(struct kprw_point *pt)
 
 	if (want == have)
 		return 0;
-	if (!pt->verified) {
-		site_bytes(pt, have, now);
-		copy_from_kernel_nofault(cur, (void *)pt->addr, pt->len);
-		if (memcmp(cur, now, pt->len)) {
-			pr_err("%s+0x%x (0x%lx): the code is not what the probe table says: not patched\n",
-			       pt->name, pt->offset, pt->addr);
-			return -EILSEQ;
-		}
-		pt->verified = true;
+#ifdef CONFIG_KPROBES
+	/* The kernel's own kprobes patch text too, an optprobe's undoing
+	 * later, from a worker: let the pending work finish, and leave a site
+	 * alone while one of them is there. */
+	wait_for_kprobe_optimizer();
+	preempt_disable();
+	if (get_kprobe((void *)pt->addr)) {
+		preempt_enable();
+		pr_err("%s+0x%x (0x%lx): a kprobe of the kernel's is there: not patched\n",
+		       pt->name, pt->offset, pt->addr);
+		return -EBUSY;
 	}
+	preempt_enable();
+#endif
+	/* every time, under text_mutex (which every patcher of kernel text
+	 * takes): the site must hold what the state says */
 	mutex_lock(&text_mutex);
+	site_bytes(pt, have, now);
+	copy_from_kernel_nofault(cur, (void *)pt->addr, pt->len);
+	if (memcmp(cur, now, pt->len)) {
+		mutex_unlock(&text_mutex);
+		pr_err("%s+0x%x (0x%lx): the code is not what the probe table says: not patched\n",
+		       pt->name, pt->offset, pt->addr);
+		return -EILSEQ;
+	}
 	if (have != CODE_INT3) {
 		site_bytes(pt, CODE_INT3, b);
 		if (want == CODE_DISABLED)

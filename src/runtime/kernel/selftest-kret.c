@@ -5,7 +5,7 @@
  * /sys/kernel/debug/kprewrite/selftest-kret:
  *
  *   follow SYM [MAXACTIVE [AX]]  register a kprw_kretprobe on SYM%return:
- *                  its entry_handler stores the call's first argument in
+ *                  its entry_handler stores a mark and the entry's sp in
  *                  ri->data, its handler checks what it is given (below) and,
  *                  with AX, makes AX the return value of calls in kdrive
  *   empty SYM      a kprw_kretprobe whose handler only counts (benchmarks)
@@ -18,7 +18,8 @@
  * Reading it reports: entries, returns, how many returns had regs->ip the
  * call's return address, regs->sp just above where it was, ri->data what the
  * entry stored, regs->ax the task's tgid (for getpid); nmissed, its growth
- * between the last two marks, and the free instances. Not for production.
+ * between the last two marks, the free instances, and the entries and
+ * returns in hard interrupts. Not for production.
  */
 #define pr_fmt(fmt) "kprewrite selftest: " fmt
 
@@ -42,13 +43,15 @@ static DEFINE_MUTEX(kt_lock);
 static struct kprw_kretprobe kt_rp;
 static struct kprw_kprobe kt_nest;
 static char kt_sym[KSYM_NAME_LEN], kt_nest_sym[KSYM_NAME_LEN];
-static unsigned long kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok, kt_ax_tgid, kt_nests;
+/* (atomic: calls on several CPUs at once count) */
+static atomic_long_t kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok, kt_ax_tgid, kt_nests,
+	kt_irq_entries, kt_irq_returns;
 static long kt_set_ax;
 static int kt_mark[2];
 static bool kt_getpid;
 
 struct kt_data {
-	unsigned long magic, di;
+	unsigned long magic, sp;
 };
 #define KT_MAGIC 0x6b707277726574UL     /* "kprwret" */
 
@@ -56,9 +59,11 @@ static int kt_entry(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kt_data *d = (void *)ri->data;
 
-	kt_entries++;
+	atomic_long_inc(&kt_entries);
+	if (in_hardirq())
+		atomic_long_inc(&kt_irq_entries);
 	d->magic = KT_MAGIC;
-	d->di = regs->di;
+	d->sp = regs->sp;       /* where the return address is: ri->fp */
 	return 0;
 }
 
@@ -66,13 +71,18 @@ static int kt_return(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct kt_data *d = (void *)ri->data;
 
-	kt_returns++;
-	kt_ip_ok += regs->ip == (unsigned long)ri->ret_addr;
-	kt_sp_ok += regs->sp == (unsigned long)ri->fp + sizeof(long);
-	/* syscall wrappers take the pt_regs of the system call in di */
-	kt_data_ok += d->magic == KT_MAGIC && d->di != 0;
-	if (kt_getpid)
-		kt_ax_tgid += regs_return_value(regs) == task_tgid_vnr(current);
+	atomic_long_inc(&kt_returns);
+	if (in_hardirq())
+		atomic_long_inc(&kt_irq_returns);
+	if (regs->ip == (unsigned long)ri->ret_addr)
+		atomic_long_inc(&kt_ip_ok);
+	if (regs->sp == (unsigned long)ri->fp + sizeof(long))
+		atomic_long_inc(&kt_sp_ok);
+	/* the data is this call's */
+	if (d->magic == KT_MAGIC && d->sp == (unsigned long)ri->fp)
+		atomic_long_inc(&kt_data_ok);
+	if (kt_getpid && regs_return_value(regs) == task_tgid_vnr(current))
+		atomic_long_inc(&kt_ax_tgid);
 	if (kt_set_ax && !strcmp(current->comm, "kdrive"))
 		regs->ax = kt_set_ax;
 	d->magic = 0;
@@ -81,13 +91,13 @@ static int kt_return(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 
 static int kt_return_empty(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 {
-	kt_returns++;
+	atomic_long_inc(&kt_returns);
 	return 0;
 }
 
 static int kt_nest_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
-	kt_nests++;
+	atomic_long_inc(&kt_nests);
 	__x64_sys_getpid(regs);
 	return 0;
 }
@@ -98,7 +108,7 @@ static bool kt_kernel_on;
 
 static int kt_kernel_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	kt_returns++;
+	atomic_long_inc(&kt_returns);
 	return 0;
 }
 #endif
@@ -132,7 +142,15 @@ static int kt_follow(const char *sym, int maxactive, long ax, bool empty)
 	kt_rp.data_size = sizeof(struct kt_data);
 	kt_rp.entry_handler = empty ? NULL : kt_entry;
 	kt_rp.handler = empty ? kt_return_empty : kt_return;
-	kt_entries = kt_returns = kt_ip_ok = kt_sp_ok = kt_data_ok = kt_ax_tgid = kt_nests = 0;
+	atomic_long_set(&kt_entries, 0);
+	atomic_long_set(&kt_returns, 0);
+	atomic_long_set(&kt_ip_ok, 0);
+	atomic_long_set(&kt_sp_ok, 0);
+	atomic_long_set(&kt_data_ok, 0);
+	atomic_long_set(&kt_ax_tgid, 0);
+	atomic_long_set(&kt_nests, 0);
+	atomic_long_set(&kt_irq_entries, 0);
+	atomic_long_set(&kt_irq_returns, 0);
 	kt_mark[0] = kt_mark[1] = 0;
 	kt_set_ax = ax;
 	kt_getpid = !strcmp(sym, "__x64_sys_getpid");
@@ -142,9 +160,12 @@ static int kt_follow(const char *sym, int maxactive, long ax, bool empty)
 static int kt_show(struct seq_file *m, void *v)
 {
 	mutex_lock(&kt_lock);
-	seq_printf(m, "kret %s entries %lu returns %lu ip-ok %lu sp-ok %lu data-ok %lu ax-tgid %lu nmissed %d marked %d free %d nests %lu\n",
-		   kt_rp.kp.point ? "on" : "off", kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok,
-		   kt_ax_tgid, kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_free(), kt_nests);
+#define V(c) atomic_long_read(&(c))
+	seq_printf(m, "kret %s entries %ld returns %ld ip-ok %ld sp-ok %ld data-ok %ld ax-tgid %ld nmissed %d marked %d free %d nests %ld irq-entries %ld irq-returns %ld\n",
+		   kt_rp.kp.point ? "on" : "off", V(kt_entries), V(kt_returns), V(kt_ip_ok), V(kt_sp_ok),
+		   V(kt_data_ok), V(kt_ax_tgid), kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_free(), V(kt_nests),
+		   V(kt_irq_entries), V(kt_irq_returns));
+#undef V
 #ifdef CONFIG_KRETPROBES
 	seq_printf(m, "kretprobe %s nmissed %d\n", kt_kernel_on ? "on" : "off", kt_kernel_rp.nmissed);
 #endif
