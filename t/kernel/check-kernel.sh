@@ -148,6 +148,12 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
         printf "#   baked kretprobe          %8.1f  (+%.1f)\n", kr, kr - b
         printf "#   kernel kretprobe         %8.1f  (+%.1f)\n", kk, kk - b
         if (kk > b) printf "#   baked kretprobe / kernel kretprobe overhead: %.2f\n", (kr - b) / (kk - b)
+        # (TCG times drift between phases: the per-call ratio and the rounds
+        # each won are steadier than overheads over the base)
+        for (i = 1; i <= r; i++) wonopt += v["baked-opt", i] < v["kprobe-opt", i]
+        if (ko > 0) printf "#   baked optimized / kernel optprobe per call:   %.2f (baked faster in %d of %d rounds)\n", o / ko, wonopt, r
+        for (i = 1; i <= r; i++) won += v["baked-kret", i] < v["kretprobe", i]
+        if (kk > 0) printf "#   baked kretprobe / kernel kretprobe per call: %.2f (baked faster in %d of %d rounds)\n", kr / kk, won, r
     }'
 fi
 echo "1..$n"
