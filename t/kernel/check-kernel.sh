@@ -67,8 +67,9 @@ variant() {
     case $mid in ksys_read+0x*) ;; *) bail "$v: no instruction after a call in ksys_read ($mid)" ;; esac
     # return probes: vfs_read and getpid(2) beside their kprobes (one entry
     # each, kind r), get_signal alone (a task killed by a signal never
-    # returns from it), scheduler_tick (called in the timer's interrupt)
-    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\nscheduler_tick%%return\n' \
+    # returns from it), scheduler_tick (called in the timer's interrupt),
+    # ksys_read (vfs_read's caller: unwinding under a return probe)
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\nscheduler_tick%%return\nksys_read%%return\n' \
         "$mid" > "$d/probes.list"
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
@@ -76,7 +77,7 @@ variant() {
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    [ "$npoints" = 6 ]; ok $? "$v: the 8 probes are 6 points ($npoints), $nopt of them optimized"
+    [ "$npoints" = 7 ]; ok $? "$v: the 9 probes are 7 points ($npoints), $nopt of them optimized"
     grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read+0 can be jump-optimized"
     if [ "$v" = ftrace ]; then
         grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
@@ -94,7 +95,7 @@ variant() {
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$v: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q '6 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 6 points"
+    grep -q '7 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 7 points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$v: the baked vmlinux differs from the plain one"
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"

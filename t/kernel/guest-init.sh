@@ -35,7 +35,7 @@ echo KPRW-BEGIN
 cat $K/list
 check "list has the @NPOINTS@ baked points" [ "$(wc -l < $K/list)" = @NPOINTS@ ]
 check "@NOPT@ of them optimized" [ "$(listed '\[OPTIMIZED\]')" = @NOPT@ ]
-check "4 of them return probes (r): @ENTRY@, @SYSCALL@, @SIGNAL@, @TICK@" [ "$(listed '^[0-9a-f]*  r  ')" = 4 ]
+check "5 of them return probes (r): @ENTRY@, @SYSCALL@, @SIGNAL@, @TICK@, ksys_read" [ "$(listed '^[0-9a-f]*  r  ')" = 5 ]
 check "the int3 probe is not" sh -c "! grep '@INT3@ .*OPTIMIZED' $K/list"
 all "armed at boot" 1
 
@@ -322,6 +322,35 @@ if [ "$U" = orc ]; then
 else
     check "$u: stack_trace_save() goes through the detour, without $M, to its caller" eval 'lacks save $M && after save kprewrite_pool_text __x64_sys_read && ends save $END_'
 fi
+echo off > $S
+# unwinding through return probes: the trampoline took a return address
+# over, and the unwinders give the real one back (integrate.sh hooks them)
+# - from a return handler (vfs_read%return): at its first run in kdrive it
+#   walks with stack_trace_save() (ksave) and stack_trace_save_regs() (kregs)
+echo "stack $E" > $R
+kdrive @ENTRY@ read 1 > /dev/null
+rsnap
+echo "$report" | grep -E '^k(save|regs) ' | sed "s/^/unwind return handler: /"
+kn="unwind ($U), a return handler on $E"
+check "$kn: stack_trace_save() goes through the trampoline to the real caller ksys_read, on to the system call entry" \
+    eval 'after ksave kprewrite_kret_trampoline ksys_read && ends ksave $END_'
+check "$kn: stack_trace_save_regs(regs) starts at the real return address, in ksys_read" \
+    eval '[ "$(names kregs | awk "{ print \$1 }")" = ksys_read ] && ends kregs $END_'
+echo off > $R
+# - from a function a return probe follows: ksys_read's return address is
+#   the trampoline's while a kprobe's handler walks at vfs_read+0 (int3 path)
+echo "follow ksys_read 4" > $R
+echo "unoptimize @ENTRY@" > $K/control
+unwind "under ksys_read%return" @ENTRY@
+# (ksys_read's caller: do_syscall_64, which the ORC kernels' __x64_sys_read
+# jumps to ksys_read from; __x64_sys_read with frame pointers, where ksys_read
+# itself is not in the %rbp chain at vfs_read+0)
+if [ "$U" = orc ]; then caller="ksys_read do_syscall_64"; else caller="$E __x64_sys_read"; fi
+check "$u: stack_trace_save() has ksys_read's real caller, not the trampoline ($caller)" \
+    eval 'after save $caller && lacks save kprewrite_kret_trampoline && ends save $END_'
+check "$u: stack_trace_save_regs(regs) too ($caller)" eval 'after regs $caller && lacks regs kprewrite_kret_trampoline'
+echo "optimize @ENTRY@" > $K/control
+echo off > $R
 echo off > $S
 # the kernel's own kprobes on the same kernel
 if grep -q '^kprobe' $S; then

@@ -7,6 +7,8 @@
 #                          return probes follow (kernel/fork.c clears it in a
 #                          new task, kernel/exit.c gives them back when the
 #                          task is freed)
+#   arch/x86/include/asm/unwind.h  the unwinders take the real return address
+#                          where they meet the return trampoline's
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
@@ -57,6 +59,16 @@ edit "$src/kernel/exit.c" '^[[:space:]]*kprobe_flush_task[(]tsk[)];' \
     "#ifdef CONFIG_KPREWRITE
 	kprewrite_flush_task(tsk);
 #endif"
+# the unwinders recover a return address the trampoline took over
+edit "$src/arch/x86/include/asm/unwind.h" '^[[:space:]]*return addr;$' \
+    "#ifdef CONFIG_KPREWRITE
+	if (addr == (unsigned long)kprewrite_kret_trampoline) addr = kprewrite_unwind_ret_addr(state->task, addr_p);
+#endif"
+grep -q 'linux/kprewrite.h' "$src/arch/x86/include/asm/unwind.h" ||
+    sed -i '0,/^#include <linux\/rethook.h>/s//#include <linux\/rethook.h>\n#include <linux\/kprewrite.h>/' \
+        "$src/arch/x86/include/asm/unwind.h"
+grep -q 'linux/kprewrite.h' "$src/arch/x86/include/asm/unwind.h" ||
+    { echo "integrate.sh: could not include linux/kprewrite.h in $src/arch/x86/include/asm/unwind.h" >&2; exit 1; }
 grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
     sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$src/kernel/exit.c"
 grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||

@@ -41,7 +41,5 @@ void kprw_count_miss(const struct kprw_point *pt);
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);
 /* kretprobe.c: how many of rp's instances are free (the self-test's view) */
 int kprw_kret_free_instances(const struct kprw_kretprobe *rp);
-/* trampoline.S: where a followed call returns to */
-extern const u8 kprewrite_kret_trampoline[];
 
 #endif

@@ -114,6 +114,11 @@ int enable_kprw_kretprobe(struct kprw_kretprobe *rp);
 int disable_kprw_kretprobe(struct kprw_kretprobe *rp);
 
 struct task_struct;
+/* Where a followed call returns to (kernel/kprewrite/trampoline.S) */
+extern const u8 kprewrite_kret_trampoline[];
+/* For the unwinders (asm/unwind.h, edited by integrate.sh): the real
+ * return address where the trampoline's is at addr_p on tk's stack. */
+unsigned long kprewrite_unwind_ret_addr(struct task_struct *tk, unsigned long *addr_p);
 /* Called by the kernel when a task is freed (kernel/exit.c, added by
  * integrate.sh): the instances of the calls it never returned from are
  * given back. */

@@ -204,6 +204,22 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	return ret;
 }
 
+/*
+ * For the unwinders (arch/x86/include/asm/unwind.h, edited by integrate.sh),
+ * where they meet the trampoline's address as a return address at addr_p:
+ * the real one, from tk's followed calls (as the kernel's kretprobes answer
+ * theirs). The trampoline's address when none is there.
+ */
+notrace unsigned long kprewrite_unwind_ret_addr(struct task_struct *tk, unsigned long *addr_p)
+{
+	struct kprw_kretprobe_instance *ri;
+
+	for (ri = READ_ONCE(tk->kprw_kret_instances); ri; ri = READ_ONCE(ri->next))
+		if (ri->fp == addr_p && ri->ret_addr != kprewrite_kret_trampoline)
+			return (unsigned long)ri->ret_addr;
+	return (unsigned long)kprewrite_kret_trampoline;
+}
+
 void kprewrite_flush_task(struct task_struct *tk)
 {
 	struct kprw_kretprobe_instance *ri = tk->kprw_kret_instances, *next;

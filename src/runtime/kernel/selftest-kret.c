@@ -9,6 +9,9 @@
  *                  ri->data, its handler checks what it is given (below) and,
  *                  with AX, makes AX the return value of calls in kdrive
  *   empty SYM      a kprw_kretprobe whose handler only counts (benchmarks)
+ *   stack SYM      a kprw_kretprobe whose handler, at its first run in a
+ *                  task named kdrive, walks the stack: stack_trace_save()
+ *                  and stack_trace_save_regs(regs), reported symbolized
  *   kretprobe SYM  the kernel's own kretprobe, empty handler (CONFIG_KRETPROBES)
  *   nest SYM+OFF   also a kprw_kprobe on SYM+OFF whose handler calls
  *                  __x64_sys_getpid(): a return probe there is missed
@@ -32,6 +35,7 @@
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
+#include <linux/stacktrace.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
@@ -95,6 +99,24 @@ static int kt_return_empty(struct kprw_kretprobe_instance *ri, struct pt_regs *r
 	return 0;
 }
 
+#define KT_DEPTH 24
+static unsigned long kt_walk[2][KT_DEPTH];
+static unsigned int kt_walk_n[2];
+static bool kt_captured;
+
+static int kt_return_stack(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
+{
+	atomic_long_inc(&kt_returns);
+	if (kt_captured || strcmp(current->comm, "kdrive"))
+		return 0;
+#ifdef CONFIG_STACKTRACE
+	kt_walk_n[0] = stack_trace_save(kt_walk[0], KT_DEPTH, 0);
+	kt_walk_n[1] = stack_trace_save_regs(regs, kt_walk[1], KT_DEPTH, 0);
+#endif
+	kt_captured = true;
+	return 0;
+}
+
 static int kt_nest_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	atomic_long_inc(&kt_nests);
@@ -132,7 +154,9 @@ static void kt_off(void)
 #endif
 }
 
-static int kt_follow(const char *sym, int maxactive, long ax, bool empty)
+enum kt_kind { KT_FOLLOW, KT_EMPTY, KT_STACK };
+
+static int kt_follow(const char *sym, int maxactive, long ax, enum kt_kind kind)
 {
 	kt_off();
 	memset(&kt_rp, 0, sizeof(kt_rp));
@@ -140,8 +164,10 @@ static int kt_follow(const char *sym, int maxactive, long ax, bool empty)
 	kt_rp.kp.symbol_name = kt_sym;
 	kt_rp.maxactive = maxactive;
 	kt_rp.data_size = sizeof(struct kt_data);
-	kt_rp.entry_handler = empty ? NULL : kt_entry;
-	kt_rp.handler = empty ? kt_return_empty : kt_return;
+	kt_rp.entry_handler = kind == KT_FOLLOW ? kt_entry : NULL;
+	kt_rp.handler = kind == KT_FOLLOW ? kt_return : kind == KT_EMPTY ? kt_return_empty : kt_return_stack;
+	kt_captured = false;
+	kt_walk_n[0] = kt_walk_n[1] = 0;
 	atomic_long_set(&kt_entries, 0);
 	atomic_long_set(&kt_returns, 0);
 	atomic_long_set(&kt_ip_ok, 0);
@@ -169,6 +195,14 @@ static int kt_show(struct seq_file *m, void *v)
 #ifdef CONFIG_KRETPROBES
 	seq_printf(m, "kretprobe %s nmissed %d\n", kt_kernel_on ? "on" : "off", kt_kernel_rp.nmissed);
 #endif
+	if (kt_captured) {
+		int w;
+		unsigned int i;
+
+		for (w = 0; w < 2; w++)
+			for (i = 0; i < kt_walk_n[w]; i++)
+				seq_printf(m, "%s #%u %pS\n", w ? "kregs" : "ksave", i, (void *)kt_walk[w][i]);
+	}
 	mutex_unlock(&kt_lock);
 	return 0;
 }
@@ -196,7 +230,7 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 		kt_mark[1] = kt_rp.nmissed;
 	} else if (!sym || !*sym) {
 		rc = -EINVAL;
-	} else if (!strcmp(verb, "follow") || !strcmp(verb, "empty")) {
+	} else if (!strcmp(verb, "follow") || !strcmp(verb, "empty") || !strcmp(verb, "stack")) {
 		char *a = arg ? strsep(&arg, " ") : NULL;
 
 		if (a && *a)
@@ -204,7 +238,8 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 		if (!rc && arg && *arg)
 			rc = kstrtol(arg, 0, &ax);
 		if (!rc)
-			rc = kt_follow(sym, maxactive, ax, !strcmp(verb, "empty"));
+			rc = kt_follow(sym, maxactive, ax, !strcmp(verb, "follow") ? KT_FOLLOW :
+				       !strcmp(verb, "empty") ? KT_EMPTY : KT_STACK);
 	} else if (!strcmp(verb, "nest")) {
 		plus = strchr(sym, '+');
 		if (plus) {

@@ -3,34 +3,45 @@
  * The return trampoline of kprewrite's kernel return probes (kretprobe.c).
  * A followed call's function returns here instead of to its caller, with
  * %rsp just above the slot its return address was in. The trampoline puts
- * a word back into that slot (its own address until the real return address
- * is known, as a return address an unwinder can recognize), builds a
- * struct pt_regs below it, calls kprw_kret_return(regs), which runs the
+ * a word back into that slot (its own address until the real return
+ * address is known: a return address the unwinders recognize and look up,
+ * kprewrite_unwind_ret_addr()), makes a frame on it as a called function
+ * would (so both unwinders walk through it to the real caller), builds a
+ * struct pt_regs below, calls kprw_kret_return(regs), which runs the
  * handlers and answers the real return address, stores that in the slot,
- * reloads the registers (a handler's writes, the return value's included,
- * take effect) and returns through the slot: the caller's stack is as deep
- * as the call left it. The flags are not restored (dead after a return, by
- * the ABI), and never with popfq.
+ * reloads the registers (a handler's writes take effect, the return
+ * value's included; bp comes back from the frame) and returns through the
+ * slot: the caller's stack is as deep as the call left it. The flags are
+ * not restored (dead after a return, by the ABI), and never with popfq.
  */
 #include <linux/linkage.h>
+#include <linux/objtool.h>
 #include <asm/ptrace-abi.h>
 #include <asm/segment.h>
+#include <asm/unwind_hints.h>
 
 	.text
 SYM_CODE_START(kprewrite_kret_trampoline)
+	/* reached by a ret: no frame an unwinder could follow yet */
+	UNWIND_HINT_EMPTY
+	ANNOTATE_NOENDBR
 	pushq	$kprewrite_kret_trampoline	/* the slot again */
+	UNWIND_HINT_FUNC			/* as if called from the slot */
+	pushq	%rbp
+	movq	%rsp, %rbp
 	subq	$FRAME_SIZE, %rsp		/* struct pt_regs */
+	movq	%rax, RAX(%rsp)
 	movq	%r15, R15(%rsp)
 	movq	%r14, R14(%rsp)
 	movq	%r13, R13(%rsp)
 	movq	%r12, R12(%rsp)
-	movq	%rbp, RBP(%rsp)
+	movq	(%rbp), %rax			/* the bp the function returned with */
+	movq	%rax, RBP(%rsp)
 	movq	%rbx, RBX(%rsp)
 	movq	%r11, R11(%rsp)
 	movq	%r10, R10(%rsp)
 	movq	%r9, R9(%rsp)
 	movq	%r8, R8(%rsp)
-	movq	%rax, RAX(%rsp)
 	movq	%rcx, RCX(%rsp)
 	movq	%rdx, RDX(%rsp)
 	movq	%rsi, RSI(%rsp)
@@ -40,17 +51,16 @@ SYM_CODE_START(kprewrite_kret_trampoline)
 	movq	$__KERNEL_CS, CS(%rsp)
 	pushfq
 	popq	EFLAGS(%rsp)
-	leaq	FRAME_SIZE+8(%rsp), %rax	/* where the caller's stack is */
+	leaq	16(%rbp), %rax			/* where the caller's stack is */
 	movq	%rax, RSP(%rsp)
 	movq	$__KERNEL_DS, SS(%rsp)
 	movq	%rsp, %rdi
 	call	kprw_kret_return
-	movq	%rax, FRAME_SIZE(%rsp)		/* the real return address */
+	movq	%rax, 8(%rbp)			/* the real return address */
 	movq	R15(%rsp), %r15
 	movq	R14(%rsp), %r14
 	movq	R13(%rsp), %r13
 	movq	R12(%rsp), %r12
-	movq	RBP(%rsp), %rbp
 	movq	RBX(%rsp), %rbx
 	movq	R11(%rsp), %r11
 	movq	R10(%rsp), %r10
@@ -61,7 +71,6 @@ SYM_CODE_START(kprewrite_kret_trampoline)
 	movq	RDX(%rsp), %rdx
 	movq	RSI(%rsp), %rsi
 	movq	RDI(%rsp), %rdi
-	addq	$FRAME_SIZE, %rsp
-	ret
-	int3
+	leave
+	RET
 SYM_CODE_END(kprewrite_kret_trampoline)
