@@ -90,6 +90,18 @@ echo "unoptimize @ENTRY@" > $K/control
 echo "kprw @ENTRY@" > $S
 handler "handler, int3 path"
 echo "optimize @ENTRY@" > $K/control
+# a post_handler: the point runs unoptimized (int3, the instruction
+# single-stepped out of line) while one is registered
+check "post_handler: register on @ENTRY@" sh -c "echo 'post @ENTRY@' > $S"
+check "post_handler: the point runs unoptimized meanwhile" sh -c "! grep -q '@ENTRY@  \[OPTIMIZED\]' $K/list"
+echo "optimize @ENTRY@" > $K/control
+check "post_handler: optimize leaves it unoptimized while one is there" sh -c "! grep -q '@ENTRY@  \[OPTIMIZED\]' $K/list"
+handler "pre and post handlers"
+check "post_handler: ran after every pre_handler ($(field posts) of $(field hits))" [ "$(field posts)" = "$(field hits)" ]
+check "post_handler: regs->ip past the probed instruction at each run" [ "$(field post-ip-ok)" = "$(field posts)" ]
+check "post_handler: the flags as the pre_handler saw them (TF clear) at each run" [ "$(field post-flags-ok)" = "$(field posts)" ]
+echo off > $S
+check "post_handler unregistered: optimized again" grep -q "@ENTRY@  \[OPTIMIZED\]" $K/list
 echo off > $S
 echo "api @ENTRY@" > $S
 grep '^api' $S

@@ -24,7 +24,7 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
     { echo "integrate.sh: $src is not a Linux source tree with scripts/Makefile.vmlinux (6.1 or later)" >&2; exit 1; }
 
 mkdir -p "$src/kernel/kprewrite"
-cp "$here/kprewrite.c" "$here/kretprobe.c" "$here/internal.h" "$here/trampoline.S" "$here/selftest.c" "$here/selftest-kret.c" \
+cp "$here/kprewrite.c" "$here/post.c" "$here/kretprobe.c" "$here/internal.h" "$here/trampoline.S" "$here/selftest.c" "$here/selftest-kret.c" \
    "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
 cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime

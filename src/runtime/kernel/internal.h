@@ -21,6 +21,7 @@ struct kprw_point {
 	struct kprw_kprobe __rcu *handlers;
 	int code;                 /* enum code_state; read by the probe paths */
 	bool disabled, unoptimized;
+	u32 npost;                /* kprobes with a post_handler: the point runs unoptimized */
 };
 
 /* live control and registration */
@@ -36,6 +37,13 @@ void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt);
 void kprw_detach(struct kprw_kprobe *kp);
 /* A hit of pt that ran no handler (profile's and list's nmissed). */
 void kprw_count_miss(const struct kprw_point *pt);
+
+/* post.c: may a post_handler run at pt (its first instruction does not
+ * touch the trap or interrupt flag); step pt's instruction for its
+ * post_handlers (the int3 path, regs->ip the copy); hook the debug trap */
+bool kprw_post_allowed(const struct kprw_point *pt);
+void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs);
+int kprw_post_init(void);
 
 /* kretprobe.c: the pre_handler of a kretprobe's kp */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);

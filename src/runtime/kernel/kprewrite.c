@@ -145,8 +145,10 @@ static noinstr int kprw_int3(struct notifier_block *nb, unsigned long val, void 
 	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
 		regs->ip = pt->addr;
 		run_handlers(pt, regs);
-		if (regs->ip == pt->addr)       /* a handler may have sent it elsewhere */
+		if (regs->ip == pt->addr) {     /* a handler may have sent it elsewhere */
 			regs->ip = pt->ool;
+			kprw_post_arm(pt, regs);
+		}
 		ret = NOTIFY_STOP;
 	}
 	instrumentation_end();
@@ -162,7 +164,7 @@ static struct notifier_block kprw_int3_nb = {
 
 static enum code_state wanted(const struct kprw_point *pt)
 {
-	return kprw_wanted(knob_enabled, knob_optimization, pt->disabled, pt->unoptimized,
+	return kprw_wanted(knob_enabled, knob_optimization, pt->disabled, pt->unoptimized || pt->npost,
 			   pt->verdict == KPRW_OPTIMIZED && pt->detour);
 }
 
@@ -299,6 +301,22 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 		return -ENOENT;
 	}
 	kp->flags &= ~KPRW_FLAG_RETPROBE;
+	if (kp->post_handler) {
+		int rc = kprw_post_allowed(pt) ? 0 : -EOPNOTSUPP;
+
+		if (!rc) {
+			pt->npost++;
+			rc = apply(pt);        /* unoptimized from now on */
+			if (rc) {
+				pt->npost--;
+				apply(pt);
+			}
+		}
+		if (rc) {
+			mutex_unlock(&kprw_lock);
+			return rc;
+		}
+	}
 	kprw_attach(kp, pt);
 	mutex_unlock(&kprw_lock);
 	return 0;
@@ -332,12 +350,17 @@ void kprw_detach(struct kprw_kprobe *kp)
 
 void unregister_kprw_kprobe(struct kprw_kprobe *kp)
 {
+	struct kprw_point *pt;
+
 	mutex_lock(&kprw_lock);
 	if (!kp || !kp->point || (kp->flags & KPRW_FLAG_RETPROBE)) {
 		mutex_unlock(&kprw_lock);
 		return;
 	}
+	pt = kp->point;
 	kprw_detach(kp);
+	if (kp->post_handler && !--pt->npost)
+		apply(pt);                      /* optimized again, if it may be */
 	mutex_unlock(&kprw_lock);
 	/* handlers run with preemption off (or in the int3 trap): a grace
 	 * period ends every run that could still see kp */
@@ -622,8 +645,8 @@ static int __init kprewrite_init(void)
 		pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
 	}
 	npoints = t->nentries;
-	if (register_die_notifier(&kprw_int3_nb)) {
-		pr_err("cannot hook int3: int3 probes stay disarmed\n");
+	if (register_die_notifier(&kprw_int3_nb) || kprw_post_init()) {
+		pr_err("cannot hook int3 or the debug trap: int3 probes stay disarmed\n");
 		knob_enabled = false;
 	}
 	/* from here on hits count */

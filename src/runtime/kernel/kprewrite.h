@@ -22,6 +22,10 @@ struct kprw_kprobe;
  * registers take effect; a changed ip is honoured on the int3 path only, as
  * with the kernel's optprobes. The return value is ignored. */
 typedef int (*kprw_pre_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs);
+/* Runs after the probed instruction (single-stepped out of line, with
+ * interrupts off), regs->ip where it leaves the original code; flags is 0.
+ * A point with one runs unoptimized, as with the kernel's kprobes. */
+typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs, unsigned long flags);
 
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
 #define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
@@ -32,6 +36,7 @@ struct kprw_kprobe {
 	unsigned int offset;
 	void *addr;
 	kprw_pre_handler_t pre_handler;
+	kprw_post_handler_t post_handler;
 	u32 flags;
 	/* hits of this point that ran no handler: another handler was running
 	 * on this CPU (the recursion guard) */
@@ -42,7 +47,9 @@ struct kprw_kprobe {
 };
 
 /* 0; -EINVAL (symbol_name and addr both set, or neither); -ENOENT (no point
- * was baked there); -EBUSY (kp is registered already) */
+ * was baked there); -EBUSY (kp is registered already); with a post_handler,
+ * -EOPNOTSUPP (the instruction reads or writes the trap or interrupt flag:
+ * pushf, popf, cli, sti, iret) or the error of unoptimizing the point */
 int register_kprw_kprobe(struct kprw_kprobe *kp);
 /* Returns once no CPU runs kp's handler any more. */
 void unregister_kprw_kprobe(struct kprw_kprobe *kp);

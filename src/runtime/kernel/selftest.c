@@ -7,6 +7,9 @@
  *   kprw SYM+OFF     register a kprw_kprobe on a baked point (counts hits,
  *                    keeps the registers of calls whose 3rd argument is 777)
  *   kprw-empty SYM+OFF  the same with a handler that only counts (benchmarks)
+ *   post SYM+OFF     "kprw" with a post_handler too: counts its runs, and
+ *                    those with regs->ip past the probed instruction and the
+ *                    flags as the pre_handler saw them (TF clear)
  *   kprobe SYM       register the kernel's own kprobe (empty pre_handler:
  *                    optimized when the kernel can)
  *   kprobe-int3 SYM  the kernel's kprobe with a post_handler (never optimized)
@@ -40,10 +43,12 @@ static struct kprw_kprobe st_kp;
 static char st_sym[KSYM_NAME_LEN];
 static unsigned long st_hits, st_hits777, st_ip_ok, st_di, st_si, st_dx, st_sp_ok;
 static char st_api[256];
+static unsigned long st_posts, st_post_ip_ok, st_post_flags_ok, st_pre_flags;
 
 static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	st_hits++;
+	st_pre_flags = regs->flags;
 	st_ip_ok += regs->ip == (unsigned long)kp->addr;
 	/* sp is the probed code's: at a function entry, the return address */
 	st_sp_ok += regs->sp > (unsigned long)regs && regs->sp - (unsigned long)regs <= 512;
@@ -54,6 +59,14 @@ static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 		st_dx = regs->dx;
 	}
 	return 0;
+}
+
+static void st_post(struct kprw_kprobe *kp, struct pt_regs *regs, unsigned long flags)
+{
+	st_posts++;
+	st_post_ip_ok += regs->ip > (unsigned long)kp->addr && regs->ip - (unsigned long)kp->addr <= 15;
+	st_post_flags_ok += !(regs->flags & X86_EFLAGS_TF) &&
+			    (regs->flags & X86_EFLAGS_IF) == (st_pre_flags & X86_EFLAGS_IF);
 }
 
 /*
@@ -201,6 +214,7 @@ static int st_show(struct seq_file *m, void *v)
 	seq_printf(m, "kprobe %s hits %lu optimized %d\n", st_kprobe_on ? "on" : "off", st_kprobe_hits,
 		   st_kprobe_on ? st_kprobe_optimized() : 0);
 #endif
+	seq_printf(m, "post posts %lu post-ip-ok %lu post-flags-ok %lu\n", st_posts, st_post_ip_ok, st_post_flags_ok);
 	if (st_api[0])
 		seq_printf(m, "api %s\n", st_api);
 	if (st_stack_on || st_captured) {
@@ -237,7 +251,7 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 	} else if (!arg || !*arg) {
 		rc = -EINVAL;
 	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api") ||
-		   !strcmp(verb, "stack")) {
+		   !strcmp(verb, "stack") || !strcmp(verb, "post")) {
 		plus = strchr(arg, '+');
 		if (plus) {
 			*plus = 0;
@@ -251,9 +265,11 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 			memset(&st_kp, 0, sizeof(st_kp));
 			st_kp.symbol_name = st_sym;
 			st_kp.offset = off;
-			st_kp.pre_handler = !strcmp(verb, "kprw") ? st_pre :
+			st_kp.pre_handler = !strcmp(verb, "kprw") || !strcmp(verb, "post") ? st_pre :
 					    !strcmp(verb, "stack") ? st_pre_stack : st_pre_empty;
+			st_kp.post_handler = !strcmp(verb, "post") ? st_post : NULL;
 			st_hits = st_hits777 = st_ip_ok = st_sp_ok = 0;
+			st_posts = st_post_ip_ok = st_post_flags_ok = 0;
 			st_captured = false;
 			memset(st_walk_n, 0, sizeof(st_walk_n));
 			st_reliable_rc = 0;
