@@ -6,7 +6,9 @@
 #ifndef KPREWRITE_INTERNAL_H
 #define KPREWRITE_INTERNAL_H
 
+#include <linux/debugfs.h>
 #include <linux/mutex.h>
+#include <linux/seq_file.h>
 #include <linux/percpu.h>
 #include <linux/kprewrite.h>
 
@@ -44,6 +46,29 @@ void kprw_count_miss(const struct kprw_point *pt);
 bool kprw_post_allowed(const struct kprw_point *pt);
 void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs);
 int kprw_post_init(void);
+
+/* A debugfs file that reads NAME_show (a seq_file, m->private the file's
+ * data) and writes through NAME_write: NAME_fops. */
+#define KPRW_SHOW_WRITE_FOPS(name)						\
+static int name##_open(struct inode *inode, struct file *file)			\
+{										\
+	return single_open(file, name##_show, inode->i_private);		\
+}										\
+static const struct file_operations name##_fops = {				\
+	.open = name##_open,							\
+	.read = seq_read,							\
+	.llseek = seq_lseek,							\
+	.release = single_release,						\
+	.write = name##_write,							\
+}
+/* A command written to one of them: the len bytes at ubuf into buf (size
+ * bytes, NUL-terminated), then *verb its first word and *arg the rest,
+ * trimmed (NULL: none). 0, -EINVAL (too long) or -EFAULT. */
+int kprw_command(const char __user *ubuf, size_t len, char *buf, size_t size, char **verb, char **arg);
+/* "SYM+OFF" in place: spec keeps SYM, *off the offset (0 without one). */
+int kprw_split_offset(char *spec, unsigned long *off);
+/* A file in /sys/kernel/debug/kprewrite/ (from fs_initcall on) */
+void kprw_debugfs_add(const char *name, umode_t mode, void *data, const struct file_operations *fops);
 
 /* kretprobe.c: the pre_handler of a kretprobe's kp */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);

@@ -465,6 +465,31 @@ static int profile_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(profile);
 
+int kprw_command(const char __user *ubuf, size_t len, char *buf, size_t size, char **verb, char **arg)
+{
+	if (len >= size)
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = 0;
+	if (verb) {
+		*arg = strim(buf);
+		*verb = strsep(arg, " ");
+	}
+	return 0;
+}
+
+int kprw_split_offset(char *spec, unsigned long *off)
+{
+	char *plus = strchr(spec, '+');
+
+	*off = 0;
+	if (!plus)
+		return 0;
+	*plus = 0;
+	return kstrtoul(plus + 1, 0, off);
+}
+
 /* "enable|disable|optimize|unoptimize SPEC" */
 static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
 {
@@ -476,11 +501,9 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 	int rc;
 	u32 i;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
+	rc = kprw_command(ubuf, len, buf, sizeof(buf), NULL, NULL);
+	if (rc)
+		return rc;
 	if (!kprw_ctl_parse(buf, len, &op, &spec, &spec_len))
 		return -EINVAL;
 	mutex_lock(&kprw_lock);
@@ -505,18 +528,7 @@ static int control_show(struct seq_file *m, void *v)
 	return 0;
 }
 
-static int control_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, control_show, NULL);
-}
-
-static const struct file_operations control_fops = {
-	.open = control_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-	.write = control_write,
-};
+KPRW_SHOW_WRITE_FOPS(control);
 
 /* `enabled` arms or disarms every point (each keeps its own state);
  * `optimization` 0 unoptimizes every point. */
@@ -524,11 +536,6 @@ static int knob_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "%d\n", *(bool *)m->private);
 	return 0;
-}
-
-static int knob_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, knob_show, inode->i_private);
 }
 
 static ssize_t knob_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
@@ -545,13 +552,7 @@ static ssize_t knob_write(struct file *f, const char __user *ubuf, size_t len, l
 	return rc < 0 ? rc : len;
 }
 
-static const struct file_operations knob_fops = {
-	.open = knob_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-	.write = knob_write,
-};
+KPRW_SHOW_WRITE_FOPS(knob);
 
 /* ------------------------------------------------------------ start-up */
 
@@ -668,15 +669,21 @@ static int __init kprewrite_init(void)
 core_initcall(kprewrite_init);
 
 /* debugfs registers itself at core_initcall too: the files come later */
+static struct dentry *debugfs_dir;
+
+void kprw_debugfs_add(const char *name, umode_t mode, void *data, const struct file_operations *fops)
+{
+	debugfs_create_file(name, mode, debugfs_dir, data, fops);
+}
+
 static int __init kprewrite_debugfs_init(void)
 {
-	struct dentry *dir = debugfs_create_dir("kprewrite", NULL);
-
-	debugfs_create_file("list", 0400, dir, NULL, &list_fops);
-	debugfs_create_file("profile", 0400, dir, NULL, &profile_fops);
-	debugfs_create_file("control", 0600, dir, NULL, &control_fops);
-	debugfs_create_file("enabled", 0600, dir, &knob_enabled, &knob_fops);
-	debugfs_create_file("optimization", 0600, dir, &knob_optimization, &knob_fops);
+	debugfs_dir = debugfs_create_dir("kprewrite", NULL);
+	kprw_debugfs_add("list", 0400, NULL, &list_fops);
+	kprw_debugfs_add("profile", 0400, NULL, &profile_fops);
+	kprw_debugfs_add("control", 0600, NULL, &control_fops);
+	kprw_debugfs_add("enabled", 0600, &knob_enabled, &knob_fops);
+	kprw_debugfs_add("optimization", 0600, &knob_optimization, &knob_fops);
 	return 0;
 }
 fs_initcall(kprewrite_debugfs_init);

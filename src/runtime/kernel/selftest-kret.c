@@ -209,18 +209,14 @@ static int kt_show(struct seq_file *m, void *v)
 
 static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[KSYM_NAME_LEN + 64], *arg, *verb, *sym, *plus;
+	char buf[KSYM_NAME_LEN + 64], *arg, *verb, *sym;
 	unsigned long off = 0;
-	int rc = 0, maxactive = 0;
+	int rc, maxactive = 0;
 	long ax = 0;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
-	arg = strim(buf);
-	verb = strsep(&arg, " ");
+	rc = kprw_command(ubuf, len, buf, sizeof(buf), &verb, &arg);
+	if (rc)
+		return rc;
 	sym = arg ? strsep(&arg, " ") : NULL;
 	mutex_lock(&kt_lock);
 	if (!strcmp(verb, "off")) {
@@ -241,11 +237,7 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 			rc = kt_follow(sym, maxactive, ax, !strcmp(verb, "follow") ? KT_FOLLOW :
 				       !strcmp(verb, "empty") ? KT_EMPTY : KT_STACK);
 	} else if (!strcmp(verb, "nest")) {
-		plus = strchr(sym, '+');
-		if (plus) {
-			*plus = 0;
-			rc = kstrtoul(plus + 1, 0, &off);
-		}
+		rc = kprw_split_offset(sym, &off);
 		if (!rc && kt_nest.point)
 			unregister_kprw_kprobe(&kt_nest);
 		if (!rc) {
@@ -273,25 +265,11 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 	return rc < 0 ? rc : len;
 }
 
-static int kt_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, kt_show, NULL);
-}
-
-static const struct file_operations kt_fops = {
-	.open = kt_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-	.write = kt_write,
-};
+KPRW_SHOW_WRITE_FOPS(kt);
 
 static int __init kprewrite_selftest_kret_init(void)
 {
-	struct dentry *dir = debugfs_lookup("kprewrite", NULL);
-
-	debugfs_create_file("selftest-kret", 0600, dir, NULL, &kt_fops);
-	dput(dir);
+	kprw_debugfs_add("selftest-kret", 0600, NULL, &kt_fops);
 	return 0;
 }
 late_initcall(kprewrite_selftest_kret_init);

@@ -38,6 +38,8 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
+#include "internal.h"   /* KPRW_SHOW_WRITE_FOPS, kprw_debugfs_add() */
+
 static DEFINE_MUTEX(st_lock);
 static struct kprw_kprobe st_kp;
 static char st_sym[KSYM_NAME_LEN];
@@ -234,17 +236,13 @@ static int st_show(struct seq_file *m, void *v)
 
 static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[KSYM_NAME_LEN + 32], *arg, *verb, *plus;
+	char buf[KSYM_NAME_LEN + 32], *arg, *verb;
 	unsigned long off = 0;
-	int rc = 0;
+	int rc;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
-	if (copy_from_user(buf, ubuf, len))
-		return -EFAULT;
-	buf[len] = 0;
-	arg = strim(buf);
-	verb = strsep(&arg, " ");
+	rc = kprw_command(ubuf, len, buf, sizeof(buf), &verb, &arg);
+	if (rc)
+		return rc;
 	mutex_lock(&st_lock);
 	if (!strcmp(verb, "off")) {
 		st_off();
@@ -252,11 +250,7 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 		rc = -EINVAL;
 	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api") ||
 		   !strcmp(verb, "stack") || !strcmp(verb, "post")) {
-		plus = strchr(arg, '+');
-		if (plus) {
-			*plus = 0;
-			rc = kstrtoul(plus + 1, 0, &off);
-		}
+		rc = kprw_split_offset(arg, &off);
 		strscpy(st_sym, arg, sizeof(st_sym));
 		if (!rc && !strcmp(verb, "api")) {
 			st_api_check(st_sym, off);
@@ -288,25 +282,11 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 	return rc < 0 ? rc : len;
 }
 
-static int st_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, st_show, NULL);
-}
-
-static const struct file_operations st_fops = {
-	.open = st_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-	.write = st_write,
-};
+KPRW_SHOW_WRITE_FOPS(st);
 
 static int __init kprewrite_selftest_init(void)
 {
-	struct dentry *dir = debugfs_lookup("kprewrite", NULL);
-
-	debugfs_create_file("selftest", 0600, dir, NULL, &st_fops);
-	dput(dir);
+	kprw_debugfs_add("selftest", 0600, NULL, &st_fops);
 	return 0;
 }
 late_initcall(kprewrite_selftest_init);
