@@ -29,7 +29,7 @@ boot() {
     label=$1 image=$2 d=$3
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
          s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/scheduler_tick+0x0/g; s/@BENCH@/$4/g;
-         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g" "$src/t/kernel/guest-init.sh" > "$d/init"
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@NRET@/$((5 + kunit))/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
@@ -44,6 +44,9 @@ boot() {
         esac
     done < "$d/guest.txt"
     [ "$(wc -l < "$d/guest.txt")" -ge 40 ]; ok $? "$label: the guest reported its checks ($(wc -l < "$d/guest.txt"))"
+    # the kernel's kprobes KUnit suite, if it ran: its lines verbatim
+    grep '^KPRW-KUNIT ' "$log" | tr -d '\r' | sed 's/^KPRW-KUNIT /# /' > "$d/kunit.txt"
+    cat "$d/kunit.txt"
     [ $failed = 0 ] || { echo "# serial log: $log"; tail -n 30 "$log" | sed 's/^/# /'; }
 }
 
@@ -71,13 +74,21 @@ variant() {
     # ksys_read (vfs_read's caller: unwinding under a return probe)
     printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\nscheduler_tick%%return\nksys_read%%return\n' \
         "$mid" > "$d/probes.list"
+    # the kernel's kprobes KUnit suite (lib/test_kprobes.c, built where
+    # kprewrite provides the kprobes API) registers on these at boot
+    kunit=0
+    if grep -q '^CONFIG_KPROBES_SANITY_TEST=y' "$obj/.config"; then
+        kunit=4
+        printf 'kprobe_target\nkprobe_target%%return\nkprobe_target2\nkprobe_target2%%return\nkprobe_stacktrace_target%%return\nkprobe_stacktrace_internal_target%%return\n' \
+            >> "$d/probes.list"
+    fi
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
     # the points (a probe and a return probe at one address are one) and
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    [ "$npoints" = 7 ]; ok $? "$v: the 9 probes are 7 points ($npoints), $nopt of them optimized"
+    [ "$npoints" = $((7 + kunit)) ]; ok $? "$v: the $(wc -l < "$d/probes.list") probes are $((7 + kunit)) points ($npoints), $nopt of them optimized"
     grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read+0 can be jump-optimized"
     if [ "$v" = ftrace ]; then
         grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
@@ -95,7 +106,7 @@ variant() {
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$v: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q '7 probes baked' "$d/bake.log"; ok $? "$v: the post-link step baked 7 points"
+    grep -q "$((7 + kunit)) probes baked" "$d/bake.log"; ok $? "$v: the post-link step baked $((7 + kunit)) points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$v: the baked vmlinux differs from the plain one"
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"
@@ -121,6 +132,13 @@ ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk '/  vfs_read\+0x0  / { print $1
 
 variant nokprobes
 ! grep -q '^CONFIG_KPROBES=y' "$kb/nokprobes/.config"; ok $? "nokprobes: the kernel has no CONFIG_KPROBES"
+# lib/test_kprobes.c, unmodified, against kprewrite's kprobes API: every case
+k=$W/nokprobes/kunit.txt
+grep -Eq '^# +# kprobes_test: pass:6 fail:0 skip:0 total:6$' "$k"
+ok $? "nokprobes: the kernel's kprobes KUnit suite passed: $(grep 'kprobes_test: pass' "$k" | sed 's/^# *//')"
+for c in test_kprobe test_kprobes test_kretprobe test_kretprobes test_stacktrace_on_kretprobe test_stacktrace_on_nested_kretprobe; do
+    grep -Eq "^# +ok [0-9]+ (- )?$c\$" "$k"; ok $? "nokprobes: kprobes_test: $c"
+done
 variant ftrace
 grep -q 'ftrace: the function tracer is on' "$W/ftrace/guest.txt"; ok $? "ftrace: the guest ran the ftrace checks"
 

@@ -9,6 +9,10 @@
 #                          task is freed)
 #   arch/x86/include/asm/unwind.h  the unwinders take the real return address
 #                          where they meet the return trampoline's
+#   include/linux/kprobes.h, arch/Kconfig, lib/Kconfig.debug  without
+#                          CONFIG_KPROBES, the kprobes API is kprewrite's
+#                          (CONFIG_KPREWRITE_KPROBES_API, with CONFIG_KRETPROBES
+#                          and the kprobes KUnit suite available)
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
@@ -23,15 +27,19 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 [ -f "$src/scripts/Makefile.vmlinux" ] && [ -f "$src/arch/x86/Kconfig" ] ||
     { echo "integrate.sh: $src is not a Linux source tree with scripts/Makefile.vmlinux (6.1 or later)" >&2; exit 1; }
 
+# put FROM TO: copy only what changed (a file's time decides what the
+# kernel rebuilds: include/linux/kprewrite.h reaches the unwinders' header)
+put() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 mkdir -p "$src/kernel/kprewrite"
-cp "$here/kprewrite.c" "$here/post.c" "$here/kretprobe.c" "$here/internal.h" "$here/trampoline.S" "$here/selftest.c" "$here/selftest-kret.c" \
-   "$here/pool.S" "$here/Makefile" "$here/Kconfig" "$src/kernel/kprewrite/"
-cp "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
+for f in kprewrite.c post.c kretprobe.c internal.h trampoline.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
+    put "$here/$f" "$src/kernel/kprewrite/$f"
+done
+put "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime
-cp "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/"
-for f in control table wanted; do cp "$top/src/runtime/core/$f.c" "$src/kernel/kprewrite/core-$f.c"; done
-cp "$top/src/arch/x86/site.h" "$src/kernel/kprewrite/"   # what a site holds in each state
-cp "$here/kprewrite.h" "$src/include/linux/kprewrite.h"
+put "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/kprw-core.h"
+for f in control table wanted; do put "$top/src/runtime/core/$f.c" "$src/kernel/kprewrite/core-$f.c"; done
+put "$top/src/arch/x86/site.h" "$src/kernel/kprewrite/site.h"   # what a site holds in each state
+put "$here/kprewrite.h" "$src/include/linux/kprewrite.h"
 
 grep -q 'kernel/kprewrite/Kconfig' "$src/arch/x86/Kconfig" ||
     printf '\nsource "kernel/kprewrite/Kconfig"\n' >> "$src/arch/x86/Kconfig"
@@ -47,9 +55,13 @@ edit() {
         { rm -f "$1.kprw"; echo "integrate.sh: no line matching '$2' in $1" >&2; exit 1; }
     mv "$1.kprw" "$1"
 }
+# (a tree an earlier integrate.sh edited had the field typed; files are
+# rewritten only when they change: their times decide what the kernel rebuilds)
+! grep -q 'struct kprw_kretprobe_instance.*\*kprw_kret_instances;' "$src/include/linux/sched.h" ||
+    sed -i 's/^\tstruct kprw_kretprobe_instance\t\*kprw_kret_instances;$/\tvoid\t\t\t\t*kprw_kret_instances;/' "$src/include/linux/sched.h"
 edit "$src/include/linux/sched.h" '^#ifdef CONFIG_KRETPROBES$' \
     "#ifdef CONFIG_KPREWRITE
-	struct kprw_kretprobe_instance	*kprw_kret_instances;
+	void				*kprw_kret_instances;
 #endif"
 edit "$src/kernel/fork.c" '^#ifdef CONFIG_KRETPROBES$' \
     "#ifdef CONFIG_KPREWRITE
@@ -73,6 +85,58 @@ grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
     sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$src/kernel/exit.c"
 grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
     { echo "integrate.sh: could not include linux/kprewrite.h in $src/kernel/exit.c" >&2; exit 1; }
+
+# Without CONFIG_KPROBES, kprewrite provides <linux/kprobes.h>'s API
+# (CONFIG_KPREWRITE_KPROBES_API): the header's stubs step aside (renamed
+# by macros, then declared for real), CONFIG_KRETPROBES follows
+# CONFIG_KPREWRITE too, and the kernel's kprobes KUnit suite may be built
+kp=$src/include/linux/kprobes.h
+if ! grep -q KPREWRITE "$kp"; then
+    stubs="register_kprobe register_kprobes unregister_kprobe unregister_kprobes register_kretprobe
+           register_kretprobes unregister_kretprobe unregister_kretprobes disable_kprobe enable_kprobe"
+    awk -v stubs="$stubs" '
+    BEGIN { n = split(stubs, f, /[ \n]+/) }
+    !a && /^#else \/\* !CONFIG_KPROBES: \*\/$/ {
+        print; a = 1
+        print "#ifdef CONFIG_KPREWRITE_KPROBES_API"
+        print "/* kprewrite provides these (kernel/kprewrite/): the stubs step aside */"
+        for (i = 1; i <= n; i++) if (f[i] != "") printf "#define %s kprobes_stub_%s\n", f[i], f[i]
+        print "#endif"
+        next
+    }
+    a && !b && /^#endif \/\* CONFIG_KPROBES \*\/$/ {
+        print; b = 1
+        print "#ifdef CONFIG_KPREWRITE_KPROBES_API"
+        for (i = 1; i <= n; i++) if (f[i] != "") printf "#undef %s\n", f[i]
+        print "int register_kprobe(struct kprobe *p);"
+        print "void unregister_kprobe(struct kprobe *p);"
+        print "int register_kprobes(struct kprobe **kps, int num);"
+        print "void unregister_kprobes(struct kprobe **kps, int num);"
+        print "int register_kretprobe(struct kretprobe *rp);"
+        print "void unregister_kretprobe(struct kretprobe *rp);"
+        print "int register_kretprobes(struct kretprobe **rps, int num);"
+        print "void unregister_kretprobes(struct kretprobe **rps, int num);"
+        print "int disable_kprobe(struct kprobe *kp);"
+        print "int enable_kprobe(struct kprobe *kp);"
+        print "struct kretprobe *get_kretprobe(struct kretprobe_instance *ri);"
+        print "#endif"
+        next
+    }
+    { print }
+    END { if (!b) exit 1 }' "$kp" > "$kp.kprw" ||
+        { rm -f "$kp.kprw"; echo "integrate.sh: could not find the !CONFIG_KPROBES stubs in $kp" >&2; exit 1; }
+    mv "$kp.kprw" "$kp"
+fi
+grep -q 'KPREWRITE_KPROBES_API' "$src/arch/Kconfig" ||
+    sed -i 's/^\tdepends on KPROBES && (HAVE_KRETPROBES || HAVE_RETHOOK)$/\tdepends on (KPROBES || KPREWRITE_KPROBES_API) \&\& (HAVE_KRETPROBES || HAVE_RETHOOK)/' "$src/arch/Kconfig"
+grep -q 'depends on (KPROBES || KPREWRITE_KPROBES_API) && (HAVE_KRETPROBES' "$src/arch/Kconfig" ||
+    { echo "integrate.sh: could not find config KRETPROBES's dependency in $src/arch/Kconfig" >&2; exit 1; }
+grep -q 'KPREWRITE_KPROBES_API' "$src/lib/Kconfig.debug" || {
+awk '/^config KPROBES_SANITY_TEST$/ { t = 1 } t && /^\tdepends on KPROBES$/ { print "\tdepends on KPROBES || KPREWRITE_KPROBES_API"; t = 0; next }
+     /^config / && !/KPROBES_SANITY_TEST/ { t = 0 } { print }' "$src/lib/Kconfig.debug" > "$src/lib/Kconfig.debug.kprw" &&
+    mv "$src/lib/Kconfig.debug.kprw" "$src/lib/Kconfig.debug"; }
+grep -q 'depends on KPROBES || KPREWRITE_KPROBES_API' "$src/lib/Kconfig.debug" ||
+    { echo "integrate.sh: could not find config KPROBES_SANITY_TEST in $src/lib/Kconfig.debug" >&2; exit 1; }
 
 mv=$src/scripts/Makefile.vmlinux
 if ! grep -q KPREWRITE "$mv"; then

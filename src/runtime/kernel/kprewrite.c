@@ -74,7 +74,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 	preempt_disable_notrace();
 	if (unlikely(__this_cpu_read(kprw_running))) {
 		this_cpu_inc(missed[pt->id]);
-		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(kp->next))
+		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 			if (kp->flags & KPRW_FLAG_RETPROBE)
 				container_of(kp, struct kprw_kretprobe, kp)->nmissed++;
 			else
@@ -86,7 +86,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 	if (!kp)
 		goto out;
 	__this_cpu_write(kprw_running, pt);
-	for (; kp; kp = rcu_dereference_raw(kp->next))
+	for (; kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler)
 			kp->pre_handler(kp, regs);
 	__this_cpu_write(kprw_running, NULL);
@@ -287,7 +287,7 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 	if (!kp)
 		return -EINVAL;
 	mutex_lock(&kprw_lock);
-	if (kp->point) {
+	if (KPRW_KP_POINT(kp)) {
 		mutex_unlock(&kprw_lock);
 		return -EBUSY;
 	}
@@ -325,27 +325,27 @@ EXPORT_SYMBOL_GPL(register_kprw_kprobe);
 
 void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt)
 {
-	kp->point = pt;
+	KPRW_KP_POINT(kp) = pt;
 	kp->addr = (void *)pt->addr;
-	RCU_INIT_POINTER(kp->next, rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
+	RCU_INIT_POINTER(KPRW_KP_NEXT(kp), rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
 	rcu_assign_pointer(pt->handlers, kp);
 }
 
 void kprw_detach(struct kprw_kprobe *kp)
 {
-	struct kprw_point *pt = kp->point;
+	struct kprw_point *pt = KPRW_KP_POINT(kp);
 	struct kprw_kprobe __rcu **pp;
 
 	for (pp = &pt->handlers; rcu_access_pointer(*pp); ) {
 		struct kprw_kprobe *k = rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock));
 
 		if (k == kp) {
-			rcu_assign_pointer(*pp, rcu_dereference_protected(k->next, 1));
+			rcu_assign_pointer(*pp, rcu_dereference_protected(KPRW_KP_NEXT(k), 1));
 			break;
 		}
-		pp = &k->next;
+		pp = &KPRW_KP_NEXT(k);
 	}
-	kp->point = NULL;
+	KPRW_KP_POINT(kp) = NULL;
 }
 
 void unregister_kprw_kprobe(struct kprw_kprobe *kp)
@@ -353,11 +353,11 @@ void unregister_kprw_kprobe(struct kprw_kprobe *kp)
 	struct kprw_point *pt;
 
 	mutex_lock(&kprw_lock);
-	if (!kp || !kp->point || (kp->flags & KPRW_FLAG_RETPROBE)) {
+	if (!kp || !KPRW_KP_POINT(kp) || (kp->flags & KPRW_FLAG_RETPROBE)) {
 		mutex_unlock(&kprw_lock);
 		return;
 	}
-	pt = kp->point;
+	pt = KPRW_KP_POINT(kp);
 	kprw_detach(kp);
 	if (kp->post_handler && !--pt->npost)
 		apply(pt);                      /* optimized again, if it may be */
@@ -397,7 +397,7 @@ EXPORT_SYMBOL_GPL(unregister_kprw_kprobes);
 
 int enable_kprw_kprobe(struct kprw_kprobe *kp)
 {
-	if (!kp->point)
+	if (!KPRW_KP_POINT(kp))
 		return -EINVAL;
 	WRITE_ONCE(kp->flags, kp->flags & ~KPRW_FLAG_DISABLED);
 	return 0;
@@ -406,7 +406,7 @@ EXPORT_SYMBOL_GPL(enable_kprw_kprobe);
 
 int disable_kprw_kprobe(struct kprw_kprobe *kp)
 {
-	if (!kp->point)
+	if (!KPRW_KP_POINT(kp))
 		return -EINVAL;
 	WRITE_ONCE(kp->flags, kp->flags | KPRW_FLAG_DISABLED);
 	return 0;

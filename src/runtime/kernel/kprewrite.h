@@ -8,6 +8,13 @@
  * with the kernel's kprobes (CONFIG_KPROBES may be on too). Only points that
  * were baked can be registered: the probe is already in the code, a
  * registration only attaches a handler to it.
+ *
+ * Without CONFIG_KPROBES (CONFIG_KPREWRITE_KPROBES_API), the names are the
+ * kernel's: the runtime provides <linux/kprobes.h>'s register_kprobe() and
+ * its kin on struct kprobe, struct kretprobe and struct kretprobe_instance
+ * (their fields the kprobes core would use hold the runtime's private
+ * ones), and every kprw_ name below is the kernel's (integrate.sh makes
+ * kprobes.h declare them instead of its stubs).
  */
 #ifndef _LINUX_KPREWRITE_H
 #define _LINUX_KPREWRITE_H
@@ -15,6 +22,47 @@
 #include <linux/types.h>
 
 struct pt_regs;
+
+#ifdef CONFIG_KPREWRITE_KPROBES_API
+#include <linux/kprobes.h>
+#define kprw_kprobe kprobe
+#define kprw_kretprobe kretprobe
+#define kprw_kretprobe_instance kretprobe_instance
+#define kprw_pre_handler_t kprobe_pre_handler_t
+#define kprw_post_handler_t kprobe_post_handler_t
+#define kprw_kretprobe_handler_t kretprobe_handler_t
+#define register_kprw_kprobe register_kprobe
+#define unregister_kprw_kprobe unregister_kprobe
+#define register_kprw_kprobes register_kprobes
+#define unregister_kprw_kprobes unregister_kprobes
+#define enable_kprw_kprobe enable_kprobe
+#define disable_kprw_kprobe disable_kprobe
+#define register_kprw_kretprobe register_kretprobe
+#define unregister_kprw_kretprobe unregister_kretprobe
+#define register_kprw_kretprobes register_kretprobes
+#define unregister_kprw_kretprobes unregister_kretprobes
+#define enable_kprw_kretprobe enable_kretprobe      /* kprobes.h's inline */
+#define disable_kprw_kretprobe disable_kretprobe
+#define get_kprw_kretprobe get_kretprobe
+/* the runtime's private fields: in those the kprobes core (absent) uses */
+#define KPRW_KP_NEXT(kp)	(*(struct kprobe __rcu **)&(kp)->hlist.next)
+#define KPRW_KP_POINT(kp)	(*(void **)&(kp)->hlist.pprev)
+#define KPRW_RP_HOLDER(rp)	(*(struct kprw_kretprobe_holder **)&(rp)->rh)
+#define KPRW_RI_NEXT(ri)	(*(struct kretprobe_instance **)&(ri)->node.llist.next)
+#define KPRW_RI_HOLDER(ri)	(*(struct kprw_kretprobe_holder **)&(ri)->node.rethook)
+#define KPRW_RI_BUSY(ri)	(*(unsigned int *)&(ri)->node.freelist.refs)
+#define KPRW_RI_RET(ri)		(*(void **)&(ri)->node.ret_addr)
+#define KPRW_RI_FP(ri)		(*(void **)&(ri)->node.frame)
+#else
+#define KPRW_KP_NEXT(kp)	((kp)->next)
+#define KPRW_KP_POINT(kp)	((kp)->point)
+#define KPRW_RP_HOLDER(rp)	((rp)->rph)
+#define KPRW_RI_NEXT(ri)	((ri)->next)
+#define KPRW_RI_HOLDER(ri)	((ri)->rph)
+#define KPRW_RI_BUSY(ri)	((ri)->busy)
+#define KPRW_RI_RET(ri)		((ri)->ret_addr)
+#define KPRW_RI_FP(ri)		((ri)->fp)
+
 struct kprw_kprobe;
 
 /* Runs at each hit, before the probed instruction, with preemption off
@@ -27,9 +75,12 @@ typedef int (*kprw_pre_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs);
  * A point with one runs unoptimized, as with the kernel's kprobes. */
 typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs, unsigned long flags);
 
+#endif /* !CONFIG_KPREWRITE_KPROBES_API */
+
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
 #define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
 
+#ifndef CONFIG_KPREWRITE_KPROBES_API
 struct kprw_kprobe {
 	/* where: symbol_name (+ offset), or addr; not both */
 	const char *symbol_name;
@@ -45,6 +96,7 @@ struct kprw_kprobe {
 	struct kprw_kprobe __rcu *next;
 	void *point;
 };
+#endif
 
 /* 0; -EINVAL (symbol_name and addr both set, or neither); -ENOENT (no point
  * was baked there); -EBUSY (kp is registered already); with a post_handler,
@@ -70,8 +122,9 @@ int disable_kprw_kprobe(struct kprw_kprobe *kp);
  * taken at the entry, given back at the return or when the task is freed)
  * and no other handler runs on this CPU; otherwise nmissed counts it.
  */
-struct kprw_kretprobe_instance;
 struct kprw_kretprobe_holder;
+#ifndef CONFIG_KPREWRITE_KPROBES_API
+struct kprw_kretprobe_instance;
 typedef int (*kprw_kretprobe_handler_t)(struct kprw_kretprobe_instance *ri, struct pt_regs *regs);
 
 struct kprw_kretprobe {
@@ -103,6 +156,7 @@ struct kprw_kretprobe_instance {
 	void *fp;
 	char data[];
 };
+#endif
 
 /* The kretprobe ri belongs to; NULL once it was unregistered (a call it
  * followed may return later). */
@@ -110,15 +164,19 @@ struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri);
 
 /* 0; -EINVAL (symbol_name and addr both set, or neither; a negative
  * maxactive; no handler at all); -ENOENT (no point baked as SYM%return
- * there); -EBUSY (rp is registered already); -ENOMEM */
+ * there); -EBUSY (rp is registered already); -E2BIG (data_size over
+ * KPRW_KRET_MAX_DATA, as KRETPROBE_MAX_DATA_SIZE); -ENOMEM */
+#define KPRW_KRET_MAX_DATA 4096
 int register_kprw_kretprobe(struct kprw_kretprobe *rp);
 /* Returns once no CPU runs rp's handlers any more; calls still followed
  * return to their callers without running them. */
 void unregister_kprw_kretprobe(struct kprw_kretprobe *rp);
 int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
 void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
+#ifndef CONFIG_KPREWRITE_KPROBES_API   /* (else kprobes.h's inlines) */
 int enable_kprw_kretprobe(struct kprw_kretprobe *rp);
 int disable_kprw_kretprobe(struct kprw_kretprobe *rp);
+#endif
 
 struct task_struct;
 /* Where a followed call returns to (kernel/kprewrite/trampoline.S) */

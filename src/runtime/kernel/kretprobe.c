@@ -57,7 +57,7 @@ static struct kprw_kretprobe_instance *inst(struct kprw_kretprobe_holder *h, int
 
 struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri)
 {
-	return READ_ONCE(ri->rph->rp);
+	return READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 }
 EXPORT_SYMBOL_GPL(get_kprw_kretprobe);
 
@@ -70,7 +70,7 @@ static struct kprw_kretprobe_instance *inst_take(struct kprw_kretprobe_holder *h
 	for (i = 0; i < h->n; i++) {
 		struct kprw_kretprobe_instance *ri = inst(h, (start + i) % h->n);
 
-		if (!READ_ONCE(ri->busy) && cmpxchg(&ri->busy, 0, 1) == 0)
+		if (!READ_ONCE(KPRW_RI_BUSY(ri)) && cmpxchg(&KPRW_RI_BUSY(ri), 0, 1) == 0)
 			return ri;
 	}
 	return NULL;
@@ -78,7 +78,7 @@ static struct kprw_kretprobe_instance *inst_take(struct kprw_kretprobe_holder *h
 
 static void inst_give(struct kprw_kretprobe_instance *ri)
 {
-	smp_store_release(&ri->busy, 0);
+	smp_store_release(&KPRW_RI_BUSY(ri), 0);
 }
 
 static bool holder_idle(struct kprw_kretprobe_holder *h)
@@ -86,18 +86,18 @@ static bool holder_idle(struct kprw_kretprobe_holder *h)
 	int i;
 
 	for (i = 0; i < h->n; i++)
-		if (READ_ONCE(inst(h, i)->busy))
+		if (READ_ONCE(KPRW_RI_BUSY(inst(h, i))))
 			return false;
 	return true;
 }
 
 int kprw_kret_free_instances(const struct kprw_kretprobe *rp)
 {
-	struct kprw_kretprobe_holder *h = rp->rph;
+	struct kprw_kretprobe_holder *h = KPRW_RP_HOLDER(rp);
 	int i, n = 0;
 
 	for (i = 0; h && i < h->n; i++)
-		n += !READ_ONCE(inst(h, i)->busy);
+		n += !READ_ONCE(KPRW_RI_BUSY(inst(h, i)));
 	return n;
 }
 
@@ -116,7 +116,7 @@ static void reap_holders(void)
 static void miss(struct kprw_kretprobe *rp)
 {
 	rp->nmissed++;
-	kprw_count_miss(rp->kp.point);
+	kprw_count_miss(KPRW_KP_POINT(&rp->kp));
 }
 
 /* The kretprobe's kp->pre_handler, at the function's entry: regs->sp holds
@@ -124,22 +124,22 @@ static void miss(struct kprw_kretprobe *rp)
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	struct kprw_kretprobe *rp = container_of(kp, struct kprw_kretprobe, kp);
-	struct kprw_kretprobe_instance *ri = inst_take(rp->rph);
+	struct kprw_kretprobe_instance *ri = inst_take(KPRW_RP_HOLDER(rp));
 	unsigned long *slot = (unsigned long *)regs->sp;
 
 	if (!ri) {
 		miss(rp);
 		return 0;
 	}
-	ri->fp = slot;
-	ri->ret_addr = (void *)*slot;
+	KPRW_RI_FP(ri) = slot;
+	KPRW_RI_RET(ri) = (void *)*slot;
 	if (rp->entry_handler && rp->entry_handler(ri, regs)) {
 		inst_give(ri);
 		return 0;
 	}
 	/* on the task first, then the return address: an interrupt in
 	 * between pushes and pops above ri */
-	ri->next = current->kprw_kret_instances;
+	KPRW_RI_NEXT(ri) = current->kprw_kret_instances;
 	barrier();
 	WRITE_ONCE(current->kprw_kret_instances, ri);
 	barrier();
@@ -163,30 +163,30 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	preempt_disable_notrace();
 	/* instances of calls below this one never returned (their stack was
 	 * abandoned): give them back */
-	while ((ri = READ_ONCE(current->kprw_kret_instances)) && (unsigned long *)ri->fp < slot) {
-		WRITE_ONCE(current->kprw_kret_instances, ri->next);
+	while ((ri = READ_ONCE(current->kprw_kret_instances)) && (unsigned long *)KPRW_RI_FP(ri) < slot) {
+		WRITE_ONCE(current->kprw_kret_instances, KPRW_RI_NEXT(ri));
 		inst_give(ri);
 	}
 	first = ri;
-	for (end = first; end && end->fp == slot; end = end->next)
-		if (end->ret_addr != kprewrite_kret_trampoline)
-			ret = (unsigned long)end->ret_addr;
+	for (end = first; end && KPRW_RI_FP(end) == slot; end = KPRW_RI_NEXT(end))
+		if (KPRW_RI_RET(end) != kprewrite_kret_trampoline)
+			ret = (unsigned long)KPRW_RI_RET(end);
 	/* a return to the trampoline that no instance explains: there is no
 	 * telling where to go, as in the kernel's own kretprobes */
 	BUG_ON(!ret);
 	regs->ip = ret;
 	if (__this_cpu_read(kprw_running)) {
-		for (ri = first; ri != end; ri = ri->next)
-			if (READ_ONCE(ri->rph->rp))
-				miss(ri->rph->rp);
+		for (ri = first; ri != end; ri = KPRW_RI_NEXT(ri))
+			if (READ_ONCE(KPRW_RI_HOLDER(ri)->rp))
+				miss(KPRW_RI_HOLDER(ri)->rp);
 	} else {
-		struct kprw_kretprobe *rp0 = READ_ONCE(first->rph->rp);
+		struct kprw_kretprobe *rp0 = READ_ONCE(KPRW_RI_HOLDER(first)->rp);
 		/* (it only marks this CPU busy: probes the handlers hit are missed) */
-		struct kprw_point *busy = rp0 ? rp0->kp.point : NULL;
+		struct kprw_point *busy = rp0 ? KPRW_KP_POINT(&rp0->kp) : NULL;
 
 		__this_cpu_write(kprw_running, busy);
-		for (ri = first; ri != end; ri = ri->next) {
-			struct kprw_kretprobe *rp = READ_ONCE(ri->rph->rp);
+		for (ri = first; ri != end; ri = KPRW_RI_NEXT(ri)) {
+			struct kprw_kretprobe *rp = READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 
 			if (rp && rp->handler && !(READ_ONCE(rp->kp.flags) & KPRW_FLAG_DISABLED))
 				rp->handler(ri, regs);
@@ -195,7 +195,7 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	}
 	WRITE_ONCE(current->kprw_kret_instances, end);
 	for (ri = first; ri != end; ) {
-		struct kprw_kretprobe_instance *next = ri->next;
+		struct kprw_kretprobe_instance *next = KPRW_RI_NEXT(ri);
 
 		inst_give(ri);
 		ri = next;
@@ -214,9 +214,9 @@ notrace unsigned long kprewrite_unwind_ret_addr(struct task_struct *tk, unsigned
 {
 	struct kprw_kretprobe_instance *ri;
 
-	for (ri = READ_ONCE(tk->kprw_kret_instances); ri; ri = READ_ONCE(ri->next))
-		if (ri->fp == addr_p && ri->ret_addr != kprewrite_kret_trampoline)
-			return (unsigned long)ri->ret_addr;
+	for (ri = READ_ONCE(tk->kprw_kret_instances); ri; ri = READ_ONCE(KPRW_RI_NEXT(ri)))
+		if (KPRW_RI_FP(ri) == addr_p && KPRW_RI_RET(ri) != kprewrite_kret_trampoline)
+			return (unsigned long)KPRW_RI_RET(ri);
 	return (unsigned long)kprewrite_kret_trampoline;
 }
 
@@ -226,7 +226,7 @@ void kprewrite_flush_task(struct task_struct *tk)
 
 	tk->kprw_kret_instances = NULL;
 	for (; ri; ri = next) {
-		next = ri->next;
+		next = KPRW_RI_NEXT(ri);
 		inst_give(ri);
 	}
 }
@@ -238,6 +238,8 @@ int register_kprw_kretprobe(struct kprw_kretprobe *rp)
 	int i, n, rc = 0;
 	size_t stride;
 
+	if (rp && rp->data_size > KPRW_KRET_MAX_DATA)
+		return -E2BIG;
 	if (!rp || rp->maxactive < 0 || (!rp->handler && !rp->entry_handler) ||
 	    !rp->kp.symbol_name == !rp->kp.addr || (rp->kp.symbol_name && rp->kp.offset))
 		return -EINVAL;
@@ -250,16 +252,16 @@ int register_kprw_kretprobe(struct kprw_kretprobe *rp)
 	h->stride = stride;
 	h->rp = rp;
 	for (i = 0; i < n; i++)
-		inst(h, i)->rph = h;
+		KPRW_RI_HOLDER(inst(h, i)) = h;
 	mutex_lock(&kprw_lock);
 	reap_holders();
 	pt = kprw_find_point(rp->kp.symbol_name, 0, (unsigned long)rp->kp.addr);
-	if (rp->kp.point)
+	if (KPRW_KP_POINT(&rp->kp))
 		rc = -EBUSY;
 	else if (!pt || pt->kind != KPRW_KIND_R)
 		rc = -ENOENT;       /* not baked as SYM%return */
 	if (!rc) {
-		rp->rph = h;
+		KPRW_RP_HOLDER(rp) = h;
 		rp->nmissed = 0;
 		rp->kp.pre_handler = kprw_kret_entry;
 		rp->kp.flags |= KPRW_FLAG_RETPROBE;
@@ -277,7 +279,7 @@ void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
 	struct kprw_kretprobe_holder *h;
 
 	mutex_lock(&kprw_lock);
-	h = rp && rp->kp.point ? rp->rph : NULL;
+	h = rp && KPRW_KP_POINT(&rp->kp) ? KPRW_RP_HOLDER(rp) : NULL;
 	if (h)
 		kprw_detach(&rp->kp);
 	mutex_unlock(&kprw_lock);
@@ -288,7 +290,7 @@ void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
 	WRITE_ONCE(h->rp, NULL);
 	synchronize_rcu();
 	mutex_lock(&kprw_lock);
-	rp->rph = NULL;
+	KPRW_RP_HOLDER(rp) = NULL;
 	list_add(&h->retired, &retired_holders);
 	reap_holders();
 	mutex_unlock(&kprw_lock);
@@ -322,6 +324,7 @@ void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
 }
 EXPORT_SYMBOL_GPL(unregister_kprw_kretprobes);
 
+#ifndef CONFIG_KPREWRITE_KPROBES_API   /* (else kprobes.h's inlines) */
 int enable_kprw_kretprobe(struct kprw_kretprobe *rp)
 {
 	return enable_kprw_kprobe(&rp->kp);
@@ -333,3 +336,4 @@ int disable_kprw_kretprobe(struct kprw_kretprobe *rp)
 	return disable_kprw_kprobe(&rp->kp);
 }
 EXPORT_SYMBOL_GPL(disable_kprw_kretprobe);
+#endif

@@ -70,7 +70,7 @@ void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs)
 
 	if (!READ_ONCE(pt->npost))
 		return;
-	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(kp->next))
+	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 		any |= kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED);
 	if (!any)
 		return;
@@ -104,7 +104,7 @@ static int kprw_debug(struct notifier_block *nb, unsigned long val, void *data)
 	if (regs->ip == pt->ool + insn_len_at((void *)pt->ool, MAX_INSN_SIZE))
 		regs->ip = pt->addr + insn_len_at(pt->orig, pt->len);
 	__this_cpu_write(kprw_running, pt);
-	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(kp->next))
+	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED))
 			kp->post_handler(kp, regs, 0);
 	__this_cpu_write(kprw_running, NULL);

@@ -12,7 +12,7 @@
  *   stack SYM      a kprw_kretprobe whose handler, at its first run in a
  *                  task named kdrive, walks the stack: stack_trace_save()
  *                  and stack_trace_save_regs(regs), reported symbolized
- *   kretprobe SYM  the kernel's own kretprobe, empty handler (CONFIG_KRETPROBES)
+ *   kretprobe SYM  the kernel's own kretprobe, empty handler (CONFIG_KPROBES)
  *   nest SYM+OFF   also a kprw_kprobe on SYM+OFF whose handler calls
  *                  __x64_sys_getpid(): a return probe there is missed
  *   mark           remember nmissed (the report gives the growth since)
@@ -78,12 +78,12 @@ static int kt_return(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 	atomic_long_inc(&kt_returns);
 	if (in_hardirq())
 		atomic_long_inc(&kt_irq_returns);
-	if (regs->ip == (unsigned long)ri->ret_addr)
+	if (regs->ip == (unsigned long)KPRW_RI_RET(ri))
 		atomic_long_inc(&kt_ip_ok);
-	if (regs->sp == (unsigned long)ri->fp + sizeof(long))
+	if (regs->sp == (unsigned long)KPRW_RI_FP(ri) + sizeof(long))
 		atomic_long_inc(&kt_sp_ok);
 	/* the data is this call's */
-	if (d->magic == KT_MAGIC && d->sp == (unsigned long)ri->fp)
+	if (d->magic == KT_MAGIC && d->sp == (unsigned long)KPRW_RI_FP(ri))
 		atomic_long_inc(&kt_data_ok);
 	if (kt_getpid && regs_return_value(regs) == task_tgid_vnr(current))
 		atomic_long_inc(&kt_ax_tgid);
@@ -124,7 +124,7 @@ static int kt_nest_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 	return 0;
 }
 
-#ifdef CONFIG_KRETPROBES
+#ifdef CONFIG_KPROBES   /* the kernel's own (without it, kretprobes are ours) */
 static struct kretprobe kt_kernel_rp;
 static bool kt_kernel_on;
 
@@ -138,16 +138,16 @@ static int kt_kernel_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* the free instances of kt_rp (-1: not registered) */
 static int kt_free(void)
 {
-	return kt_rp.kp.point ? kprw_kret_free_instances(&kt_rp) : -1;
+	return KPRW_KP_POINT(&kt_rp.kp) ? kprw_kret_free_instances(&kt_rp) : -1;
 }
 
 static void kt_off(void)
 {
-	if (kt_nest.point)
+	if (KPRW_KP_POINT(&kt_nest))
 		unregister_kprw_kprobe(&kt_nest);
-	if (kt_rp.kp.point)
+	if (KPRW_KP_POINT(&kt_rp.kp))
 		unregister_kprw_kretprobe(&kt_rp);
-#ifdef CONFIG_KRETPROBES
+#ifdef CONFIG_KPROBES
 	if (kt_kernel_on)
 		unregister_kretprobe(&kt_kernel_rp);
 	kt_kernel_on = false;
@@ -188,11 +188,11 @@ static int kt_show(struct seq_file *m, void *v)
 	mutex_lock(&kt_lock);
 #define V(c) atomic_long_read(&(c))
 	seq_printf(m, "kret %s entries %ld returns %ld ip-ok %ld sp-ok %ld data-ok %ld ax-tgid %ld nmissed %d marked %d free %d nests %ld irq-entries %ld irq-returns %ld\n",
-		   kt_rp.kp.point ? "on" : "off", V(kt_entries), V(kt_returns), V(kt_ip_ok), V(kt_sp_ok),
+		   KPRW_KP_POINT(&kt_rp.kp) ? "on" : "off", V(kt_entries), V(kt_returns), V(kt_ip_ok), V(kt_sp_ok),
 		   V(kt_data_ok), V(kt_ax_tgid), kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_free(), V(kt_nests),
 		   V(kt_irq_entries), V(kt_irq_returns));
 #undef V
-#ifdef CONFIG_KRETPROBES
+#ifdef CONFIG_KPROBES
 	seq_printf(m, "kretprobe %s nmissed %d\n", kt_kernel_on ? "on" : "off", kt_kernel_rp.nmissed);
 #endif
 	if (kt_captured) {
@@ -238,7 +238,7 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 				       !strcmp(verb, "empty") ? KT_EMPTY : KT_STACK);
 	} else if (!strcmp(verb, "nest")) {
 		rc = kprw_split_offset(sym, &off);
-		if (!rc && kt_nest.point)
+		if (!rc && KPRW_KP_POINT(&kt_nest))
 			unregister_kprw_kprobe(&kt_nest);
 		if (!rc) {
 			memset(&kt_nest, 0, sizeof(kt_nest));
@@ -248,7 +248,7 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 			kt_nest.pre_handler = kt_nest_pre;
 			rc = register_kprw_kprobe(&kt_nest);
 		}
-#ifdef CONFIG_KRETPROBES
+#ifdef CONFIG_KPROBES
 	} else if (!strcmp(verb, "kretprobe")) {
 		kt_off();
 		memset(&kt_kernel_rp, 0, sizeof(kt_kernel_rp));

@@ -168,7 +168,7 @@ static int st_kprobe_register(const char *sym, bool int3)
 
 static void st_off(void)
 {
-	if (st_kp.point)
+	if (KPRW_KP_POINT(&st_kp))
 		unregister_kprw_kprobe(&st_kp);
 	st_stack_on = false;
 #ifdef CONFIG_KPROBES
@@ -204,14 +204,14 @@ static void st_api_check(const char *sym, unsigned int off)
 	a.offset = off;
 	rollback = register_kprw_kprobes(batch, 2);   /* the 2nd fails: the 1st is rolled back */
 	snprintf(st_api, sizeof(st_api), "einval %d enoent %d ebusy %d batch %d rolled-back %d",
-		 both == -EINVAL, none == -ENOENT, busy == -EBUSY, rollback == -ENOENT, a.point == NULL);
+		 both == -EINVAL, none == -ENOENT, busy == -EBUSY, rollback == -ENOENT, KPRW_KP_POINT(&a) == NULL);
 }
 
 static int st_show(struct seq_file *m, void *v)
 {
 	mutex_lock(&st_lock);
 	seq_printf(m, "kprw %s hits %lu ip-ok %lu sp-ok %lu hits777 %lu di %lx si %lx dx %lu\n",
-		   st_kp.point ? "on" : "off", st_hits, st_ip_ok, st_sp_ok, st_hits777, st_di, st_si, st_dx);
+		   KPRW_KP_POINT(&st_kp) ? "on" : "off", st_hits, st_ip_ok, st_sp_ok, st_hits777, st_di, st_si, st_dx);
 #ifdef CONFIG_KPROBES
 	seq_printf(m, "kprobe %s hits %lu optimized %d\n", st_kprobe_on ? "on" : "off", st_kprobe_hits,
 		   st_kprobe_on ? st_kprobe_optimized() : 0);
