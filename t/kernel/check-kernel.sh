@@ -30,7 +30,7 @@ boot() {
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
          s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/scheduler_tick+0x0/g; s/@BENCH@/$4/g;
          s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@NRET@/$((5 + kunit))/g" "$src/t/kernel/guest-init.sh" > "$d/init"
-    sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" || bail "initramfs"
+    sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
     sh "$src/t/kernel/boot.sh" "$image" "$d/initrd.cpio" "$log" "${KP_BOOT_TIMEOUT:-300}"
@@ -78,8 +78,9 @@ variant() {
     # kprewrite provides the kprobes API) registers on these at boot
     kunit=0
     if grep -q '^CONFIG_KPROBES_SANITY_TEST=y' "$obj/.config"; then
-        kunit=4
-        printf 'kprobe_target\nkprobe_target%%return\nkprobe_target2\nkprobe_target2%%return\nkprobe_stacktrace_target%%return\nkprobe_stacktrace_internal_target%%return\n' \
+        # (and samples/kprobes' modules probe kernel_clone)
+        kunit=5
+        printf 'kprobe_target\nkprobe_target%%return\nkprobe_target2\nkprobe_target2%%return\nkprobe_stacktrace_target%%return\nkprobe_stacktrace_internal_target%%return\nkernel_clone\nkernel_clone%%return\n' \
             >> "$d/probes.list"
     fi
     "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
@@ -109,6 +110,18 @@ variant() {
     grep -q "$((7 + kunit)) probes baked" "$d/bake.log"; ok $? "$v: the post-link step baked $((7 + kunit)) points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$v: the baked vmlinux differs from the plain one"
+    # the kernel's samples/kprobes, unmodified, as modules against the kernel
+    # that provides the kprobes API (the guest loads them)
+    extra=
+    if [ $kunit != 0 ]; then
+        rm -rf "$d/samples"; mkdir -p "$d/samples"
+        cp "$tree/samples/kprobes/kprobe_example.c" "$tree/samples/kprobes/kretprobe_example.c" "$d/samples/"
+        printf 'obj-m += kprobe_example.o kretprobe_example.o\n' > "$d/samples/Kbuild"
+        { $mk modules && make -C "$tree" -s O="$obj" ARCH=x86_64 M="$d/samples" modules; } > "$d/samples.log" 2>&1
+        ok $? "$v: samples/kprobes build as modules against it"
+        cmp -s "$obj/vmlinux" "$d/vmlinux"; ok $? "$v: building modules did not relink vmlinux"
+        extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko"
+    fi
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"
     b=0
     [ "$v" != kprobes ] || b=${KP_KERNEL_BENCH:-0}   # the comparison needs the kernel's kprobes
@@ -139,6 +152,7 @@ ok $? "nokprobes: the kernel's kprobes KUnit suite passed: $(grep 'kprobes_test:
 for c in test_kprobe test_kprobes test_kretprobe test_kretprobes test_stacktrace_on_kretprobe test_stacktrace_on_nested_kretprobe; do
     grep -Eq "^# +ok [0-9]+ (- )?$c\$" "$k"; ok $? "nokprobes: kprobes_test: $c"
 done
+extra=
 variant ftrace
 grep -q 'ftrace: the function tracer is on' "$W/ftrace/guest.txt"; ok $? "ftrace: the guest ran the ftrace checks"
 

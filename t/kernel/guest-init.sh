@@ -421,6 +421,31 @@ if [ @BENCH@ = 1 ]; then
     done
 fi
 
+# the kernel's samples/kprobes modules, unmodified, where they were built
+# (the kernel without kprobes): each probes kernel_clone; one fork between
+# loading and unloading them
+if [ -f /bin/kprobe_example.ko ]; then
+    n0=$(dmesg | wc -l)
+    check "samples: insmod kprobe_example.ko" insmod /bin/kprobe_example.ko
+    check "samples: insmod kretprobe_example.ko" insmod /bin/kretprobe_example.ko
+    sh -c 'sleep 0' & wait $!
+    check "samples: rmmod kretprobe_example" rmmod kretprobe_example
+    check "samples: rmmod kprobe_example" rmmod kprobe_example
+    dmesg | tail -n +$((n0 + 1)) > /tmp/samples
+    sed 's/^\[[ 0-9.]*\] //; s/^/KPRW-SAMPLE /' /tmp/samples
+    check "samples: kprobe_example planted its kprobe on kernel_clone" grep -q 'Planted kprobe at ' /tmp/samples
+    # (%p prints (____ptrval____) until the kernel's random pool is ready)
+    P='0x([0-9a-f]+|\(____ptrval____\))'
+    kc=$(awk '$3 == "kernel_clone" { print $1; exit }' /proc/kallsyms)
+    check "samples: its pre_handler printed p->addr, ip (kernel_clone, $kc) and flags" \
+        grep -Eq "<kernel_clone> p->addr = $P, ip = $kc, flags = 0x[0-9a-f]+\$" /tmp/samples
+    check "samples: its post_handler printed p->addr and flags" grep -Eq "<kernel_clone> p->addr = $P, flags = 0x[0-9a-f]+\$" /tmp/samples
+    check "samples: kretprobe_example planted its return probe" grep -q 'Planted return probe at kernel_clone' /tmp/samples
+    check "samples: it printed kernel_clone's return value (a pid) and its time" grep -Eq 'kernel_clone returned [1-9][0-9]* and took [0-9]+ ns to execute' /tmp/samples
+    check "samples: both unregistered on rmmod, no instance missed" \
+        sh -c "grep -q 'kprobe at .* unregistered' /tmp/samples && grep -q 'kretprobe at .* unregistered' /tmp/samples && grep -q 'Missed probing 0 instances of kernel_clone' /tmp/samples"
+fi
+
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg
 # (the self-test's dump_stack() sections aside, unless they hold one)
