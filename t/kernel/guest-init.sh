@@ -106,6 +106,10 @@ check "post_handler: regs->ip past the probed instruction at each run" [ "$(fiel
 check "post_handler: the flags as the pre_handler saw them (TF clear) at each run" [ "$(field post-flags-ok)" = "$(field posts)" ]
 echo off > $S
 check "post_handler unregistered: optimized again" grep -q "@ENTRY@  \[OPTIMIZED\]" $K/list
+echo "post-refused @FLAGFN@" > $S
+snap
+check "post_handler: refused (-EOPNOTSUPP) on @FLAGFN@, whose first instruction touches the trap or interrupt flag" \
+    [ "$(field post-refused)" = -95 ]
 echo off > $S
 echo "api @ENTRY@" > $S
 grep '^api' $S

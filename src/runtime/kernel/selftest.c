@@ -19,6 +19,9 @@
  *                    (when the kernel has it), stack_trace_save_regs(regs),
  *                    and dump_stack() between two marker lines in the log
  *   api              the registration API's error cases, into the report
+ *   post-refused SYM+OFF  a kprw_kprobe with a post_handler on a point whose
+ *                    instruction touches the trap or interrupt flag: the
+ *                    registration's result, into the report
  *   off              unregister everything
  *
  * Reading it reports what was seen. Not for production kernels.
@@ -45,6 +48,7 @@ static struct kprw_kprobe st_kp;
 static char st_sym[KSYM_NAME_LEN];
 static unsigned long st_hits, st_hits777, st_ip_ok, st_di, st_si, st_dx, st_sp_ok;
 static char st_api[256];
+static int st_post_refused = 1;     /* 1: not tried */
 static unsigned long st_posts, st_post_ip_ok, st_post_flags_ok, st_pre_flags;
 
 static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
@@ -216,7 +220,8 @@ static int st_show(struct seq_file *m, void *v)
 	seq_printf(m, "kprobe %s hits %lu optimized %d\n", st_kprobe_on ? "on" : "off", st_kprobe_hits,
 		   st_kprobe_on ? st_kprobe_optimized() : 0);
 #endif
-	seq_printf(m, "post posts %lu post-ip-ok %lu post-flags-ok %lu\n", st_posts, st_post_ip_ok, st_post_flags_ok);
+	seq_printf(m, "post posts %lu post-ip-ok %lu post-flags-ok %lu post-refused %d\n", st_posts, st_post_ip_ok,
+		   st_post_flags_ok, st_post_refused);
 	if (st_api[0])
 		seq_printf(m, "api %s\n", st_api);
 	if (st_stack_on || st_captured) {
@@ -249,11 +254,22 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 	} else if (!arg || !*arg) {
 		rc = -EINVAL;
 	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api") ||
-		   !strcmp(verb, "stack") || !strcmp(verb, "post")) {
+		   !strcmp(verb, "stack") || !strcmp(verb, "post") || !strcmp(verb, "post-refused")) {
 		rc = kprw_split_offset(arg, &off);
 		strscpy(st_sym, arg, sizeof(st_sym));
 		if (!rc && !strcmp(verb, "api")) {
 			st_api_check(st_sym, off);
+		} else if (!rc && !strcmp(verb, "post-refused")) {
+			static struct kprw_kprobe r;
+
+			memset(&r, 0, sizeof(r));
+			r.symbol_name = st_sym;
+			r.offset = off;
+			r.pre_handler = st_pre_empty;
+			r.post_handler = st_post;
+			st_post_refused = register_kprw_kprobe(&r);
+			if (!st_post_refused)
+				unregister_kprw_kprobe(&r);
 		} else if (!rc) {
 			st_off();
 			memset(&st_kp, 0, sizeof(st_kp));
