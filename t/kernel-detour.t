@@ -32,6 +32,12 @@ like "kfn\\+0x0  \\[OPTIMIZED\\]" "$check" "kfn+0 is jump-optimized"
 like "kfn\\+$(printf '0x%x' "$mid")  \[OPTIMIZED\].*flags live" "$check" "the mid point is optimized with live flags"
 like "kloop\\+0x0  \\[INT3\\] jump-into-dcr" "$check" "kloop+0 needs int3"
 
+for f in ftrace_regs_caller verify_cpu; do
+    like "$f\\+0x0  refused: blacklisted \\(copied by ftrace, or CPU bring-up code\\)" \
+        "$("$KPREWRITE" --kernel --check --probe $f "$D/k")" "$f+0 is refused (its bytes are copied, or run before the runtime can)"
+done
+like "ftrace_regs_caller\\+0x1  refused: blacklisted" "$("$KPREWRITE" --kernel --check --probe ftrace_regs_caller+1 "$D/k")" \
+    "and so is any point up to ftrace_regs_caller_end"
 like "kinit\\+0x0  refused: blacklisted \\(\\.init\\.text\\)" \
     "$("$KPREWRITE" --kernel --check --probe kinit "$D/k")" "a probe in .init.text is refused"
 

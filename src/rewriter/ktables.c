@@ -18,6 +18,7 @@ static const char *const names[KT__COUNT] = {
     [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
     [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+    [KT_ARCH_CODE] = "copied by ftrace, or CPU bring-up code",
 };
 
 const char *ktable_name(enum ktable_id id)
@@ -260,6 +261,23 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         if (b <= a)
             continue;
         struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id };
+        if (!PUSH(c->blacklist, r))
+            goto oom;
+    }
+    for (size_t i = 0; i < x86_nkcode_keep; i++) {
+        const struct kcode_range *k = &x86_kcode_keep[i];
+        uint64_t a = 0, b = 0;
+        if (!symbols_addr_of(c->sy, k->start, &a))
+            continue;
+        if (k->end) {
+            if (!symbols_addr_of(c->sy, k->end, &b))
+                continue;
+        } else {
+            for (size_t j = 0; j < c->sy->nfuncs && !b; j++)
+                if (c->sy->funcs[j].start == a)
+                    b = c->sy->funcs[j].end;
+        }
+        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }

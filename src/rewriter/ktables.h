@@ -14,6 +14,7 @@ enum ktable_id {
     KT_MCOUNT, KT_KPROBE_BLACKLIST, KT_RELOC,
     /* blacklist sources that are address ranges rather than tables */
     KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_INIT_TEXT, KT_CFI_PREAMBLE,
+    KT_ARCH_CODE,          /* code the architecture says must keep its bytes */
     KT__COUNT
 };
 
@@ -42,6 +43,10 @@ struct kfacts {
     unsigned count[KT__COUNT]; /* entries read per table */
     unsigned entsize[KT__COUNT];
 };
+
+/* Code that no table names but that must keep its bytes (arch data): from
+ * the symbol start to the symbol end, or (end NULL) the function start is. */
+struct kcode_range { const char *start, *end; };
 
 /* How a table is read: the generic reader (ktables.c) takes a description
  * of each table from the architecture (src/arch/x86/kernel-tables.c). */

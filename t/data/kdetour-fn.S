@@ -71,6 +71,28 @@ kinit:
         ret
         .size   kinit, .-kinit
 
+/* code a kernel's ftrace copies, and CPU bring-up code: refused in a kernel */
+        .text
+        .globl  ftrace_regs_caller, ftrace_regs_caller_end, verify_cpu
+        .type   ftrace_regs_caller, @function
+ftrace_regs_caller:
+        pushfq
+        sub     $0xa8, %rsp
+        add     $0xa8, %rsp
+        popfq
+ftrace_regs_caller_end:
+        ret
+        .size   ftrace_regs_caller, .-ftrace_regs_caller
+        .type   verify_cpu, @function
+verify_cpu:
+        pushfq
+        push    $0
+        popfq
+        xor     %eax, %eax
+        popfq
+        ret
+        .size   verify_cpu, .-verify_cpu
+
         .section .rodata
         .balign 8
 kfn_mid_off:

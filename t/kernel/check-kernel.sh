@@ -76,12 +76,11 @@ variant() {
         "$mid" > "$d/probes.list"
     # a function whose first instruction touches the trap or interrupt flag
     # (pushf, cli): a post_handler there is refused. The first such function
-    # the rewriter can bake, but boot code (verify_cpu) and ftrace's
-    # trampolines (which ftrace copies)
+    # the rewriter can bake
     flagfn=
     for f in $(objdump -d --no-show-raw-insn "$d/vmlinux.plain" | awk '/^[0-9a-f]+ <[^>]+>:$/ { n = $2; first = 1; next }
             first && NF { first = 0; if ($2 ~ /^(pushf|cli)/) { gsub(/[<>:]/, "", n); print n } }' |
-            grep -v -e '^verify_cpu$' -e '^ftrace_' | head -n 20); do
+            head -n 20); do
         if "$K" --kernel --check --probe "$f" "$d/vmlinux.plain" 2>/dev/null | grep -Eq "  $f\+0x0  \[(OPTIMIZED|INT3)\]"; then
             flagfn=$f; break
         fi
@@ -111,6 +110,13 @@ variant() {
     fi
     grep -q '__x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: __x64_sys_getpid+0 can be jump-optimized"
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$v: $mid (mid-function) can be jump-optimized"
+    "$K" --kernel --check --probe verify_cpu "$d/vmlinux.plain" | grep -q 'verify_cpu+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
+    ok $? "$v: verify_cpu (CPU bring-up) is refused"
+    if nm "$d/vmlinux.plain" | grep -q ' ftrace_regs_caller$'; then
+        "$K" --kernel --check --probe ftrace_regs_caller "$d/vmlinux.plain" |
+            grep -q 'ftrace_regs_caller+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
+        ok $? "$v: ftrace_regs_caller (copied into ftrace's trampolines) is refused"
+    fi
     grep -q 'strncpy_from_user+0x0  \[INT3\] exception-table' "$d/check.txt"
     ok $? "$v: strncpy_from_user+0 falls back to int3 (exception table)"
     grep -q '  r  vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$v: vfs_read%return can be jump-optimized"

@@ -48,3 +48,19 @@ const struct ktable_desc x86_ktables[] = {
 };
 
 const size_t x86_nktables = sizeof x86_ktables / sizeof x86_ktables[0];
+
+/*
+ * Code no table names that must keep its bytes: ftrace copies
+ * ftrace_caller and ftrace_regs_caller (to their _end labels) into each
+ * trampoline it makes (arch/x86/kernel/ftrace.c, create_trampoline()), so a
+ * jump there would be copied out of its reach; verify_cpu runs while a CPU
+ * is being brought up, before the per-CPU state a detour's dispatcher
+ * uses exists.
+ */
+const struct kcode_range x86_kcode_keep[] = {
+    { "ftrace_caller", "ftrace_caller_end" },
+    { "ftrace_regs_caller", "ftrace_regs_caller_end" },
+    { "verify_cpu", NULL },
+};
+
+const size_t x86_nkcode_keep = sizeof x86_kcode_keep / sizeof x86_kcode_keep[0];

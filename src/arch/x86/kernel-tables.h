@@ -6,4 +6,6 @@
 
 extern const struct ktable_desc x86_ktables[];
 extern const size_t x86_nktables;
+extern const struct kcode_range x86_kcode_keep[];
+extern const size_t x86_nkcode_keep;
 #endif
