@@ -892,6 +892,25 @@ static void test_detour_refusals(void)
 
 /* ---- shared and compact detours ---- */
 
+/* A detour that is a 4-byte word, then a head_len-byte head whose call's
+ * return address R starts the relocated DCR (check_code defined the labels
+ * entry and copy): where *entry_off, *dcr_off and the copy map point, and
+ * that the word, at R - 4 - head_len, gives the probe's state as R + word. */
+static void check_word_head(const char *what, size_t entry_off, size_t dcr_off, const struct x86_copy_map *map,
+                            int head_len)
+{
+    is_int(4, (long long)entry_off, "%s: *entry_off is 4: a 4-byte word, then the head", what);
+    is_hex(label("entry"), AT + entry_off, "%s: *entry_off is the head's first instruction", what);
+    is_hex(label("copy"), AT + dcr_off, "%s: *dcr_off is the first instruction of the relocated DCR", what);
+    is_hex(AT + dcr_off, AT + map->off[0], "%s: the copy map puts the DCR at *dcr_off", what);
+    int32_t word;
+    memcpy(&word, out, 4);
+    uint64_t r = label("copy");
+    is_hex(AT, r - 4 - head_len, "%s: the word at R - %d (R the head call's return address) is the detour's first 4 bytes",
+           what, 4 + head_len);
+    is_hex(STATE, r + (int64_t)word, "%s: R + the word is the probe's state", what);
+}
+
 static void test_shared(void)
 {
     char what[200];
@@ -976,17 +995,10 @@ static void test_shared(void)
         L(&w, "copy:");
         copy_riprel(&w);
         L(&w, "jmp back");
-        is_int(4, (long long)entry_off, "%s: *entry_off is 4: a 4-byte word, then the head", what);
         check_code(what, out, entry_off, n, AT, &w);
-        is_hex(label("entry"), AT + entry_off, "%s: *entry_off is the head's first instruction", what);
-        is_hex(label("copy"), AT + dcr_off, "%s: *dcr_off is the first instruction of the relocated DCR", what);
-        is_hex(AT + dcr_off, AT + map.off[0], "%s: the copy map puts the DCR at *dcr_off", what);
-        /* common finds the state from R, the return address of its call: R - 14 is the word, R + word the state */
-        int32_t word;
-        memcpy(&word, out, 4);
-        uint64_t r = label("copy");
-        is_hex(AT, r - 14, "%s: the word common reads at R - 14 (R = the call's return address) is the detour's first 4 bytes", what);
-        is_hex(STATE, r + (int64_t)word, "%s: R + the word is the probe's state", what);
+        /* common finds the state from R, the return address of its call:
+         * R - 14 is the word (a 5-byte lea, a 5-byte call), R + word the state */
+        check_word_head(what, entry_off, dcr_off, &map, 10);
     }
     err[0] = 0;
     refused("shared detour, the state 4 GiB away",
@@ -1033,16 +1045,8 @@ static void test_compact(void)
         L(&w, "copy:");
         copy_call(&w);
         L(&w, "jmp back");
-        is_int(4, (long long)entry_off, "%s: *entry_off is 4: a 4-byte word, then the head", what);
         check_code(what, out, entry_off, n, AT, &w);
-        is_hex(label("entry"), AT + entry_off, "%s: *entry_off is the head's first instruction", what);
-        is_hex(label("copy"), AT + dcr_off, "%s: *dcr_off is the first instruction of the relocated DCR", what);
-        is_hex(AT + dcr_off, AT + map.off[0], "%s: the copy map puts the DCR at *dcr_off", what);
-        int32_t word;
-        memcpy(&word, out, 4);
-        uint64_t r = label("copy");   /* the call's return address */
-        is_hex(AT, r - 10, "%s: the 4-byte word is right before the 6-byte head (R - 10, R the return address)", what);
-        is_hex(STATE, r + (int64_t)word, "%s: R + the word is the probe's state", what);
+        check_word_head(what, entry_off, dcr_off, &map, 6);   /* the 6-byte head: a call */
         check_emulated_call(what, out, n, AT, (size_t)(label("copy") - AT) + 4, dcr_call + 4, 5, SITE + 4,
                             SITE + sizeof dcr_call);
     }
