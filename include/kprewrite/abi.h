@@ -116,6 +116,14 @@ enum kprw_table_flags {
     /* Entries may keep their original bytes in their copy
      * (KPRW_F_ORIG_AT_COPY): a user-space table, about an eighth smaller. */
     KPRW_T_ORIG_AT_COPY = 1u << 5,
+    /* A loadable kernel module's table (src/rewriter/kmodule.c): its sites
+     * hold their original bytes in the file and the runtime patches them
+     * when the module loads, from the bytes the loader made; after the
+     * strings (at strings_off + strings_size, rounded up to 4) each entry
+     * has a 4-byte mask of its site's bytes the loader's relocations write
+     * (bit i: byte i), which the original bytes in the strings do not hold
+     * and the runtime does not compare. Only the kernel runtime reads it. */
+    KPRW_T_MODULE = 1u << 6,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a

@@ -170,7 +170,7 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
     }
     if (img->ehdr.e_type == ET_REL) {
         image_close(img);
-        return fail(err, errlen, "%s: relocatable object: link it first%s", path, "");
+        return fail(err, errlen, "%s: relocatable object: link it first (a kernel module: give --kernel)%s", path, "");
     }
     if (img->ehdr.e_type != ET_EXEC && img->ehdr.e_type != ET_DYN) {
         image_close(img);

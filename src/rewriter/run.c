@@ -15,6 +15,7 @@
 #include "analyze.h"
 #include "bake.h"
 #include "image.h"
+#include "kmodule.h"
 #include "ktables.h"
 #include "report.h"
 #include "resolve.h"
@@ -65,11 +66,19 @@ int run_image(struct run_opts *o)
     struct pool_sections pool;
     size_t nbaked_before = 0;
     bool add_pool = false;   /* a prebuilt image: kprewrite adds the pool */
-    if (image_open(&img, o->image, o->kernel, err, sizeof err) < 0) {
+    struct kmodule *km = NULL;   /* a kernel module: img is its preview */
+    if (o->kernel && kmodule_is_relocatable(o->image)
+            ? kmodule_open(&km, &img, o->image, err, sizeof err) < 0
+            : image_open(&img, o->image, o->kernel, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto out;
     }
-    if (!o->check) {
+    if (km && o->removes && o->removes->n) {
+        fprintf(o->msg, "kprewrite: %s: --remove: a module's probes are removed by baking the module as built\n",
+                o->image);
+        goto close_image;
+    }
+    if (!o->check && !km) {
         /* The probes baked earlier come first; their original bytes are put
          * back in our private copy so the analysis sees the original code. */
         struct spec_list all = { 0 };
@@ -99,7 +108,7 @@ int run_image(struct run_opts *o)
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto close_image;
     }
-    if (!o->check && img.kind == IMG_VMLINUX)
+    if (!o->check && img.kind == IMG_VMLINUX && !km)
         symbols_addr_of(&sy, KPRW_KERNEL_DISPATCH, &pool.kernel_dispatch);   /* bake() says when missing */
     if (kfacts_load(&kf, &img, &sy, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
@@ -135,15 +144,20 @@ int run_image(struct run_opts *o)
         bool compact = o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT;
         pool.shared_detours = o->detours == DETOURS_SHARED || (compact && (add_pool || pool.added));
         pool.compact_entries = compact;
-        if (!add_pool)
+        if (!add_pool && !km)
             pool_dynstr(&img, &img, &pool);
-        if (add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
+        if (km ? kmodule_bake(km, &img, &probes, dest, &br, err, sizeof err) < 0
+            : add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
                                        pool.shared_detours, compact, &br, &grown, err, sizeof err) < 0
                      : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
             fprintf(o->msg, "kprewrite: %s\n", err);
             goto free_all;
         }
-        if (add_pool)
+        if (km)
+            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked into the module, pool: text %zu, table %zu, "
+                    "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", br.text_used, br.table_used,
+                    br.data_used);
+        else if (add_pool)
             fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
                     "loads %s)\n", dest, br.baked, br.baked == 1 ? "" : "s", grown,
                     o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT);
@@ -164,6 +178,7 @@ free_symbols:
     symbols_free(&sy);
 close_image:
     image_close(&img);
+    kmodule_free(km);
 out:
     return status;
 }

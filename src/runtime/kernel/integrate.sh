@@ -18,6 +18,12 @@
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
 #                          step: kprewrite --kernel --probe-file $(KPREWRITE_PROBES)
 #                          vmlinux, when KPREWRITE_PROBES is set (make KPREWRITE_PROBES=FILE)
+#   scripts/Makefile.modfinal  the same into each external module after its
+#                          link (make M=DIR KPREWRITE_PROBES=FILE)
+#   include/linux/module.h, kernel/module/main.c  struct module's kprw_table:
+#                          the probe table kprewrite baked into a module
+#                          (section .kprewrite.table), which the runtime
+#                          registers while the module comes
 # Run it again to update the copied files; the edits are made once.
 # usage: integrate.sh LINUX_SOURCE_DIR
 set -e
@@ -31,7 +37,7 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 # kernel rebuilds: include/linux/kprewrite.h reaches the unwinders' header)
 put() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 mkdir -p "$src/kernel/kprewrite"
-for f in kprewrite.c post.c kretprobe.c internal.h trampoline.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
+for f in kprewrite.c module.c post.c kretprobe.c internal.h trampoline.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
     put "$here/$f" "$src/kernel/kprewrite/$f"
 done
 put "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
@@ -70,6 +76,18 @@ edit "$src/kernel/fork.c" '^#ifdef CONFIG_KRETPROBES$' \
 edit "$src/kernel/exit.c" '^[[:space:]]*kprobe_flush_task[(]tsk[)];' \
     "#ifdef CONFIG_KPREWRITE
 	kprewrite_flush_task(tsk);
+#endif"
+# a module's probe table (src/rewriter/kmodule.c writes it into section
+# .kprewrite.table, abi.h's KPRW_SEC_TABLE): found by the loader as it finds
+# the kprobes blacklist, registered by the runtime when the module comes
+edit "$src/include/linux/module.h" '^#ifdef CONFIG_KPROBES$' \
+    "#ifdef CONFIG_KPREWRITE
+	const void *kprw_table;		/* probes kprewrite baked into the module */
+	unsigned int kprw_table_size;
+#endif"
+edit "$src/kernel/module/main.c" '^#ifdef CONFIG_KPROBES$' \
+    "#ifdef CONFIG_KPREWRITE
+	mod->kprw_table = section_objs(info, \".kprewrite.table\", 1, &mod->kprw_table_size);
 #endif"
 # the unwinders recover a return address the trampoline took over
 edit "$src/arch/x86/include/asm/unwind.h" '^[[:space:]]*return addr;$' \
@@ -159,5 +177,25 @@ if ! grep -q KPREWRITE "$mv"; then
     }' "$mv" > "$mv.kprw" && mv "$mv.kprw" "$mv"
     grep -q 'probe-file $(KPREWRITE_PROBES)' "$mv" ||
         { echo "integrate.sh: could not find the final link command in $mv" >&2; exit 1; }
+fi
+mf=$src/scripts/Makefile.modfinal
+if ! grep -q KPREWRITE "$mf"; then
+    # External modules (make M=DIR KPREWRITE_PROBES=FILE): the probes are
+    # baked into each module right after it is linked, as into vmlinux
+    awk '
+    /^      cmd_ld_ko_o \+=/ { inlink = 1 }
+    inlink && /\$\(if \$\(ARCH_POSTLINK\)/ {
+        print "\t$(if $(and $(KBUILD_EXTMOD),$(KPREWRITE_PROBES)), $(KPREWRITE) --kernel --probe-file $(KPREWRITE_PROBES) $@ || [ $$? = 2 ];) \\"
+        inlink = 0
+    }
+    { print }
+    /^ARCH_MODULE_LDS :=/ {
+        print "# kprewrite: bake the probes listed in KPREWRITE_PROBES (an absolute path) into external modules"
+        print "KPREWRITE ?= kprewrite"
+    }
+    /^\$\(modules\): %\.ko:/ { print "$(modules): $(if $(KBUILD_EXTMOD),$(KPREWRITE_PROBES))" }
+    ' "$mf" > "$mf.kprw" && mv "$mf.kprw" "$mf"
+    grep -q 'probe-file $(KPREWRITE_PROBES) $@' "$mf" ||
+        { echo "integrate.sh: could not find the module link command in $mf" >&2; exit 1; }
 fi
 echo "integrate.sh: kprewrite added to $src; enable CONFIG_KPREWRITE and build with make KPREWRITE_PROBES=FILE"

@@ -7,6 +7,8 @@
 #define KPREWRITE_INTERNAL_H
 
 #include <linux/debugfs.h>
+#include <linux/list.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/seq_file.h>
 #include <linux/percpu.h>
@@ -14,7 +16,10 @@
 
 #include "abi.h"
 
+struct kprw_set;
+
 struct kprw_point {
+	struct kprw_set *set;     /* whose counters it has */
 	unsigned long addr, detour, ool;
 	const char *name;
 	u32 offset, id;
@@ -25,6 +30,43 @@ struct kprw_point {
 	bool disabled, unoptimized;
 	u32 npost;                /* kprobes with a post_handler: the point runs unoptimized */
 };
+
+/* The points of one probe table: the kernel's, or a module's (module.c). */
+struct kprw_set {
+	struct list_head list;    /* in kprw_sets */
+	struct module *mod;       /* NULL: the kernel's own */
+	struct kprw_point *points;   /* in address order (the table's) */
+	u32 npoints;
+	u64 __percpu *hits, *missed; /* [npoints] each */
+	u8 *orig;                 /* a module's: its sites' bytes as it was loaded */
+};
+extern struct list_head kprw_sets;
+/* Under kprw_lock: every point of every set */
+#define for_each_kprw_point(s, pt)						\
+	list_for_each_entry(s, &kprw_sets, list)				\
+		for (pt = (s)->points; pt < (s)->points + (s)->npoints; pt++)
+/* A set's points (kcalloc) and counters for n; -ENOMEM (nothing kept). */
+int kprw_set_alloc(struct kprw_set *s, u32 n);
+void kprw_set_free(struct kprw_set *s);
+/* Point i of s from entry i of table t (whose offsets were checked). */
+void kprw_point_fill(struct kprw_set *s, u32 i, const struct kprw_table *t);
+/* How many of s's points are jumps now. */
+u32 kprw_set_optimized(const struct kprw_set *s);
+/* Hook the int3 and debug traps (once); nonzero if they cannot be. */
+int kprw_traps_hooked(void);
+/* Under kprw_lock: bring pt's code to what it should be (0, or why not). */
+int kprw_apply(struct kprw_point *pt);
+/* pt's site holds its original bytes and no CPU can run it (its module is
+ * coming): write what it should hold. */
+void kprw_arm_fresh(struct kprw_point *pt);
+/* Under kprw_lock: pt's module goes; its kprobes are gone (the kernel's
+ * KPROBE_FLAG_GONE) */
+void kprw_point_gone(struct kprw_point *pt);
+/* kretprobe.c: the same for a kretprobe's kp, a grace period later: its
+ * instances' holder is retired */
+void kprw_kret_gone(struct kprw_kprobe *kp);
+/* module.c: register and forget modules' probe tables as they come and go */
+void kprw_module_init(void);
 
 /* live control and registration */
 extern struct mutex kprw_lock;

@@ -56,9 +56,10 @@ extern u8 KPRW_KPOOL_STATE[], KPRW_KPOOL_STATE_END[];
 #define pool_state KPRW_KPOOL_STATE
 #define pool_state_end KPRW_KPOOL_STATE_END
 
-static struct kprw_point *points;   /* in address order (the table's) */
-static u32 npoints;
-static u64 __percpu *hits, *missed; /* [npoints] each */
+/* the kernel's own points, then each module's (module.c); the list
+ * changes under kprw_lock, the probe paths walk it under RCU */
+static struct kprw_set core_set;
+LIST_HEAD(kprw_sets);
 DEFINE_PER_CPU(struct kprw_point *, kprw_running);   /* the recursion guard */
 DEFINE_MUTEX(kprw_lock);            /* live control, registration */
 static bool knob_enabled = true, knob_optimization = true;
@@ -73,7 +74,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 		return;                 /* was in the detour when it was disabled */
 	preempt_disable_notrace();
 	if (unlikely(__this_cpu_read(kprw_running))) {
-		this_cpu_inc(missed[pt->id]);
+		this_cpu_inc(pt->set->missed[pt->id]);
 		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 			if (kp->flags & KPRW_FLAG_RETPROBE)
 				container_of(kp, struct kprw_kretprobe, kp)->nmissed++;
@@ -81,7 +82,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 				kp->nmissed++;
 		goto out;
 	}
-	this_cpu_inc(hits[pt->id]);
+	this_cpu_inc(pt->set->hits[pt->id]);
 	kp = rcu_dereference_raw(pt->handlers);
 	if (!kp)
 		goto out;
@@ -115,6 +116,9 @@ noinstr void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs)   /* kp
 	run_handlers(pt, regs);
 	instrumentation_end();
 }
+/* for the detours baked into modules (not GPL-only: any module's code may
+ * be probed; registering handlers is) */
+EXPORT_SYMBOL(KPRW_KDISPATCH);
 
 static int cmp_addr(const void *key, const void *elt)
 {
@@ -123,9 +127,19 @@ static int cmp_addr(const void *key, const void *elt)
 	return a < b ? -1 : a > b;
 }
 
+/* Under kprw_lock, or from a probe path (preemption or interrupts off:
+ * a set is freed a grace period after it leaves the list). */
 static struct kprw_point *point_at(unsigned long addr)
 {
-	return points ? bsearch(&addr, points, npoints, sizeof(*points), cmp_addr) : NULL;
+	struct kprw_set *s;
+
+	list_for_each_entry_rcu(s, &kprw_sets, list, true) {
+		struct kprw_point *pt = bsearch(&addr, s->points, s->npoints, sizeof(*s->points), cmp_addr);
+
+		if (pt)
+			return pt;
+	}
+	return NULL;
 }
 
 /* The int3 path: int3 probes, and optimized ones while unoptimized or
@@ -160,6 +174,21 @@ static struct notifier_block kprw_int3_nb = {
 	.priority = 0x7fffffff,         /* before debuggers' notifiers */
 };
 
+/* The int3 and debug traps, hooked once (the kernel's points or a
+ * module's, whichever come first): nonzero when they cannot be, and
+ * int3 probes then stay disarmed. */
+int kprw_traps_hooked(void)
+{
+	static int rc = 1;
+
+	if (rc == 1) {
+		rc = register_die_notifier(&kprw_int3_nb) || kprw_post_init();
+		if (rc)
+			pr_err("cannot hook int3 or the debug trap: int3 probes stay disarmed\n");
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------ patching */
 
 static enum code_state wanted(const struct kprw_point *pt)
@@ -191,7 +220,7 @@ static void poke(struct kprw_point *pt, unsigned int from, const u8 *b, unsigned
  * period of RCU-tasks (RCU on a kernel without preemption) after the int3,
  * as the kernel's optprobes do.
  */
-static int apply(struct kprw_point *pt)
+int kprw_apply(struct kprw_point *pt)
 {
 	enum code_state want = wanted(pt), have = pt->code;
 	u8 now[KPRW_ORIG_MAX], cur[KPRW_ORIG_MAX], b[KPRW_ORIG_MAX];
@@ -248,13 +277,31 @@ static int apply(struct kprw_point *pt)
 	return 0;
 }
 
+/* A point whose site holds its original bytes, and which no CPU can be
+ * running (its module is coming): straight to what it should be. */
+void kprw_arm_fresh(struct kprw_point *pt)
+{
+	enum code_state want = wanted(pt);
+	u8 b[KPRW_ORIG_MAX];
+
+	if (want == CODE_DISABLED)
+		return;
+	site_bytes(pt, want, b);
+	mutex_lock(&text_mutex);
+	text_poke((void *)pt->addr, b, pt->len);
+	text_poke_sync();
+	WRITE_ONCE(pt->code, want);
+	mutex_unlock(&text_mutex);
+}
+
 static int apply_all(void)
 {
+	struct kprw_set *s;
+	struct kprw_point *pt;
 	int rc = 0;
-	u32 i;
 
-	for (i = 0; i < npoints; i++) {
-		int r = apply(&points[i]);
+	for_each_kprw_point(s, pt) {
+		int r = kprw_apply(pt);
 
 		rc = rc ? rc : r;
 	}
@@ -265,19 +312,39 @@ static int apply_all(void)
 
 void kprw_count_miss(const struct kprw_point *pt)
 {
-	this_cpu_inc(missed[pt->id]);
+	this_cpu_inc(pt->set->missed[pt->id]);
 }
 
+/* "MOD:SYM" names a module's symbol, as for the kernel's kprobes */
 struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr)
 {
-	u32 i;
+	const char *colon = sym ? strchr(sym, ':') : NULL;
+	struct kprw_set *s;
+	struct kprw_point *pt;
 
 	if (!sym)
 		return point_at(addr);
-	for (i = 0; i < npoints; i++)
-		if (points[i].offset == offset && strcmp(points[i].name, sym) == 0)
-			return &points[i];
+	for_each_kprw_point(s, pt) {
+		if (colon && (!s->mod || strlen(s->mod->name) != colon - sym ||
+			      strncmp(s->mod->name, sym, colon - sym)))
+			continue;
+		if (pt->offset == offset && strcmp(pt->name, colon ? colon + 1 : sym) == 0)
+			return pt;
+	}
 	return NULL;
+}
+
+/* Under kprw_lock: pt's module goes; its kprobes stay registered, gone
+ * (as the kernel's), and no longer run once a grace period has passed. */
+void kprw_point_gone(struct kprw_point *pt)
+{
+	struct kprw_kprobe *kp;
+
+	for (kp = rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)); kp;
+	     kp = rcu_dereference_protected(KPRW_KP_NEXT(kp), 1)) {
+		KPRW_KP_POINT(kp) = NULL;
+		kp->flags |= KPRW_FLAG_GONE;
+	}
 }
 
 int register_kprw_kprobe(struct kprw_kprobe *kp)
@@ -306,10 +373,10 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 
 		if (!rc) {
 			pt->npost++;
-			rc = apply(pt);        /* unoptimized from now on */
+			rc = kprw_apply(pt);        /* unoptimized from now on */
 			if (rc) {
 				pt->npost--;
-				apply(pt);
+				kprw_apply(pt);
 			}
 		}
 		if (rc) {
@@ -360,7 +427,7 @@ void unregister_kprw_kprobe(struct kprw_kprobe *kp)
 	pt = KPRW_KP_POINT(kp);
 	kprw_detach(kp);
 	if (kp->post_handler && !--pt->npost)
-		apply(pt);                      /* optimized again, if it may be */
+		kprw_apply(pt);                      /* optimized again, if it may be */
 	mutex_unlock(&kprw_lock);
 	/* handlers run with preemption off (or in the int3 trap): a grace
 	 * period ends every run that could still see kp */
@@ -421,25 +488,34 @@ static void stats(const struct kprw_point *pt, u64 *h, u64 *m)
 
 	*h = *m = 0;
 	for_each_possible_cpu(cpu) {
-		*h += per_cpu_ptr(hits, cpu)[pt->id];
-		*m += per_cpu_ptr(missed, cpu)[pt->id];
+		*h += per_cpu_ptr(pt->set->hits, cpu)[pt->id];
+		*m += per_cpu_ptr(pt->set->missed, cpu)[pt->id];
 	}
+}
+
+/* "[MODULE] " after a module's symbol, as kallsyms names it */
+static void module_tag(const struct kprw_point *pt, char *buf, size_t size)
+{
+	buf[0] = 0;
+	if (pt->set->mod)
+		snprintf(buf, size, "[%s] ", pt->set->mod->name);
 }
 
 /* Like /sys/kernel/debug/kprobes/list, with the counts after it (the
  * user runtime's format). */
 static int list_show(struct seq_file *m, void *v)
 {
-	u32 i;
+	char mod[MODULE_NAME_LEN + 4];
+	struct kprw_set *s;
+	struct kprw_point *pt;
 	u64 h, n;
 
 	mutex_lock(&kprw_lock);
-	for (i = 0; i < npoints; i++) {
-		const struct kprw_point *pt = &points[i];
-
+	for_each_kprw_point(s, pt) {
 		stats(pt, &h, &n);
-		seq_printf(m, "%016lx  %c  %s+0x%x  %s%s  hits %llu  nmissed %llu\n", pt->addr, pt->kind,
-			   pt->name, pt->offset, pt->disabled ? "[DISABLED]" : "",
+		module_tag(pt, mod, sizeof(mod));
+		seq_printf(m, "%016lx  %c  %s+0x%x  %s%s%s  hits %llu  nmissed %llu\n", pt->addr, pt->kind,
+			   pt->name, pt->offset, mod, pt->disabled ? "[DISABLED]" : "",
 			   pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "", h, n);
 	}
 	mutex_unlock(&kprw_lock);
@@ -450,15 +526,17 @@ DEFINE_SHOW_ATTRIBUTE(list);
 /* Like kprobe_profile: name, hits, misses. */
 static int profile_show(struct seq_file *m, void *v)
 {
-	char name[KSYM_NAME_LEN + 16];
-	u32 i;
+	char name[KSYM_NAME_LEN + MODULE_NAME_LEN + 20], mod[MODULE_NAME_LEN + 4];
+	struct kprw_set *s;
+	struct kprw_point *pt;
 	u64 h, n;
 
 	mutex_lock(&kprw_lock);
-	for (i = 0; i < npoints; i++) {
-		stats(&points[i], &h, &n);
-		snprintf(name, sizeof(name), "%s+0x%x", points[i].name, points[i].offset);
-		seq_printf(m, "  %-44s %15llu %15llu\n", name, h, n);
+	for_each_kprw_point(s, pt) {
+		stats(pt, &h, &n);
+		module_tag(pt, mod, sizeof(mod));
+		snprintf(name, sizeof(name), "%s+0x%x %s", pt->name, pt->offset, mod);
+		seq_printf(m, "  %-44s %15llu %15llu\n", strim(name), h, n);
 	}
 	mutex_unlock(&kprw_lock);
 	return 0;
@@ -498,19 +576,28 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 	size_t spec_len, n = 0, can_jump = 0;
 	enum kprw_op op;
 	enum kprw_ctl_result r;
+	struct kprw_set *s;
+	struct kprw_point *pt;
+	const char *colon;
+	size_t mod_len = 0;
 	int rc;
-	u32 i;
 
 	rc = kprw_command(ubuf, len, buf, sizeof(buf), NULL, NULL);
 	if (rc)
 		return rc;
 	if (!kprw_ctl_parse(buf, len, &op, &spec, &spec_len))
 		return -EINVAL;
+	/* MOD:SPEC: only module MOD's points */
+	colon = memchr(spec, ':', spec_len);
+	if (colon) {
+		mod_len = colon - spec;
+		spec_len -= mod_len + 1;
+	}
 	mutex_lock(&kprw_lock);
-	for (i = 0; i < npoints; i++) {
-		struct kprw_point *pt = &points[i];
-
-		if (!kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr))
+	for_each_kprw_point(s, pt) {
+		if (colon && (!s->mod || strlen(s->mod->name) != mod_len || strncmp(s->mod->name, spec, mod_len)))
+			continue;
+		if (!kprw_spec_matches(colon ? colon + 1 : spec, spec_len, pt->name, pt->offset, pt->addr))
 			continue;
 		n++;
 		can_jump += pt->verdict == KPRW_OPTIMIZED;
@@ -524,7 +611,7 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 
 static int control_show(struct seq_file *m, void *v)
 {
-	seq_puts(m, "enable|disable|optimize|unoptimize 0xADDR|SYM+OFF|SYM-GLOB\n");
+	seq_puts(m, "enable|disable|optimize|unoptimize [MOD:]0xADDR|SYM+OFF|SYM-GLOB\n");
 	return 0;
 }
 
@@ -601,13 +688,65 @@ static const char *table_check(const struct kprw_table *t)
 	return NULL;
 }
 
+/* ------------------------------------------------------------ the sets */
+
+int kprw_set_alloc(struct kprw_set *s, u32 n)
+{
+	s->points = kcalloc(max(n, 1u), sizeof(*s->points), GFP_KERNEL);
+	s->hits = __alloc_percpu(sizeof(u64) * max(n, 1u), sizeof(u64));
+	s->missed = __alloc_percpu(sizeof(u64) * max(n, 1u), sizeof(u64));
+	if (s->points && s->hits && s->missed)
+		return 0;
+	kprw_set_free(s);
+	return -ENOMEM;
+}
+
+void kprw_set_free(struct kprw_set *s)
+{
+	kfree(s->points);
+	free_percpu(s->hits);
+	free_percpu(s->missed);
+	s->points = NULL;
+	s->hits = s->missed = NULL;
+}
+
+void kprw_point_fill(struct kprw_set *s, u32 i, const struct kprw_table *t)
+{
+	const struct kprw_entry *e = (const void *)(t + 1);
+	const char *strings = (const char *)t + t->strings_off;
+	struct kprw_point *pt = &s->points[i];
+
+	pt->set = s;
+	pt->addr = (unsigned long)t + e[i].site_rel;
+	pt->detour = e[i].verdict == KPRW_OPTIMIZED ? (unsigned long)t + e[i].code_rel : 0;
+	pt->ool = (unsigned long)t + e[i].code_rel + e[i].ool_off;
+	pt->name = strings + e[i].name_off;
+	pt->offset = e[i].offset;
+	pt->id = i;
+	pt->kind = e[i].kind;
+	pt->verdict = e[i].verdict;
+	pt->len = e[i].dcr_len;
+	pt->orig = (const u8 *)strings + e[i].orig_off;
+}
+
+u32 kprw_set_optimized(const struct kprw_set *s)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < s->npoints; i++)
+		n += s->points[i].code == CODE_OPTIMIZED;
+	return n;
+}
+
 static int __init kprewrite_init(void)
 {
 	const struct kprw_table *t = (const void *)pool_table;
-	const struct kprw_entry *e = (const void *)(t + 1);
-	const char *strings = (const char *)t + t->strings_off, *why;
-	u32 i, nopt;
+	const char *why;
+	u32 i;
 
+	if (kprw_traps_hooked())
+		knob_enabled = false;
+	kprw_module_init();
 	if (t->magic == 0) {
 		pr_info("no probes baked into this kernel\n");
 		return 0;
@@ -617,52 +756,31 @@ static int __init kprewrite_init(void)
 		pr_err("probe table refused: %s; its %u probes are not armed\n", why, t->nentries);
 		return 0;
 	}
-	points = kcalloc(t->nentries, sizeof(*points), GFP_KERNEL);
-	hits = __alloc_percpu(sizeof(u64) * max(t->nentries, 1u), sizeof(u64));
-	missed = __alloc_percpu(sizeof(u64) * max(t->nentries, 1u), sizeof(u64));
-	if (!points || !hits || !missed) {
+	if (kprw_set_alloc(&core_set, t->nentries)) {
 		pr_err("out of memory: %u probes not armed\n", t->nentries);
-		kfree(points);
-		free_percpu(hits);
-		free_percpu(missed);
-		points = NULL;
 		return -ENOMEM;
 	}
 	for (i = 0; i < t->nentries; i++) {
-		struct kprw_point *pt = &points[i];
+		struct kprw_point *pt = &core_set.points[i];
 
-		pt->addr = (unsigned long)t + e[i].site_rel;
-		pt->detour = e[i].verdict == KPRW_OPTIMIZED ? (unsigned long)t + e[i].code_rel : 0;
-		pt->ool = (unsigned long)t + e[i].code_rel + e[i].ool_off;
-		pt->name = strings + e[i].name_off;
-		pt->offset = e[i].offset;
-		pt->id = i;
-		pt->kind = e[i].kind;
-		pt->verdict = e[i].verdict;
-		pt->len = e[i].dcr_len;
-		pt->orig = (const u8 *)strings + e[i].orig_off;
+		kprw_point_fill(&core_set, i, t);
 		/* the rewriter leaves int3 probes' sites as they were: an int3
 		 * met before this notifier existed would oops; armed below */
-		pt->code = e[i].verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
+		pt->code = pt->verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
 	}
-	npoints = t->nentries;
-	if (register_die_notifier(&kprw_int3_nb) || kprw_post_init()) {
-		pr_err("cannot hook int3 or the debug trap: int3 probes stay disarmed\n");
-		knob_enabled = false;
-	}
+	core_set.npoints = t->nentries;
 	/* from here on hits count */
-	for (i = 0; i < npoints; i++) {
+	for (i = 0; i < core_set.npoints; i++) {
 		struct kprw_state *st = (void *)pool_state + i * sizeof(*st);
 
-		WRITE_ONCE(st->rt, &points[i]);
+		WRITE_ONCE(st->rt, &core_set.points[i]);
 	}
 	mutex_lock(&kprw_lock);
+	list_add_rcu(&core_set.list, &kprw_sets);
 	if (apply_all())
 		pr_err("some probes could not be armed\n");
-	for (i = 0, nopt = 0; i < npoints; i++)
-		nopt += points[i].code == CODE_OPTIMIZED;
 	mutex_unlock(&kprw_lock);
-	pr_info("%u probes armed (%u optimized)\n", npoints, nopt);
+	pr_info("%u probes armed (%u optimized)\n", core_set.npoints, kprw_set_optimized(&core_set));
 	return 0;
 }
 /* early, so that boot-time code is counted too */

@@ -77,6 +77,7 @@ typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs
 
 #endif /* !CONFIG_KPREWRITE_KPROBES_API */
 
+#define KPRW_FLAG_GONE 1        /* its module went away (as KPROBE_FLAG_GONE) */
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
 #define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
 

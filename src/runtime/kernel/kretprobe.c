@@ -297,6 +297,21 @@ void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
 }
 EXPORT_SYMBOL_GPL(unregister_kprw_kretprobe);
 
+void kprw_kret_gone(struct kprw_kprobe *kp)
+{
+	struct kprw_kretprobe *rp = container_of(kp, struct kprw_kretprobe, kp);
+	struct kprw_kretprobe_holder *h = KPRW_RP_HOLDER(rp);
+
+	if (!h)
+		return;
+	/* its point left the probe paths a grace period ago: no entry takes
+	 * an instance any more; a return still under way runs no handler */
+	WRITE_ONCE(h->rp, NULL);
+	KPRW_RP_HOLDER(rp) = NULL;
+	list_add(&h->retired, &retired_holders);
+	reap_holders();
+}
+
 int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
 {
 	int i, rc;

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Probes baked into a loadable kernel module (kprewrite --kernel MODULE.ko),
+# checked in user space: a relocatable object built as kernel code is
+# (t/data/kmod-fn.c) gets the probes; GNU ld, not kprewrite, then applies
+# the relocations kprewrite wrote for its detours and table, linking it
+# with a stand-in for the kernel (t/data/kmod-main.c) that arms the probes
+# as the kernel runtime does when a module comes. What the functions
+# return must not change, and every probe must count each call.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" readelf cmp
+D=$(tmpdir kernel-module)
+kcflags="-O2 -mcmodel=kernel -mno-red-zone -fno-pic -fno-asynchronous-unwind-tables -fno-stack-protector"
+inc="-I$KP_SRCDIR/include -I$KP_SRCDIR/src/arch/x86"
+if ! $CC $kcflags -c -o "$D/kmod.o" "$KP_SRCDIR/t/data/kmod-fn.c" 2>"$D/cc.log" ||
+   ! $CC -O2 -static -no-pie $inc -o "$D/orig" "$KP_SRCDIR/t/data/kmod-main.c" "$D/kmod.o" 2>>"$D/cc.log"; then
+    echo "Bail out! the module stand-in does not build: $(grep -m 1 error "$D/cc.log")"   # a broken fixture is a failure
+    exit 1
+fi
+cp "$D/kmod.o" "$D/kmod.o.orig"
+
+# what the report says: the kernel's rules on a module's code
+check=$("$KPREWRITE" --kernel --check --probe 'kmod_*' "$D/kmod.o")
+like "kmod_add\\+0x0  \\[OPTIMIZED\\]" "$check" "kmod_add+0 is jump-optimized"
+like "kmod_data\\+0x0  \\[OPTIMIZED\\].*RIP-relative operand re-pointed" "$check" \
+    "kmod_data+0 (its first instruction reads the module's data) is jump-optimized"
+like "kmod_cold\\+0x0  \\[OPTIMIZED\\]" "$check" "kmod_cold+0, in a second text section, is jump-optimized"
+like "kmod_call\\+0x0  \\[INT3\\] call-in-dcr" "$check" "kmod_call+0 (a call to the kernel in its DCR) needs int3"
+like "kmod_local\\+0x0  \\[INT3\\] call-in-dcr" "$check" "kmod_local+0 (a call to its own section first) needs int3"
+like "kmod_addr\\+0x0  refused: reserved:relocation" "$check" \
+    "kmod_addr+0 (an address the loader writes into the code) is refused"
+
+out=$("$KPREWRITE" --kernel --probe 'kmod_*' -o "$D/baked.o" "$D/kmod.o" 2>&1)
+like "wrote .*baked.o: 6 probes baked into the module, pool: text [0-9]+, table [0-9]+, data 48 bytes" "$out" \
+    "the six points are baked into the module"
+cmp -s "$D/kmod.o" "$D/kmod.o.orig"; ok $? "the input is untouched"
+
+# binutils' view of the output
+sec=$(readelf -SW "$D/baked.o")
+like "\\.kprewrite\\.text +PROGBITS .* AX " "$sec" "readelf: .kprewrite.text is code"
+like "\\.kprewrite\\.table +PROGBITS .* A " "$sec" "readelf: .kprewrite.table is read-only data"
+like "\\.kprewrite\\.data +PROGBITS .* WA " "$sec" "readelf: .kprewrite.data is writable data"
+rel=$(readelf -rW "$D/baked.o")
+like "R_X86_64_PLT32 +0+ kprewrite_dispatch - 4" "$rel" "the detours call kprewrite_dispatch through the loader"
+like "R_X86_64_PC64 +0+ __kprewrite_state \\+ 18" "$rel" "the table's state_rel is made by the loader"
+like "R_X86_64_PC32 +0+ kmod_counter - 4" \
+    "$(readelf -rW "$D/baked.o" | sed -n '/\.rela\.kprewrite\.text/,/^$/p')" \
+    "kmod_data's copy carries the module's relocation of kmod_counter"
+orig_text=$(readelf -x .text "$D/kmod.o" | tail -n +3)
+is "$orig_text" "$(readelf -x .text "$D/baked.o" | tail -n +3)" "the module's code is as it was (the runtime patches it when it loads)"
+
+# ld links it; the stand-in arms it and runs it
+if $CC -O2 -static -no-pie $inc -o "$D/baked" "$KP_SRCDIR/t/data/kmod-main.c" "$D/baked.o" 2>"$D/ld.log"; then
+    ok 0 "ld links the baked module"
+else
+    ok 1 "ld links the baked module: $(head -n 1 "$D/ld.log")"
+fi
+"$D/orig" > "$D/orig.out"
+"$D/baked" > "$D/baked.out"; rc=$?
+is 0 "$rc" "the baked module runs"
+like "module table: flags 0x40, 6 entries, 6 armed, 0 bytes differ, 6 states zero" "$(cat "$D/baked.out")" \
+    "each site as linked is what the table says, but for the bytes relocations wrote"
+is "$(cat "$D/orig.out")" "$(grep -v -e '^module table' -e '^hits' "$D/baked.out")" \
+    "the functions return what they did"
+for h in "kmod_helper jump 6" "kmod_add jump 3" "kmod_data jump 3" "kmod_cold jump 3" "kmod_call int3 3" "kmod_local int3 3"; do
+    grep -qx "hits $h" "$D/baked.out"; ok $? "hits $h"
+done
+
+# what cannot be baked, one line each, nothing written
+cp "$D/baked.o" "$D/again.o"
+out=$("$KPREWRITE" --kernel --probe kmod_add "$D/again.o" 2>&1); rc=$?
+like "again.o: the module holds baked probes already" "$out" "a module with probes is refused"
+isnt 0 "$rc" "... with an error status"
+cmp -s "$D/again.o" "$D/baked.o"; ok $? "... and left as it was"
+cp "$D/kmod.o" "$D/signed.ko"
+printf '~Module signature appended~\n' >> "$D/signed.ko"
+out=$("$KPREWRITE" --kernel --probe kmod_add "$D/signed.ko" 2>&1); rc=$?
+like "signed.ko: the module is signed: bake probes into it before signing it" "$out" "a signed module is refused"
+isnt 0 "$rc" "... with an error status"
+out=$("$KPREWRITE" --probe kmod_add "$D/kmod.o" 2>&1)
+like "kmod.o: relocatable object: link it first \\(a kernel module: give --kernel\\)" "$out" \
+    "without --kernel a relocatable object is refused, saying how"
+printf 'extern long g; long f(void) { return g; }\n' > "$D/pic.c"
+$CC -O2 -fpic -c -o "$D/pic.o" "$D/pic.c"
+out=$("$KPREWRITE" --kernel --probe f "$D/pic.o" 2>&1); rc=$?
+like "pic.o: \\.text\\+0x[0-9a-f]+: relocation type [0-9]+ against g: not one the kernel's module loader applies there" \
+    "$out" "a relocation the module loader would not apply is named"
+isnt 0 "$rc" "... with an error status"
+done_testing
