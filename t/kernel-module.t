@@ -45,6 +45,20 @@ like "R_X86_64_PC64 +0+ __kprewrite_state \\+ 18" "$rel" "the table's state_rel 
 like "R_X86_64_PC32 +0+ kmod_counter - 4" \
     "$(readelf -rW "$D/baked.o" | sed -n '/\.rela\.kprewrite\.text/,/^$/p')" \
     "kmod_data's copy carries the module's relocation of kmod_counter"
+# the kernel's module loader applies a relocation only where the field
+# holds zero (arch/x86/kernel/module.c): every field of the pool's must
+nonzero=0 nrel=0
+for sec in .kprewrite.text .kprewrite.table; do
+    off=$(readelf -SW "$D/baked.o" | awk -v s="$sec" '{ sub(/^ *\[ *[0-9]+\] */, "") } $1 == s { print $4; exit }')
+    readelf -rW "$D/baked.o" | sed -n "/'\\.rela$sec'/,/^\$/p" | awk '$3 ~ /^R_X86_64_/ { print $1, $3 }' > "$D/rel"
+    while read -r at type; do
+        nrel=$((nrel + 1))
+        case $type in R_X86_64_PC64|R_X86_64_64) w=8 ;; *) w=4 ;; esac
+        v=$(od -An -tx1 -j $((0x$off + 0x$at)) -N $w "$D/baked.o" | tr -d ' \n')
+        [ "$v" = "$(printf '%0*d' $((2 * w)) 0)" ] || nonzero=$((nonzero + 1))
+    done < "$D/rel"
+done
+[ $nrel -gt 10 ] && [ $nonzero = 0 ]; ok $? "every field the pool's $nrel relocations apply to holds zero ($nonzero do not)"
 orig_text=$(readelf -x .text "$D/kmod.o" | tail -n +3)
 is "$orig_text" "$(readelf -x .text "$D/baked.o" | tail -n +3)" "the module's code is as it was (the runtime patches it when it loads)"
 

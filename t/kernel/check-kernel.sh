@@ -29,7 +29,7 @@ boot() {
     label=$1 image=$2 d=$3
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
          s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/scheduler_tick+0x0/g; s/@BENCH@/$4/g;
-         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
@@ -52,7 +52,7 @@ boot() {
 
 # variant NAME: build, choose and check the probes, bake, boot
 variant() {
-    v=$1 obj=$kb/$1 d=$W/$1
+    v=$1 obj=$kb/$1 d=$W/$1 modpoints=0 modopt=0
     mkdir -p "$d"
     sh "$src/t/kernel/build-kernel.sh" "$kb" "$v" > "$d/build.log" 2>&1 ||
         { tail -n 20 "$d/build.log"; bail "$v: kernel build failed ($d/build.log)"; }
@@ -137,10 +137,34 @@ variant() {
         rm -rf "$d/samples"; mkdir -p "$d/samples"
         cp "$tree/samples/kprobes/kprobe_example.c" "$tree/samples/kprobes/kretprobe_example.c" "$d/samples/"
         printf 'obj-m += kprobe_example.o kretprobe_example.o\n' > "$d/samples/Kbuild"
-        { $mk modules && make -C "$tree" -s O="$obj" ARCH=x86_64 M="$d/samples" modules; } > "$d/samples.log" 2>&1
-        ok $? "$v: samples/kprobes build as modules against it"
+        # the module build step bakes a probe into each (their exit
+        # function: int3, it loads an address), which the guest lists
+        printf 'cleanup_module\n' > "$d/samples.list"
+        { $mk modules &&
+          make -C "$tree" -s O="$obj" ARCH=x86_64 M="$d/samples" KPREWRITE="$K" KPREWRITE_PROBES="$d/samples.list" modules
+        } > "$d/samples.log" 2>&1
+        ok $? "$v: samples/kprobes build as modules against it (make M=... KPREWRITE_PROBES=...)"
+        [ "$(grep -c '1 probe baked into the module' "$d/samples.log")" = 2 ]
+        ok $? "$v: the module build step baked cleanup_module into both samples"
         cmp -s "$obj/vmlinux" "$d/vmlinux"; ok $? "$v: building modules did not relink vmlinux"
         extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko"
+        # a module of the kernel's own with probes baked into it after the
+        # build (the guest loads it, hits, toggles, probes and unloads it)
+        m=$obj/fs/binfmt_misc.ko
+        printf 'bm_status_read\nbm_status_write\nbm_register_write\nload_misc_binary\nload_misc_binary%%return\nbm_get_tree\n' \
+            > "$d/module.list"
+        "$K" --kernel --check --probe-file "$d/module.list" "$m" > "$d/module-check.txt"
+        sed 's/^/# /' "$d/module-check.txt"
+        modpoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/module-check.txt" | sort -u | wc -l)
+        modopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/module-check.txt" | sort -u | wc -l)
+        [ "$modpoints" = 5 ]; ok $? "$v: binfmt_misc.ko: the 6 probes are 5 points ($modpoints), $modopt of them optimized"
+        grep -q 'bm_get_tree+0x0  \[INT3\] reserved:relocation' "$d/module-check.txt"
+        ok $? "$v: binfmt_misc.ko: bm_get_tree+0 (an address the loader writes into its DCR) falls back to int3"
+        "$K" --kernel --probe-file "$d/module.list" -o "$d/binfmt_misc.ko" "$m" > "$d/module-bake.log" 2>&1
+        [ $? = 2 ]; ok $? "$v: kprewrite --kernel bakes them into binfmt_misc.ko (exit 2: one is int3)"
+        readelf -SW "$d/binfmt_misc.ko" | grep -q ' \.kprewrite\.table ' && readelf -rW "$d/binfmt_misc.ko" | grep -q 'kprewrite_dispatch - 4'
+        ok $? "$v: readelf reads the baked module (its pool, the loader's relocations)"
+        extra="$extra $d/binfmt_misc.ko"
     fi
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$v: readelf reads the baked vmlinux"
     b=0

@@ -450,6 +450,72 @@ if [ -f /bin/kprobe_example.ko ]; then
         sh -c "grep -q 'kprobe at .* unregistered' /tmp/samples && grep -q 'kretprobe at .* unregistered' /tmp/samples && grep -q 'Missed probing 0 instances of kernel_clone' /tmp/samples"
 fi
 
+# the samples' own probes, baked by the kernel build (make M=...
+# KPREWRITE_PROBES=...): cleanup_module of each (int3), hit as it unloads
+if [ -f /bin/kprobe_example.ko ]; then
+    insmod /bin/kprobe_example.ko
+    check "module build step: kprobe_example's baked cleanup_module is listed" grep -q '  cleanup_module+0x0  \[kprobe_example\] ' $K/list
+    rmmod kprobe_example
+    check "module build step: gone with its module" sh -c "! grep -q '\[kprobe_example\]' $K/list"
+fi
+
+# a module of the kernel's own, fs/binfmt_misc.ko, with probes baked into
+# it: armed when it loads, hit, toggled, handlers run on its points through
+# the kprobes API, forgotten when it unloads (a kprobe left on it is gone),
+# armed afresh when it loads again
+if [ -f /bin/binfmt_misc.ko ]; then
+    M=binfmt_misc B=/proc/sys/fs/binfmt_misc
+    n0=$(dmesg | wc -l)
+    check "module: insmod $M.ko (probes baked)" insmod /bin/$M.ko
+    check "module: the runtime armed its @MODPOINTS@ probes, @MODOPT@ optimized" \
+        sh -c "dmesg | grep -q 'kprewrite: $M: @MODPOINTS@ probes armed (@MODOPT@ optimized)'"
+    grep "\[$M\]" $K/list
+    check "module: list shows its @MODPOINTS@ points, [$M] after the symbol" [ "$(listed "+0x0  \[$M\] ")" = @MODPOINTS@ ]
+    check "module: load_misc_binary is a return probe (r)" grep -q "  r  load_misc_binary+0x0  \[$M\] \[OPTIMIZED\]" $K/list
+    check "module: mount -t binfmt_misc" mount -t binfmt_misc none $B
+    expect bm_status_read+0x0 pread:$B/status $N "module: pread(2) of status"
+    expect bm_status_write+0x0 write1:$B/status $N "module: write(2) to status"
+    expect load_misc_binary+0x0 exec:/bin/busybox 20 "module: execve(2) (binfmt_misc looks at each)"
+    echo "disable $M:bm_status_read" > $K/control
+    check "module: control disable $M:SYM shows [DISABLED]" grep -q "bm_status_read+0x0  \[$M\] \[DISABLED\]" $K/list
+    expect bm_status_read+0x0 pread:$B/status 0 "module: disabled"
+    echo "enable $M:bm_status_read" > $K/control
+    expect bm_status_read+0x0 pread:$B/status $N "module: enabled again"
+    echo "unoptimize bm_status_read" > $K/control
+    check "module: unoptimize" sh -c "! grep -q 'bm_status_read+0x0  \[$M\] \[OPTIMIZED\]' $K/list"
+    expect bm_status_read+0x0 pread:$B/status $N "module: unoptimized (int3 path)"
+    echo "optimize bm_status_read" > $K/control
+    check "module: optimize" grep -q "bm_status_read+0x0  \[$M\] \[OPTIMIZED\]" $K/list
+    if [ -f /bin/kprobe_example.ko ]; then
+        check "module: kprobe_example symbol=bm_status_read registers on the module's point" \
+            insmod /bin/kprobe_example.ko symbol=bm_status_read
+        check "module: kretprobe_example func=load_misc_binary registers on its return probe" \
+            insmod /bin/kretprobe_example.ko func=load_misc_binary
+        check "module: a post_handler makes the point run unoptimized" \
+            sh -c "! grep -q 'bm_status_read+0x0  \[$M\] \[OPTIMIZED\]' $K/list"
+        kdrive bm_status_read+0x0 pread:$B/status 1 >/dev/null
+        kdrive load_misc_binary+0x0 exec:/bin/busybox 1 >/dev/null
+        rmmod kretprobe_example
+    fi
+    umount $B
+    check "module: rmmod $M" rmmod $M
+    check "module: its points left the list" [ "$(listed "\[$M\]")" = 0 ]
+    if [ -f /bin/kprobe_example.ko ]; then
+        check "module: kprobe_example unloads after the module it probed (its kprobe gone)" rmmod kprobe_example
+    fi
+    dmesg | tail -n +$((n0 + 1)) > /tmp/module
+    sed 's/^\[[ 0-9.]*\] //; s/^/KPRW-MODULE /' /tmp/module
+    if [ -f /bin/kprobe_example.ko ]; then
+        check "module: kprobe_example's pre_handler ran at bm_status_read" grep -Eq "<bm_status_read> p->addr = [^,]*, ip = [0-9a-f]+, flags" /tmp/module
+        check "module: its post_handler ran too" grep -Eq "<bm_status_read> p->addr = [^,]*, flags = 0x[0-9a-f]+\$" /tmp/module
+        check "module: kretprobe_example printed load_misc_binary's return (-ENOEXEC)" \
+            grep -Eq 'load_misc_binary returned 18446744073709551608 and took [0-9]+ ns to execute' /tmp/module
+    fi
+    check "module: insmod $M.ko again" insmod /bin/$M.ko
+    check "module: armed afresh, hits 0" sh -c "[ \"\$(grep -c '+0x0  \[$M\] .* hits 0  nmissed 0' $K/list)\" = @MODPOINTS@ ]"
+    check "module: rmmod again" rmmod $M
+fi
+
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg
 # (the self-test's dump_stack() sections aside, unless they hold one)

@@ -7,13 +7,17 @@
  *                            (and, for getpid, "getpid RETURNED": the last one's)
  *
  * ACTION: read (read(2) of one byte from /dev/zero), getpid, open (open(2)
- * of a path that does not exist). Each list read is one read(2) call.
+ * of a path that does not exist), pread:PATH (pread(2) of PATH, opened
+ * once), write1:PATH (write(2) of "1" to PATH, opened once), exec:PATH
+ * (vfork and execve(2) of PATH, waited for). Each list read is one read(2)
+ * call.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char buf[1 << 16], big[777];
@@ -44,6 +48,29 @@ static long hits(const char *spec)
 static void act(const char *what, int zero, long n)
 {
     char c;
+    if (strncmp(what, "pread:", 6) == 0 || strncmp(what, "write1:", 7) == 0) {
+        int w = what[0] == 'w', fd = open(strchr(what, ':') + 1, w ? O_WRONLY : O_RDONLY);
+        if (fd < 0) {
+            perror("kdrive: pread/write1");
+            exit(2);
+        }
+        for (long i = 0; i < n; i++)
+            (void)!(w ? write(fd, "1", 1) : pread(fd, big, sizeof big, 0));
+        close(fd);
+        return;
+    }
+    if (strncmp(what, "exec:", 5) == 0) {
+        for (long i = 0; i < n; i++) {
+            char *argv[] = { (char *)what + 5, "true", NULL }, *envp[] = { NULL };
+            pid_t p = vfork();
+            if (p == 0) {
+                execve(what + 5, argv, envp);
+                _exit(127);
+            }
+            waitpid(p, NULL, 0);
+        }
+        return;
+    }
     for (long i = 0; i < n; i++) {
         if (strcmp(what, "read") == 0)
             (void)!read(zero, &c, 1);
@@ -66,7 +93,7 @@ static double now_ticks(void)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open N\n");
+        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open|pread:PATH|write1:PATH|exec:PATH N\n");
         return 2;
     }
     long n = strtol(argv[3], NULL, 10);

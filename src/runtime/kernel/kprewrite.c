@@ -28,6 +28,7 @@
 #include <linux/kernel.h>
 #include <linux/kallsyms.h>
 #include <linux/memory.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/notifier.h>
 #include <linux/percpu.h>
@@ -325,8 +326,8 @@ struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigne
 	if (!sym)
 		return point_at(addr);
 	for_each_kprw_point(s, pt) {
-		if (colon && (!s->mod || strlen(s->mod->name) != colon - sym ||
-			      strncmp(s->mod->name, sym, colon - sym)))
+		if (colon && (!s->mod || strlen(module_name(s->mod)) != colon - sym ||
+			      strncmp(module_name(s->mod), sym, colon - sym)))
 			continue;
 		if (pt->offset == offset && strcmp(pt->name, colon ? colon + 1 : sym) == 0)
 			return pt;
@@ -498,7 +499,7 @@ static void module_tag(const struct kprw_point *pt, char *buf, size_t size)
 {
 	buf[0] = 0;
 	if (pt->set->mod)
-		snprintf(buf, size, "[%s] ", pt->set->mod->name);
+		snprintf(buf, size, "[%s] ", module_name(pt->set->mod));
 }
 
 /* Like /sys/kernel/debug/kprobes/list, with the counts after it (the
@@ -595,7 +596,8 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 	}
 	mutex_lock(&kprw_lock);
 	for_each_kprw_point(s, pt) {
-		if (colon && (!s->mod || strlen(s->mod->name) != mod_len || strncmp(s->mod->name, spec, mod_len)))
+		if (colon && (!s->mod || strlen(module_name(s->mod)) != mod_len ||
+			      strncmp(module_name(s->mod), spec, mod_len)))
 			continue;
 		if (!kprw_spec_matches(colon ? colon + 1 : spec, spec_len, pt->name, pt->offset, pt->addr))
 			continue;

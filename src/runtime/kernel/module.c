@@ -17,6 +17,7 @@
 #include <linux/notifier.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/string.h>
 
 #include "internal.h"
@@ -76,15 +77,21 @@ static const char *table_check(const struct module *mod, const struct kprw_table
 		if (e[i].name_off == KPRW_NAME_FDE || e[i].hook_off ||
 		    (e[i].flags & (KPRW_F_JUMP8 | KPRW_F_ORIG_AT_COPY)))
 			return "an entry has a feature this runtime lacks";
-		if (!core_text(mod, site, e[i].dcr_len) ||
-		    (i && site < (unsigned long)base + e[i - 1].site_rel + e[i - 1].dcr_len))
-			return "an entry's site is not the module's core text, or out of order";
+		if (!core_text(mod, site, e[i].dcr_len))
+			return "an entry's site is not the module's core text";
 		if (!core_text(mod, det, 1) || !core_text(mod, ool, 1))
 			return "an entry's code is not the module's core text";
 		if (st->rt)
 			return "a state names a record already (the module must hold zero there)";
 	}
 	return NULL;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+	const struct kprw_point *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 static void set_free(struct kprw_set *s)
@@ -137,8 +144,17 @@ static void module_coming(struct module *mod)
 		pt->orig = loaded;
 		pt->code = CODE_DISABLED;       /* the site as loaded */
 	}
-	for (i = 0; i < t->nentries; i++) {
-		struct kprw_state *st = (void *)((unsigned long)t + t->state_rel + i * sizeof(*st));
+	/* in the loader's order (the table's is the file's): lookups bisect;
+	 * a point's id stays its entry's, which its state and counters are */
+	sort(s->points, s->npoints, sizeof(*s->points), cmp_point, NULL);
+	for (i = 1; i < s->npoints; i++)
+		if (s->points[i].addr < s->points[i - 1].addr + s->points[i - 1].len) {
+			pr_err("%s: probe table refused: sites overlap; its probes are not armed\n", mod->name);
+			set_free(s);
+			return;
+		}
+	for (i = 0; i < s->npoints; i++) {
+		struct kprw_state *st = (void *)((unsigned long)t + t->state_rel + s->points[i].id * sizeof(*st));
 
 		WRITE_ONCE(st->rt, &s->points[i]);
 	}
