@@ -1,6 +1,8 @@
 /* Fuzzes the rewrite path: every function entry of an arbitrary image baked
  * into its pool (when it has one), then a second run on the output (which
- * reads the probes back from the table) removing one of them. */
+ * reads the probes back from the table) removing one of them. With the last
+ * byte's bit 1, as a kernel image (a relocatable object: a module). */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -8,7 +10,7 @@
 #include "fuzz-io.h"
 #include "run.h"
 
-static int rewrite(const char *in, const char *out, const char *probe, const char *remove)
+static int rewrite(const char *in, const char *out, const char *probe, const char *remove, bool kernel)
 {
     char err[1024];
     struct spec_list specs = { 0 }, removes = { 0 };
@@ -16,7 +18,7 @@ static int rewrite(const char *in, const char *out, const char *probe, const cha
         (remove && spec_add(&removes, remove, "--remove", err, sizeof err) < 0))
         abort();
     struct run_opts o = {
-        .image = in, .output = out, .specs = &specs, .removes = &removes,
+        .image = in, .output = out, .specs = &specs, .removes = &removes, .kernel = kernel,
         .out = fuzz_null(), .msg = fuzz_null(),
     };
     int status = run_image(&o);
@@ -32,9 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(out, sizeof out, "%s.out", in);
     if (fuzz_write(in, data, size) < 0)
         return 0;
-    if (rewrite(in, out, "*", NULL) != 1) {
+    bool kernel = size && (data[size - 1] & 2);
+    if (rewrite(in, out, "*", NULL, kernel) != 1) {
         /* the output exists: rewrite it again, taking one probe out */
-        rewrite(out, out, size && (data[size - 1] & 1) ? "*" : NULL, "main");
+        rewrite(out, out, size && (data[size - 1] & 1) ? "*" : NULL, "main", kernel);
         unlink(out);
     }
     return 0;

@@ -136,10 +136,19 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
     if (!km->sh || !km->addr)
         return fail(err, errlen, "%s: %s", p, "out of memory");
     memcpy(km->sh, km->file + km->eh.e_shoff, km->n * sizeof *km->sh);
+    const Elf64_Shdr *ss = &km->sh[km->eh.e_shstrndx];
+    if (ss->sh_type == SHT_NOBITS || ss->sh_offset > km->size || ss->sh_size > km->size - ss->sh_offset ||
+        !ss->sh_size || km->file[ss->sh_offset + ss->sh_size - 1] != 0)
+        return fail(err, errlen, "%s: %s", p, "malformed section name table");
+    uint64_t total = 0;
     for (size_t i = 1; i < km->n; i++) {
         const Elf64_Shdr *s = &km->sh[i];
         if (s->sh_type != SHT_NOBITS && (s->sh_offset > km->size || s->sh_size > km->size - s->sh_offset))
             return fail(err, errlen, "%s: section %s extends past the end of the file", p, sec_name(km, i));
+        /* what a module can be: its sections fit the module area together */
+        if ((s->sh_flags & SHF_ALLOC) && (s->sh_addralign > 0x10000 || s->sh_size > 0x40000000 ||
+                                          (total += s->sh_size + s->sh_addralign) > 0x40000000))
+            return fail(err, errlen, "%s: section %s is too large or too aligned for a module", p, sec_name(km, i));
         if (s->sh_type == SHT_SYMTAB) {
             if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link >= km->n ||
                 km->sh[s->sh_link].sh_type != SHT_STRTAB)
@@ -155,6 +164,13 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
     }
     if (!km->symtab)
         return fail(err, errlen, "%s: %s", p, "no symbol table (a stripped module cannot be loaded either)");
+    /* names are read up to their NUL: each string table ends with one */
+    const size_t tabs[2] = { km->eh.e_shstrndx, km->strtab };
+    for (int k = 0; k < 2; k++) {
+        const Elf64_Shdr *s = &km->sh[tabs[k]];
+        if (s->sh_type == SHT_NOBITS || (s->sh_size && km->file[s->sh_offset + s->sh_size - 1] != 0))
+            return fail(err, errlen, "%s: %s", p, "malformed string table (no NUL at its end)");
+    }
     km->nsyms = km->sh[km->symtab].sh_size / sizeof(Elf64_Sym);
     km->syms = malloc((km->nsyms ? km->nsyms : 1) * sizeof *km->syms);
     km->ext = calloc(km->nsyms ? km->nsyms : 1, sizeof *km->ext);
