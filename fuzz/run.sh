@@ -45,6 +45,8 @@ seed switch gcc -O2 -o "$D/switch" "$T/switch.c"
 seed lp g++ -O2 -o "$D/lp" "$T/landing-pads.cc"
 # a kernel module stand-in (a relocatable object: --kernel bakes into it)
 seed kmod gcc -O2 -mcmodel=kernel -mno-red-zone -fno-pic -fno-asynchronous-unwind-tables -c -o "$D/kmod" "$T/kmod-fn.c"
+# the same with a last byte that makes the rewrite harness bake it as a module
+[ -s "$D/kmod-kernel" ] || { [ -s "$D/kmod" ] && { cat "$D/kmod"; printf '\002'; } > "$D/kmod-kernel"; }
 if [ ! -s "$D/vmlinux" ]; then
     as -o "$W/fake-vmlinux.o" "$T/fake-vmlinux.S" && ld -q -static -nostdlib -e fn_plain \
         -Ttext=0xffffffff81000000 -z max-page-size=4096 --unique=.data..percpu -o "$D/vmlinux" "$W/fake-vmlinux.o"

@@ -86,4 +86,24 @@ like "pool sections are misaligned" "$("$KPREWRITE" --probe square -o "$D/out" "
     "a misaligned pool section is refused"
 sane "misaligned pool section" --probe square -o "$D/out" "$D/misdata"
 
+# 5. A prebuilt program with a section of type SHT_NULL that claims bytes
+#    past the end of the file: adding a pool copied them (ASan). A NULL
+#    section has no bytes; it is left where it is.
+idx=$(readelf -SW "$D/plain" | sed -n 's/^ *\[ *\([0-9]*\)\] *\.comment .*/\1/p')
+shoff=$(od -An -tu8 -j 40 -N 8 "$D/plain" | tr -d ' ')
+cp "$D/plain" "$D/nullsec"
+if [ -n "$idx" ]; then
+    h=$((shoff + idx * 64))
+    perl -e 'print pack("L<", 0)' | dd of="$D/nullsec" bs=1 seek=$((h + 4)) conv=notrunc 2>/dev/null        # sh_type NULL
+    perl -e 'print pack("Q<", 0x80000)' | dd of="$D/nullsec" bs=1 seek=$((h + 24)) conv=notrunc 2>/dev/null  # sh_offset
+    perl -e 'print pack("Q<", 0x180000)' | dd of="$D/nullsec" bs=1 seek=$((h + 32)) conv=notrunc 2>/dev/null # sh_size
+fi
+ok $([ -n "$idx" ] && readelf -SW "$D/nullsec" 2>/dev/null | grep -q 'NULL .*080000 180000'; echo $?) \
+    "section ${idx:-none} is now NULL, 1.5 MB at 0x80000 of a $(wc -c < "$D/plain")-byte file"
+rtlib=$KP_BUILDDIR/.libs/libkprewrite-rt.so.0
+sane "a NULL section past the end of the file, pool added" --runtime "$rtlib" --probe main -o "$D/out" "$D/nullsec"
+"$KPREWRITE" --runtime "$rtlib" --probe main -o "$D/out" "$D/nullsec" >/dev/null 2>&1
+preload_sanitizer
+ok $([ "$("$D/out"; echo $?)" = 0 ]; echo $?) "the probed program runs"
+
 done_testing

@@ -99,4 +99,15 @@ out=$("$KPREWRITE" --kernel --probe f "$D/pic.o" 2>&1); rc=$?
 like "pic.o: \\.text\\+0x[0-9a-f]+: relocation type [0-9]+ against g: not one the kernel's module loader applies there" \
     "$out" "a relocation the module loader would not apply is named"
 isnt 0 "$rc" "... with an error status"
+# what make fuzz found: a section aligned to 2^63 made the preview's layout
+# wrap around and grow without end; refused in one line, at once
+idx=$(readelf -SW "$D/kmod.o" | sed -n 's/^ *\[ *\([0-9]*\)\] *\.rela\.text .*/\1/p')
+shoff=$(od -An -tu8 -j 40 -N 8 "$D/kmod.o" | tr -d ' ')
+cp "$D/kmod.o" "$D/align.o"
+[ -n "$idx" ] && perl -e 'print pack("Q<", 1 << 63)' |
+    dd of="$D/align.o" bs=1 seek=$((shoff + idx * 64 + 48)) conv=notrunc 2>/dev/null
+out=$("$KPREWRITE" --kernel --probe 'kmod_*' -o "$D/align-out.o" "$D/align.o" 2>&1); rc=$?
+like "align.o: section \.rela\.text is too large or too aligned for a module" "$out" \
+    "a section aligned to 2^63 is refused"
+is "1 1" "$rc $(printf '%s\n' "$out" | wc -l)" "... with exit 1 and one line"
 done_testing

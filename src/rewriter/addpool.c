@@ -155,7 +155,7 @@ static uint64_t plan_tail(const struct image *img, const struct plan *p)
             next = sh_end;
         for (size_t i = 1; i < img->nsecs && !covered; i++) {
             const struct section *s = &img->secs[i];
-            if (s->type == SHT_NOBITS || s->size == 0)
+            if (!s->data || s->size == 0)   /* no bytes in the file (NOBITS, NULL) */
                 continue;
             uint64_t se = end_of(s->offset, s->size);
             if (s->offset < tail && se > tail)
@@ -290,7 +290,7 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
     uint64_t f = L->ftail;
     for (size_t i = 1; i < img->nsecs; i++) {
         const struct section *s = &img->secs[i];
-        if (s->offset >= L->keep && s->type != SHT_NOBITS && s->size && i != p->eh->e_shstrndx)
+        if (s->offset >= L->keep && s->data && s->size && i != p->eh->e_shstrndx)
             f = end_of(up(f, sec_align(img, s)), s->size);
     }
     uint64_t namesz = 0;
@@ -412,7 +412,7 @@ static void write_sections(const struct image *img, const struct plan *p, const 
                 sh[i].sh_addr += L->vx + L->blk[x].off - L->blk[x].bs;
                 sh[i].sh_offset += L->fx + L->blk[x].off - L->blk[x].fs;
             }
-        } else if (s->offset >= L->keep && s->type != SHT_NOBITS && s->size && i != oe->e_shstrndx) {
+        } else if (s->offset >= L->keep && s->data && s->size && i != oe->e_shstrndx) {
             f = up(f, sec_align(img, s));
             memcpy(b + f, img->map + s->offset, s->size);
             sh[i].sh_offset = f;

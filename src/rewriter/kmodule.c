@@ -146,8 +146,9 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
         if (s->sh_type != SHT_NOBITS && (s->sh_offset > km->size || s->sh_size > km->size - s->sh_offset))
             return fail(err, errlen, "%s: section %s extends past the end of the file", p, sec_name(km, i));
         /* what a module can be: its sections fit the module area together */
-        if ((s->sh_flags & SHF_ALLOC) && (s->sh_addralign > 0x10000 || s->sh_size > 0x40000000 ||
-                                          (total += s->sh_size + s->sh_addralign) > 0x40000000))
+        if (s->sh_addralign > 0x10000 ||
+            ((s->sh_flags & SHF_ALLOC) && (s->sh_size > 0x40000000 ||
+                                           (total += s->sh_size + s->sh_addralign) > 0x40000000)))
             return fail(err, errlen, "%s: section %s is too large or too aligned for a module", p, sec_name(km, i));
         if (s->sh_type == SHT_SYMTAB) {
             if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link >= km->n ||

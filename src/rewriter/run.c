@@ -63,7 +63,7 @@ int run_image(struct run_opts *o)
     struct kfacts kf;
     struct probe_list probes = { 0 };
     struct analysis_stats st;
-    struct pool_sections pool;
+    struct pool_sections pool = { 0 };   /* a module has none until kmodule_bake */
     size_t nbaked_before = 0;
     bool add_pool = false;   /* a prebuilt image: kprewrite adds the pool */
     struct kmodule *km = NULL;   /* a kernel module: img is its preview */
