@@ -121,6 +121,12 @@ is "3|k  __cfi_fn_cfi+0x0  refused: blacklisted (__cfi_/__pfx_)" "$(v __cfi_fn_c
 is "3|k  __pfx_fn_pfx+0x0  refused: blacklisted (__cfi_/__pfx_)" "$(v __pfx_fn_pfx)" \
    "__pfx_ padding is blacklisted"
 is "0|k  fn_pfx+0x0  $OV  dcr 7" "$(v fn_pfx)" "the function after its __pfx_ padding is not"
+globbed=$("$KPREWRITE" --check --probe '*' "$V" 2>/dev/null)
+like "  fn_pfx\+0x0  " "$globbed" "a glob takes fn_pfx"
+ok $(! printf '%s\n' "$globbed" | grep -Eq '  __(pfx|cfi)_'; echo $?) \
+    "a glob takes no __pfx_/__cfi_ padding symbol (they are no function's entry)"
+like "no function matches '__pfx_\*'" "$("$KPREWRITE" --check --probe '__pfx_*' "$V" 2>&1)" \
+    "a glob of padding symbols alone matches nothing"
 
 # --- __bug_table, .parainstructions ------------------------------------
 is "3|k  fn_bug+0x4  refused: not-relocatable (ud (bug/trap site) at the probe address)" \

@@ -26,6 +26,14 @@ const char *ktable_name(enum ktable_id id)
     return id < KT__COUNT ? names[id] : "?";
 }
 
+bool ktable_padding_symbol(const char *name)
+{
+    for (size_t i = 0; i < x86_nkpadding_prefixes; i++)
+        if (strncmp(name, x86_kpadding_prefixes[i], strlen(x86_kpadding_prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 struct ranges { struct krange *v; size_t n, cap; };
 
 struct ctx {
@@ -283,7 +291,7 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
-        if (strncmp(fn->name, "__cfi_", 6) == 0 || strncmp(fn->name, "__pfx_", 6) == 0) {
+        if (ktable_padding_symbol(fn->name)) {
             struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;

@@ -88,6 +88,8 @@ struct ktable_desc {
 
 /* Name of a table as printed in reasons (reserved:<name>). */
 const char *ktable_name(enum ktable_id id);
+/* Is name a symbol of a function's padding in a kernel (__pfx_, __cfi_)? */
+bool ktable_padding_symbol(const char *name);
 
 /* Read every table present in img. Returns 0, or -1 with a one-line error
  * (a table that exists but cannot be understood is an error: guessing could

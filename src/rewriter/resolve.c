@@ -1,5 +1,6 @@
 /* Resolving probe specs to probe points. */
 #include "resolve.h"
+#include "ktables.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -149,9 +150,11 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                 if (ne->func == SIZE_MAX || sy->funcs[ne->func].start != ne->addr ||
                     fnmatch(sp->sym, ne->name, 0) != 0)
                     continue;
-                /* Globs expand to function bodies: PLT and .init/.fini stubs are not. */
+                /* Globs expand to function bodies: PLT and .init/.fini stubs are
+                 * not, nor a kernel's padding symbols (__pfx_, __cfi_) */
                 struct probe stub;
-                if (stub_section(img, ne->addr, &stub))
+                if (stub_section(img, ne->addr, &stub) ||
+                    (img->kind == IMG_VMLINUX && ktable_padding_symbol(ne->name)))
                     continue;
                 matched++;
                 if (globbed[ne->func] & bit)

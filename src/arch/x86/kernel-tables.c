@@ -64,3 +64,8 @@ const struct kcode_range x86_kcode_keep[] = {
 };
 
 const size_t x86_nkcode_keep = sizeof x86_kcode_keep / sizeof x86_kcode_keep[0];
+
+/* __pfx_SYM: the 16 bytes of nops before SYM (CONFIG_CALL_PADDING, 6.2+);
+ * __cfi_SYM: its kCFI preamble (the type hash FineIBT rewrites) */
+const char *const x86_kpadding_prefixes[] = { "__pfx_", "__cfi_" };
+const size_t x86_nkpadding_prefixes = sizeof x86_kpadding_prefixes / sizeof x86_kpadding_prefixes[0];

@@ -8,4 +8,8 @@ extern const struct ktable_desc x86_ktables[];
 extern const size_t x86_nktables;
 extern const struct kcode_range x86_kcode_keep[];
 extern const size_t x86_nkcode_keep;
+/* Prefixes of the symbols the compiler puts on a function's padding (call
+ * padding, CFI preambles): function-typed, but no function's entry. */
+extern const char *const x86_kpadding_prefixes[];
+extern const size_t x86_nkpadding_prefixes;
 #endif
