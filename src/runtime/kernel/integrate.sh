@@ -181,21 +181,30 @@ fi
 mf=$src/scripts/Makefile.modfinal
 if ! grep -q KPREWRITE "$mf"; then
     # External modules (make M=DIR KPREWRITE_PROBES=FILE): the probes are
-    # baked into each module right after it is linked, as into vmlinux
+    # baked into each module as part of its link command (so only when it
+    # is relinked, and a changed list relinks), as into vmlinux. 6.1 has an
+    # ARCH_POSTLINK line after the ld line, 6.12 ends with the ld line; the
+    # rule is "$(modules): %.ko: ..." (.ko names) on 6.1, "%.ko: ..." on 6.12.
     awk '
-    /^      cmd_ld_ko_o \+=/ { inlink = 1 }
-    inlink && /\$\(if \$\(ARCH_POSTLINK\)/ {
-        print "\t$(if $(and $(KBUILD_EXTMOD),$(KPREWRITE_PROBES)), $(KPREWRITE) --kernel --probe-file $(KPREWRITE_PROBES) $@ || [ $$? = 2 ];) \\"
+    /^      cmd_ld_ko_o \+?=/ { inlink = 1 }
+    inlink && /-o \$@ \$\(filter %\.o, \$\^\)/ {
+        step = "\t$(if $(and $(KBUILD_EXTMOD),$(KPREWRITE_PROBES)), $(KPREWRITE) --kernel --probe-file $(KPREWRITE_PROBES) $@ || [ $$? = 2 ];)"
+        if ($0 ~ /\\$/) { print; print step " \\" }
+        else { print $0 "; \\"; print step }
         inlink = 0
+        next
     }
-    { print }
     /^ARCH_MODULE_LDS :=/ {
+        print
         print "# kprewrite: bake the probes listed in KPREWRITE_PROBES (an absolute path) into external modules"
         print "KPREWRITE ?= kprewrite"
+        next
     }
     /^\$\(modules\): %\.ko:/ { print "$(modules): $(if $(KBUILD_EXTMOD),$(KPREWRITE_PROBES))" }
+    /^%\.ko: %\.o / { print "$(modules:%.o=%.ko): $(if $(KBUILD_EXTMOD),$(KPREWRITE_PROBES))" }
+    { print }
     ' "$mf" > "$mf.kprw" && mv "$mf.kprw" "$mf"
-    grep -q 'probe-file $(KPREWRITE_PROBES) $@' "$mf" ||
+    grep -q 'probe-file $(KPREWRITE_PROBES) $@' "$mf" && grep -q '^$(modules.*: $(if $(KBUILD_EXTMOD),$(KPREWRITE_PROBES))' "$mf" ||
         { echo "integrate.sh: could not find the module link command in $mf" >&2; exit 1; }
 fi
 echo "integrate.sh: kprewrite added to $src; enable CONFIG_KPREWRITE and build with make KPREWRITE_PROBES=FILE"
