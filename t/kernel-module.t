@@ -26,12 +26,12 @@ like "kmod_data\\+0x0  \\[OPTIMIZED\\].*RIP-relative operand re-pointed" "$check
 like "kmod_cold\\+0x0  \\[OPTIMIZED\\]" "$check" "kmod_cold+0, in a second text section, is jump-optimized"
 like "kmod_call\\+0x0  \\[INT3\\] call-in-dcr" "$check" "kmod_call+0 (a call to the kernel in its DCR) needs int3"
 like "kmod_local\\+0x0  \\[INT3\\] call-in-dcr" "$check" "kmod_local+0 (a call to its own section first) needs int3"
-like "kmod_addr\\+0x0  refused: reserved:relocation" "$check" \
-    "kmod_addr+0 (an address the loader writes into the code) is refused"
+like "kmod_addr\\+0x0  \\[OPTIMIZED\\]  dcr 7: mov \\$" "$check" \
+    "kmod_addr+0 (an address the loader writes into the code) is jump-optimized: the relocation moves with the copy"
 
 out=$("$KPREWRITE" --kernel --probe 'kmod_*' -o "$D/baked.o" "$D/kmod.o" 2>&1)
-like "wrote .*baked.o: 6 probes baked into the module, pool: text [0-9]+, table [0-9]+, data 48 bytes" "$out" \
-    "the six points are baked into the module"
+like "wrote .*baked.o: 7 probes baked into the module, pool: text [0-9]+, table [0-9]+, data 56 bytes" "$out" \
+    "the seven points are baked into the module"
 cmp -s "$D/kmod.o" "$D/kmod.o.orig"; ok $? "the input is untouched"
 
 # binutils' view of the output
@@ -42,6 +42,9 @@ like "\\.kprewrite\\.data +PROGBITS .* WA " "$sec" "readelf: .kprewrite.data is 
 rel=$(readelf -rW "$D/baked.o")
 like "R_X86_64_PLT32 +0+ kprewrite_dispatch - 4" "$rel" "the detours call kprewrite_dispatch through the loader"
 like "R_X86_64_PC64 +0+ __kprewrite_state \\+ 18" "$rel" "the table's state_rel is made by the loader"
+like "R_X86_64_32S +0+ kmod_counter \\+ 0" \
+    "$(readelf -rW "$D/baked.o" | sed -n '/\.rela\.kprewrite\.text/,/^$/p')" \
+    "kmod_addr's copy carries the module's absolute relocation of kmod_counter"
 like "R_X86_64_PC32 +0+ kmod_counter - 4" \
     "$(readelf -rW "$D/baked.o" | sed -n '/\.rela\.kprewrite\.text/,/^$/p')" \
     "kmod_data's copy carries the module's relocation of kmod_counter"
@@ -71,11 +74,11 @@ fi
 "$D/orig" > "$D/orig.out"
 "$D/baked" > "$D/baked.out"; rc=$?
 is 0 "$rc" "the baked module runs"
-like "module table: flags 0x40, 6 entries, 6 armed, 0 bytes differ, 6 states zero" "$(cat "$D/baked.out")" \
+like "module table: flags 0x40, 7 entries, 7 armed, 0 bytes differ, 7 states zero" "$(cat "$D/baked.out")" \
     "each site as linked is what the table says, but for the bytes relocations wrote"
 is "$(cat "$D/orig.out")" "$(grep -v -e '^module table' -e '^hits' "$D/baked.out")" \
     "the functions return what they did"
-for h in "kmod_helper jump 6" "kmod_add jump 3" "kmod_data jump 3" "kmod_cold jump 3" "kmod_call int3 3" "kmod_local int3 3"; do
+for h in "kmod_addr jump 1" "kmod_helper jump 6" "kmod_add jump 3" "kmod_data jump 3" "kmod_cold jump 3" "kmod_call int3 3" "kmod_local int3 3"; do
     grep -qx "hits $h" "$D/baked.out"; ok $? "hits $h"
 done
 

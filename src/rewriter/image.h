@@ -28,6 +28,9 @@ struct image {
     GElf_Ehdr ehdr;
     enum image_kind kind;
     bool ibt;                /* GNU property: IBT-compatible code */
+    /* a relocation in a probe's DCR moves with its copy (a kernel module's
+     * preview, kmodule.c): it reserves no code */
+    bool relocs_follow;
     struct section *secs;
     size_t nsecs;
     /* Allocated sections with file bytes, sorted by address, for reads. */

@@ -470,6 +470,7 @@ static int open_preview(struct kmodule *km, const struct pool_req *pool, struct 
     if (image_open_mem(img, km->path, buf, size, km->mode, err, errlen) < 0)
         return -1;
     img->kind = IMG_VMLINUX;   /* kernel code: the kernel's rules, tables and detours */
+    img->relocs_follow = true;  /* the loader relocates a copied instruction as the original */
     return 0;
 }
 

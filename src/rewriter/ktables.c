@@ -208,6 +208,8 @@ oom:
 static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
 {
     const struct section *s;
+    if (c->img->relocs_follow)
+        return 0;
     for (size_t i = 0; (s = image_next_rela(c->img, &i));) {
         /* Relocations of a non-allocated section have offsets inside that
          * section, not addresses: they would alias code at low link

@@ -1,28 +1,32 @@
 #!/bin/sh
 # Builds a small test kernel with the kprewrite integration, cached:
-#   build-kernel.sh OUTDIR VARIANT
-# unpacks /usr/src/linux-source-6.1.tar.xz into OUTDIR/linux-source-6.1 once,
-# applies src/runtime/kernel/integrate.sh (refreshes the runtime's files),
-# configures tinyconfig + t/kernel/config.fragment + t/kernel/VARIANT.config
-# in OUTDIR/VARIANT (make O=) and builds vmlinux there. A built tree is
-# reused: only what changed is rebuilt.
+#   build-kernel.sh OUTDIR VARIANT [VERSION]
+# unpacks /usr/src/linux-source-VERSION.tar.xz (6.1 unless given) into
+# OUTDIR/linux-source-VERSION once, applies src/runtime/kernel/integrate.sh
+# (refreshes the runtime's files), configures tinyconfig +
+# t/kernel/config.fragment (+ t/kernel/config-VERSION.fragment if there is
+# one) + t/kernel/VARIANT.config in OUTDIR/VARIANT (6.1) or
+# OUTDIR/VERSION-VARIANT (make O=) and builds vmlinux there. A built tree
+# is reused: only what changed is rebuilt.
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-out=${1:?usage: build-kernel.sh OUTDIR VARIANT}; variant=${2:?usage: build-kernel.sh OUTDIR VARIANT}
+out=${1:?usage: build-kernel.sh OUTDIR VARIANT [VERSION]}; variant=${2:?usage: build-kernel.sh OUTDIR VARIANT [VERSION]}
+ver=${3:-6.1}
 [ -f "$here/$variant.config" ] || { echo "build-kernel.sh: no $here/$variant.config" >&2; exit 1; }
-tarball=/usr/src/linux-source-6.1.tar.xz
-[ -f "$tarball" ] || { echo "build-kernel.sh: $tarball missing (apt-get install linux-source-6.1)" >&2; exit 1; }
+tarball=/usr/src/linux-source-$ver.tar.xz
+[ -f "$tarball" ] || { echo "build-kernel.sh: $tarball missing (apt-get install linux-source-$ver)" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)   # make -C would take a relative O= from the source tree
-src=$out/linux-source-6.1
+src=$out/linux-source-$ver
 obj=$out/$variant
+[ "$ver" = 6.1 ] || obj=$out/$ver-$variant
 start=$(date +%s)
 [ -f "$src/Makefile" ] || tar -C "$out" -xf "$tarball"
 sh "$top/src/runtime/kernel/integrate.sh" "$src" >/dev/null
 mkdir -p "$obj"
 frag=$obj/config.wanted
-cat "$here/config.fragment" "$here/$variant.config" > "$frag"
+cat "$here/config.fragment" $(ls "$here/config-$ver.fragment" 2>/dev/null) "$here/$variant.config" > "$frag"
 if [ ! -f "$obj/.config" ] || ! cmp -s "$frag" "$obj/config.applied"; then
     make -C "$src" -s O="$obj" ARCH=x86_64 tinyconfig >/dev/null
     "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >/dev/null
@@ -40,4 +44,4 @@ if [ ! -f "$obj/.config" ] || ! cmp -s "$frag" "$obj/config.applied"; then
     cp "$frag" "$obj/config.applied"
 fi
 make -C "$src" -s O="$obj" ARCH=x86_64 -j"$(nproc)" vmlinux
-echo "build-kernel.sh: $variant vmlinux built in $(( $(date +%s) - start )) s"
+echo "build-kernel.sh: $ver $variant vmlinux built in $(( $(date +%s) - start )) s"

@@ -190,7 +190,7 @@ if ! grep -q KPREWRITE "$mf"; then
     inlink && /-o \$@ \$\(filter %\.o, \$\^\)/ {
         step = "\t$(if $(and $(KBUILD_EXTMOD),$(KPREWRITE_PROBES)), $(KPREWRITE) --kernel --probe-file $(KPREWRITE_PROBES) $@ || [ $$? = 2 ];)"
         if ($0 ~ /\\$/) { print; print step " \\" }
-        else { print $0 "; \\"; print step }
+        else { print $0 "; \\"; sub(/;\)$/, ", true)", step); print step }   # a whole command, as the last one
         inlink = 0
         next
     }

@@ -68,6 +68,9 @@ void kprw_kret_gone(struct kprw_kprobe *kp);
 /* module.c: register and forget modules' probe tables as they come and go */
 void kprw_module_init(void);
 
+/* what every detour calls (abi.h's name; exported for modules' detours) */
+void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs);
+
 /* live control and registration */
 extern struct mutex kprw_lock;
 /* the point whose handlers this CPU runs (the recursion guard) */
@@ -112,6 +115,8 @@ int kprw_split_offset(char *spec, unsigned long *off);
 /* A file in /sys/kernel/debug/kprewrite/ (from fs_initcall on) */
 void kprw_debugfs_add(const char *name, umode_t mode, void *data, const struct file_operations *fops);
 
+/* kretprobe.c: what the return trampoline calls (trampoline.S) */
+unsigned long kprw_kret_return(struct pt_regs *regs);
 /* kretprobe.c: the pre_handler of a kretprobe's kp */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);
 /* kretprobe.c: how many of rp's instances are free (the self-test's view) */

@@ -50,7 +50,8 @@ struct pt_regs;
 #define KPRW_RP_HOLDER(rp)	(*(struct kprw_kretprobe_holder **)&(rp)->rh)
 #define KPRW_RI_NEXT(ri)	(*(struct kretprobe_instance **)&(ri)->node.llist.next)
 #define KPRW_RI_HOLDER(ri)	(*(struct kprw_kretprobe_holder **)&(ri)->node.rethook)
-#define KPRW_RI_BUSY(ri)	(*(unsigned int *)&(ri)->node.freelist.refs)
+/* (rethook_node.rcu: in 6.1 a union with its freelist node, in 6.12 alone) */
+#define KPRW_RI_BUSY(ri)	(*(unsigned int *)&(ri)->node.rcu)
 #define KPRW_RI_RET(ri)		(*(void **)&(ri)->node.ret_addr)
 #define KPRW_RI_FP(ri)		(*(void **)&(ri)->node.frame)
 #else

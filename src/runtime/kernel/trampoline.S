@@ -19,11 +19,19 @@
 #include <asm/ptrace-abi.h>
 #include <asm/segment.h>
 #include <asm/unwind_hints.h>
+#include <linux/version.h>
+
+/* no frame an unwinder could follow: 6.4 renamed the hint */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define KPRW_HINT_NO_FRAME UNWIND_HINT_UNDEFINED
+#else
+#define KPRW_HINT_NO_FRAME UNWIND_HINT_EMPTY
+#endif
 
 	.text
 SYM_CODE_START(kprewrite_kret_trampoline)
 	/* reached by a ret: no frame an unwinder could follow yet */
-	UNWIND_HINT_EMPTY
+	KPRW_HINT_NO_FRAME
 	ANNOTATE_NOENDBR
 	pushq	$kprewrite_kret_trampoline	/* the slot again */
 	UNWIND_HINT_FUNC			/* as if called from the slot */
