@@ -67,12 +67,15 @@ static bool knob_enabled = true, knob_optimization = true;
 
 /* ---------------------------------------------------------------- hits */
 
-static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
+/* The hit's handlers; false when it ran none of them: disabled, or missed
+ * (then no post_handler runs either, as with the kernel's kprobes). */
+static bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 {
 	struct kprw_kprobe *kp;
+	bool ran = false;
 
 	if (READ_ONCE(pt->code) == CODE_DISABLED)
-		return;                 /* was in the detour when it was disabled */
+		return false;           /* was in the detour when it was disabled */
 	preempt_disable_notrace();
 	if (unlikely(__this_cpu_read(kprw_running))) {
 		this_cpu_inc(pt->set->missed[pt->id]);
@@ -84,6 +87,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 		goto out;
 	}
 	this_cpu_inc(pt->set->hits[pt->id]);
+	ran = true;
 	kp = rcu_dereference_raw(pt->handlers);
 	if (!kp)
 		goto out;
@@ -94,6 +98,7 @@ static void run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 	__this_cpu_write(kprw_running, NULL);
 out:
 	preempt_enable_notrace();
+	return ran;
 }
 
 /*
@@ -158,11 +163,14 @@ static noinstr int kprw_int3(struct notifier_block *nb, unsigned long val, void 
 	pt = point_at(regs->ip - 1);
 	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
 	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
+		bool ran;
+
 		regs->ip = pt->addr;
-		run_handlers(pt, regs);
+		ran = run_handlers(pt, regs);
 		if (regs->ip == pt->addr) {     /* a handler may have sent it elsewhere */
 			regs->ip = pt->ool;
-			kprw_post_arm(pt, regs);
+			if (ran)                /* a missed hit (recursion) steps no post_handler */
+				kprw_post_arm(pt, regs);
 		}
 		ret = NOTIFY_STOP;
 	}
