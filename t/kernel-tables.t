@@ -160,6 +160,8 @@ is "3|k  fn_kprobes+0x0  refused: blacklisted (.kprobes.text)" "$(v fn_kprobes)"
 is "0|k  fn_after_kprobes+0x0  $OV  dcr 7" "$(v fn_after_kprobes)" "past __kprobes_text_end is free"
 is "3|k  fn_noinstr+0x0  refused: blacklisted (.noinstr.text)" "$(v fn_noinstr)" ".noinstr.text section"
 is "3|k  fn_entry+0x0  refused: blacklisted (.entry.text)" "$(v fn_entry)" ".entry.text section"
+is "3|k  fn_exit+0x0  refused: blacklisted (.exit.text)" "$(v fn_exit)" \
+   ".exit.text section (a built-in exit function never runs; the kernel frees it)"
 
 # --- exit codes -----------------------------------------------------------
 "$KPREWRITE" --check --probe fn_plain --probe fn_fentry --probe fn_jl+9 --probe fn_jl2+2 \

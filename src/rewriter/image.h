@@ -31,6 +31,7 @@ struct image {
     /* a relocation in a probe's DCR moves with its copy (a kernel module's
      * preview, kmodule.c): it reserves no code */
     bool relocs_follow;
+    bool kmodule;            /* a kernel module's preview (kmodule.c) */
     struct section *secs;
     size_t nsecs;
     /* Allocated sections with file bytes, sorted by address, for reads. */

@@ -471,6 +471,7 @@ static int open_preview(struct kmodule *km, const struct pool_req *pool, struct 
         return -1;
     img->kind = IMG_VMLINUX;   /* kernel code: the kernel's rules, tables and detours */
     img->relocs_follow = true;  /* the loader relocates a copied instruction as the original */
+    img->kmodule = true;
     return 0;
 }
 

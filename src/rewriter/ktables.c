@@ -17,7 +17,8 @@ static const char *const names[KT__COUNT] = {
     [KT_PARAINSTR] = ".parainstructions", [KT_BUG_TABLE] = "__bug_table", [KT_MCOUNT] = "__mcount_loc",
     [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
-    [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+    [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text",
+    [KT_EXIT_TEXT] = ".exit.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
     [KT_ARCH_CODE] = "copied by ftrace, or CPU bring-up code",
 };
 
@@ -259,13 +260,18 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         /* freed after boot: the runtime could not patch it live (kprobes
          * refuses it too) */
         { KT_INIT_TEXT, ".init.text", "_sinittext", "_einittext" },
+        /* a vmlinux's: built-in code's exit functions, which never run and
+         * are freed with the init memory (a module's runs at rmmod) */
+        { KT_EXIT_TEXT, ".exit.text", NULL, NULL },
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         const struct section *s = image_section_by_name(c->img, ranges[i].sec);
         uint64_t a = 0, b = 0;
+        if (ranges[i].id == KT_EXIT_TEXT && c->img->kmodule)
+            continue;
         if (s && s->size) {
             a = s->addr; b = s->addr + s->size;
-        } else if (!symbols_addr_of(c->sy, ranges[i].a, &a) || !symbols_addr_of(c->sy, ranges[i].b, &b)) {
+        } else if (!ranges[i].a || !symbols_addr_of(c->sy, ranges[i].a, &a) || !symbols_addr_of(c->sy, ranges[i].b, &b)) {
             continue;
         }
         if (b <= a)
@@ -390,7 +396,7 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
     }
     for (size_t i = 0; i < kf->nblacklist; i++) {
         const struct krange *r = &kf->blacklist[i];
-        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_INIT_TEXT && addr >= r->start &&
+        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_EXIT_TEXT && addr >= r->start &&
             addr - r->start < r->len)
             return r;
     }

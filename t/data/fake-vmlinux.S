@@ -394,6 +394,16 @@ FUNC fn_entry
         ret                     /* +8  1 */
 ENDF fn_entry
 
+/* a built-in driver's exit function: never runs, freed with the init memory */
+        .section .exit.text, "ax", @progbits
+FUNC fn_exit
+        push %rbp               /* +0  1 */
+        mov %rsp, %rbp          /* +1  3 */
+        mov %rdi, %rax          /* +4  3 */
+        pop %rbp                /* +7  1 */
+        ret                     /* +8  1 */
+ENDF fn_exit
+
         .section .altinstr_replacement, "ax", @progbits
 .Lalt_repl:
         lfence                  /* 3 bytes */
