@@ -19,7 +19,9 @@
 struct kprw_set;
 
 struct kprw_point {
-	struct kprw_set *set;     /* whose counters it has */
+	struct kprw_set *set;     /* the table it is from */
+	/* its per-CPU counters: [0] hits, [1] misses (in its set's chunks) */
+	u64 __percpu *count;
 	unsigned long addr, detour, ool;
 	const char *name;
 	u32 offset, id;
@@ -37,10 +39,14 @@ struct kprw_set {
 	struct module *mod;       /* NULL: the kernel's own */
 	struct kprw_point *points;   /* in address order (the table's) */
 	u32 npoints;
-	u64 __percpu *hits, *missed; /* [npoints] each */
+	/* the points' counters, KPRW_CHUNK points' to a per-CPU allocation
+	 * (one of them all could exceed what the per-CPU allocator gives) */
+	u64 __percpu **chunks;
+	u32 nchunks;
 	u8 *orig;                 /* a module's: its sites' bytes as it was loaded */
 };
 extern struct list_head kprw_sets;
+#define KPRW_CHUNK 256            /* points a per-CPU counter allocation (4 KiB) */
 /* Under kprw_lock: every point of every set */
 #define for_each_kprw_point(s, pt)						\
 	list_for_each_entry(s, &kprw_sets, list)				\

@@ -78,7 +78,7 @@ static bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 		return false;           /* was in the detour when it was disabled */
 	preempt_disable_notrace();
 	if (unlikely(__this_cpu_read(kprw_running))) {
-		this_cpu_inc(pt->set->missed[pt->id]);
+		this_cpu_inc(pt->count[1]);
 		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 			if (kp->flags & KPRW_FLAG_RETPROBE)
 				container_of(kp, struct kprw_kretprobe, kp)->nmissed++;
@@ -86,7 +86,7 @@ static bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 				kp->nmissed++;
 		goto out;
 	}
-	this_cpu_inc(pt->set->hits[pt->id]);
+	this_cpu_inc(pt->count[0]);
 	ran = true;
 	kp = rcu_dereference_raw(pt->handlers);
 	if (!kp)
@@ -321,7 +321,7 @@ static int apply_all(void)
 
 void kprw_count_miss(const struct kprw_point *pt)
 {
-	this_cpu_inc(pt->set->missed[pt->id]);
+	this_cpu_inc(pt->count[1]);
 }
 
 /* "MOD:SYM" names a module's symbol, as for the kernel's kprobes */
@@ -497,8 +497,8 @@ static void stats(const struct kprw_point *pt, u64 *h, u64 *m)
 
 	*h = *m = 0;
 	for_each_possible_cpu(cpu) {
-		*h += per_cpu_ptr(pt->set->hits, cpu)[pt->id];
-		*m += per_cpu_ptr(pt->set->missed, cpu)[pt->id];
+		*h += per_cpu_ptr(pt->count, cpu)[0];
+		*m += per_cpu_ptr(pt->count, cpu)[1];
 	}
 }
 
@@ -702,22 +702,36 @@ static const char *table_check(const struct kprw_table *t)
 
 int kprw_set_alloc(struct kprw_set *s, u32 n)
 {
-	s->points = kcalloc(max(n, 1u), sizeof(*s->points), GFP_KERNEL);
-	s->hits = __alloc_percpu(sizeof(u64) * max(n, 1u), sizeof(u64));
-	s->missed = __alloc_percpu(sizeof(u64) * max(n, 1u), sizeof(u64));
-	if (s->points && s->hits && s->missed)
-		return 0;
+	u32 c, i;
+
+	s->nchunks = DIV_ROUND_UP(max(n, 1u), KPRW_CHUNK);
+	s->points = kvcalloc(max(n, 1u), sizeof(*s->points), GFP_KERNEL);
+	s->chunks = kcalloc(s->nchunks, sizeof(*s->chunks), GFP_KERNEL);
+	if (!s->points || !s->chunks)
+		goto fail;
+	for (c = 0; c < s->nchunks; c++) {
+		s->chunks[c] = __alloc_percpu(2 * sizeof(u64) * KPRW_CHUNK, sizeof(u64));
+		if (!s->chunks[c])
+			goto fail;
+	}
+	for (i = 0; i < n; i++)
+		s->points[i].count = s->chunks[i / KPRW_CHUNK] + 2 * (i % KPRW_CHUNK);
+	return 0;
+fail:
 	kprw_set_free(s);
 	return -ENOMEM;
 }
 
 void kprw_set_free(struct kprw_set *s)
 {
-	kfree(s->points);
-	free_percpu(s->hits);
-	free_percpu(s->missed);
+	u32 c;
+
+	for (c = 0; s->chunks && c < s->nchunks; c++)
+		free_percpu(s->chunks[c]);
+	kfree(s->chunks);
+	kvfree(s->points);
+	s->chunks = NULL;
 	s->points = NULL;
-	s->hits = s->missed = NULL;
 }
 
 void kprw_point_fill(struct kprw_set *s, u32 i, const struct kprw_table *t)
