@@ -190,10 +190,11 @@ kret_exhausted() {
     check "registered again on the same point" sh -c "echo 'follow vfs_read 3' > $R"
     rsnap
     echo "$report" | sed "s/^/kret again: /"
-    # (while the report is made, cat's read(2) of it and the shell's read(2)
-    # of cat's output are followed)
-    check "registered again: one instance free, two taken by the reads of the report" \
-        [ "$(field free) $(field entries)" = "1 2" ]
+    # (while the report is made, cat's read(2) of it is followed, and the
+    # shell's read(2) of cat's output too if it began already: on two CPUs
+    # it may not have)
+    check "registered again: its 3 instances free or taken by the reads of the report ($(field entries) taken)" \
+        sh -c "[ $(( $(field free) + $(field entries) )) = 3 ] && [ $(field entries) -ge 1 ] && [ $(field entries) -le 2 ]"
     kill $cat; wait $cat
     echo off > $R
 }
