@@ -165,13 +165,11 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
     }
     if (!km->symtab)
         return fail(err, errlen, "%s: %s", p, "no symbol table (a stripped module cannot be loaded either)");
-    /* names are read up to their NUL: each string table ends with one */
-    const size_t tabs[2] = { km->eh.e_shstrndx, km->strtab };
-    for (int k = 0; k < 2; k++) {
-        const Elf64_Shdr *s = &km->sh[tabs[k]];
-        if (s->sh_type == SHT_NOBITS || (s->sh_size && km->file[s->sh_offset + s->sh_size - 1] != 0))
-            return fail(err, errlen, "%s: %s", p, "malformed string table (no NUL at its end)");
-    }
+    /* names are read up to their NUL: the symbols' string table ends with
+     * one (the section names' was checked above) */
+    const Elf64_Shdr *st = &km->sh[km->strtab];
+    if (st->sh_type == SHT_NOBITS || (st->sh_size && km->file[st->sh_offset + st->sh_size - 1] != 0))
+        return fail(err, errlen, "%s: %s", p, "malformed string table (no NUL at its end)");
     km->nsyms = km->sh[km->symtab].sh_size / sizeof(Elf64_Sym);
     km->syms = malloc((km->nsyms ? km->nsyms : 1) * sizeof *km->syms);
     km->ext = calloc(km->nsyms ? km->nsyms : 1, sizeof *km->ext);
@@ -305,6 +303,55 @@ static bool names_init(struct names *nm, const struct kmodule *km, size_t sec)
     return true;
 }
 
+/* The module's sections, in order, into o: the symbol and string tables
+ * from syms and str, the section name table's place kept for out_close;
+ * addr (NULL: as they are) gives each section's address. */
+static bool copy_sections(struct elf_out *o, const struct kmodule *km, const Elf64_Sym *syms, size_t nsyms,
+                          const struct names *str, const uint64_t *addr)
+{
+    if (!out_section(o, km->sh[0]))
+        return false;
+    for (size_t i = 1; i < km->n; i++) {
+        Elf64_Shdr s = km->sh[i];
+        const void *data = km->file + s.sh_offset;
+        if (i == km->symtab) {
+            data = syms;
+            s.sh_size = nsyms * sizeof *syms;
+        } else if (i == km->strtab) {
+            data = str->v;
+            s.sh_size = str->n;
+        } else if (i == km->eh.e_shstrndx) {
+            s.sh_size = 0;   /* written last: names are added to it */
+        }
+        if (addr)
+            s.sh_addr = addr[i];
+        if (s.sh_size && s.sh_type != SHT_NOBITS &&
+            (s.sh_offset = out_data(o, data, s.sh_size, s.sh_addralign)) == SIZE_MAX)
+            return false;
+        if (!out_section(o, s))
+            return false;
+    }
+    return true;
+}
+
+/* The section name table at its place, the header and section headers;
+ * the ELF's bytes handed over to *buf. */
+static bool out_close(struct elf_out *o, const struct kmodule *km, const struct names *shstr, uint16_t type,
+                      uint8_t **buf, size_t *size)
+{
+    Elf64_Shdr ss = km->sh[km->eh.e_shstrndx];
+    if ((ss.sh_offset = out_data(o, shstr->v, shstr->n, 1)) == SIZE_MAX)
+        return false;
+    ss.sh_size = shstr->n;
+    o->sh[km->eh.e_shstrndx] = ss;
+    if (!out_finish(o, &km->eh, type))
+        return false;
+    *buf = o->buf;
+    *size = o->size;
+    o->buf = NULL;
+    return true;
+}
+
 /* The preview: sections at their preview addresses with relocations
  * applied, symbols valued there, an extern area for the undefined ones,
  * and (pool sizes given) the pool with the symbols a kernel's has. */
@@ -363,28 +410,8 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
             goto oom;
     }
     /* the sections */
-    if (!out_section(&o, km->sh[0]))
+    if (!copy_sections(&o, km, syms, nsyms, &str, km->addr))
         goto out;
-    for (size_t i = 1; i < km->n; i++) {
-        Elf64_Shdr s = km->sh[i];
-        const uint8_t *data = km->file + s.sh_offset;
-        size_t n = s.sh_size;
-        if (i == km->symtab) {
-            data = (const uint8_t *)syms;
-            n = nsyms * sizeof *syms;
-        } else if (i == km->strtab) {
-            data = (const uint8_t *)str.v;
-            n = str.n;
-        } else if (i == km->eh.e_shstrndx) {
-            n = 0;      /* written last: names are added below */
-        }
-        s.sh_addr = km->addr[i];
-        if (n && s.sh_type != SHT_NOBITS && (s.sh_offset = out_data(&o, data, n, s.sh_addralign)) == SIZE_MAX)
-            goto out;
-        s.sh_size = n;
-        if (!out_section(&o, s))
-            goto out;
-    }
     /* the extern area and the pool */
     const char *extra[4] = { ".kprewrite.extern", KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA };
     const uint64_t flags[4] = { SHF_ALLOC, SHF_ALLOC | SHF_EXECINSTR, SHF_ALLOC, SHF_ALLOC | SHF_WRITE };
@@ -403,11 +430,6 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
         if (!out_section(&o, s))
             goto out;
     }
-    Elf64_Shdr ss = km->sh[km->eh.e_shstrndx];
-    if ((ss.sh_offset = out_data(&o, shstr.v, shstr.n, 1)) == SIZE_MAX)
-        goto out;
-    ss.sh_size = shstr.n;
-    o.sh[km->eh.e_shstrndx] = ss;
     /* relocations: offsets become addresses, and are applied */
     for (size_t i = 1; i < km->n; i++) {
         Elf64_Shdr *r = &o.sh[i];
@@ -443,11 +465,8 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
             memcpy(o.buf + r->sh_offset + k * sizeof rel, &rel, sizeof rel);
         }
     }
-    if (!out_finish(&o, &km->eh, ET_EXEC))
+    if (!out_close(&o, km, &shstr, ET_EXEC, buf, size))
         goto out;
-    *buf = o.buf;
-    *size = o.size;
-    o.buf = NULL;
     rc = 0;
     goto out;
 oom:
@@ -797,25 +816,8 @@ static int write_module(struct kwrite *w, const uint8_t *text, const uint8_t *ta
         syms[nsyms++] = (Elf64_Sym){ (uint32_t)name, ELF64_ST_INFO(STB_GLOBAL, add[k].type), 0, add[k].sec, 0,
                                      add[k].size };
     }
-    if (!out_section(&o, km->sh[0]))
+    if (!copy_sections(&o, km, syms, nsyms, &str, NULL))
         goto out;
-    for (size_t i = 1; i < n; i++) {
-        Elf64_Shdr s = km->sh[i];
-        const void *data = km->file + s.sh_offset;
-        if (i == km->symtab) {
-            data = syms;
-            s.sh_size = nsyms * sizeof *syms;
-        } else if (i == km->strtab) {
-            data = str.v;
-            s.sh_size = str.n;
-        } else if (i == km->eh.e_shstrndx) {
-            s.sh_size = 0;   /* written last: names are added below */
-        }
-        if (s.sh_size && s.sh_type != SHT_NOBITS && (s.sh_offset = out_data(&o, data, s.sh_size, s.sh_addralign)) == SIZE_MAX)
-            goto out;
-        if (!out_section(&o, s))
-            goto out;
-    }
     const struct { const char *name; uint32_t type; uint64_t flags, align; const void *data; size_t size; uint32_t info; }
         sec[5] = {
         { KPRW_SEC_TEXT, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16, text, w->text_used, 0 },
@@ -835,16 +837,8 @@ static int write_module(struct kwrite *w, const uint8_t *text, const uint8_t *ta
         if ((s.sh_offset = out_data(&o, sec[k].data, sec[k].size, sec[k].align)) == SIZE_MAX || !out_section(&o, s))
             goto out;
     }
-    Elf64_Shdr ss = km->sh[km->eh.e_shstrndx];
-    if ((ss.sh_offset = out_data(&o, shstr.v, shstr.n, 1)) == SIZE_MAX)
+    if (!out_close(&o, km, &shstr, ET_REL, buf, size))
         goto out;
-    ss.sh_size = shstr.n;
-    o.sh[km->eh.e_shstrndx] = ss;
-    if (!out_finish(&o, &km->eh, ET_REL))
-        goto out;
-    *buf = o.buf;
-    *size = o.size;
-    o.buf = NULL;
     rc = 0;
     goto out;
 oom:

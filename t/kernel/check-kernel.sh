@@ -36,12 +36,9 @@ table_counts() {
         if [ ${#sa} = 16 ] && [ "$rel" -ge 0 ] && [ "$rel" -lt $((0x$sz)) ]; then
             t=$((0x$so + rel))
             n=$(od -An -tu4 -j $((t + 8)) -N 4 "$1" | tr -d ' ')
-            opt=0 i=0
-            while [ $i -lt "$n" ]; do
-                [ "$(od -An -tu1 -j $((t + 64 + i * 28 + 26)) -N 1 "$1" | tr -d ' ')" != 0 ] || opt=$((opt + 1))
-                i=$((i + 1))
-            done
-            echo "$n $opt"
+            # the entries' bytes in one read, one a line; verdict 0 = a jump
+            od -An -v -tu1 -w1 -j $((t + 64)) -N $((n * 28)) "$1" |
+                awk -v n="$n" 'NR % 28 == 27 && $1 == 0 { opt++ } END { print n, opt + 0 }'
             break
         fi
     done
