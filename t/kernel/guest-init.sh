@@ -12,13 +12,14 @@ check() { # DESC COMMAND...: ok when COMMAND succeeds
     d=$1; shift
     if "$@"; then echo "KPRW-OK $d"; else echo "KPRW-NOTOK $d"; fi
 }
-# delta SPEC ACTION: the hit count's growth over N actions
-# (kdrive's output goes through a file: a reader on a pipe would read(2)
-# while kdrive counts)
-delta() { kdrive "$1" "$2" $N > /tmp/delta && awk '{ print $5 }' /tmp/delta; }
+# delta SPEC ACTION: the hit count's growth over N actions, in $got
+# (kdrive runs in the shell itself, its output to a file: inside $(...) the
+# shell would read(2) the substitution's pipe, and on two CPUs that read may
+# begin only after kdrive has read its first count -- one read too many)
+delta() { kdrive "$1" "$2" $N > /tmp/delta && got=$(awk '{ print $5 }' /tmp/delta); }
 # expect SPEC ACTION WANT DESC
 expect() {
-    got=$(delta "$1" "$2")
+    got=; delta "$1" "$2"
     if [ "$got" = "$3" ]; then echo "KPRW-OK $4: $1 $got"; else echo "KPRW-NOTOK $4: $1 got $got, want $3"; fi
 }
 # every probe driven N times; list reads add one read (and one open) each
