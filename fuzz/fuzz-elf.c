@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct symbols sy;
     if (symbols_load(&sy, &img, NULL, err, sizeof err) == 0) {
         struct kfacts kf;
-        if (kfacts_load(&kf, &img, &sy, err, sizeof err) == 0)
+        if (kfacts_load(&kf, &img, &sy, NULL, err, sizeof err) == 0)
             kfacts_free(&kf);
         symbols_free(&sy);
     }

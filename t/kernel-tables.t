@@ -147,6 +147,48 @@ is "3|k  fn_percpu+0x4  refused: reserved:relocation (site $(a fn_percpu 7) over
    "$(v fn_percpu+4)" "R_X86_64_PC32 against .data..percpu is reserved"
 is "0|k  fn_riprel+0x4  $OV  dcr 7  [RIP-relative operand re-pointed]" "$(v fn_riprel+4)" \
    "R_X86_64_PC32 against an ordinary symbol is not"
+is "0|k  fn_percpu_abs+0x4  $OV  dcr 9" "$(v fn_percpu_abs+4)" \
+   "R_X86_64_32S against .data..percpu is not (KASLR leaves the zero-based per-cpu area)"
+
+# --- relocations stripped (6.12's post-link step) and --relocs ------------
+objcopy --remove-section=.rela.text "$V" "$D/norela"
+readelf -SW "$D/norela" | grep -q ' RELA ' && ! readelf -SW "$D/norela" | grep -q '\.rela\.text'
+ok $? "a copy without .rela.text keeps other .rela sections (as a 6.12 vmlinux keeps .relaruntime_*)"
+out=$("$KPREWRITE" --check --probe fn_reloc "$D/norela" 2>&1); rc=$?
+is "1|kprewrite: $D/norela: its code's relocations were stripped (the arch's post-link step, as 6.12's): give --relocs with the vmlinux.relocs written from it, or bake before that step" \
+   "$rc|$out" "code relocations stripped: refused, naming the way out"
+# le32 N...: N as 32-bit little-endian words
+le32() {
+    for x; do
+        printf "\\$(printf %03o $((x & 255)))\\$(printf %03o $((x >> 8 & 255)))"
+        printf "\\$(printf %03o $((x >> 16 & 255)))\\$(printf %03o $((x >> 24 & 255)))"
+    done
+}
+lo() { a "$1" "$2" | sed 's/^0xffffffff/0x/'; }
+# what the kernel's relocs tool writes for the fixture: no 64-bit site, the
+# per-cpu PC32 as inverse 32-bit, the 32S (fn_reloc's and the data's)
+le32 0 0 $(lo fn_percpu 7) 0 $(lo fn_reloc 7) > "$D/vmlinux.relocs"
+for p in fn_reloc fn_reloc+4 fn_percpu+4 fn_riprel+4 fn_percpu_abs+4 fn_plain; do
+    is "$(v $p)" "$(IMG=$D/norela v $p --relocs "$D/vmlinux.relocs")" \
+       "--relocs vmlinux.relocs: $p has the verdict the .rela sections give"
+done
+is "0|k  fn_reloc+0x4  $OV  dcr 7" "$(IMG=$D/norela v fn_reloc+4 --relocs /dev/null)" \
+   "--relocs /dev/null is no relocations at all (a kernel that is not relocatable)"
+# broken files: one line naming the file and what is wrong
+printf 'abc' > "$D/r3"
+le32 0 0 0 0 > "$D/r4stops"
+le32 0 0 0x1000 > "$D/rlow"
+le32 $(lo fn_reloc 7) 0 0 0 > "$D/rnostop"
+le32 0 $(lo fn_reloc 7) 0 > "$D/r2stops"
+for c in "r3|its size is not a multiple of 4: not a vmlinux.relocs" \
+         "r4stops|word 3 (0x00000000) after the third stop" \
+         "rlow|word 2 (0x00001000) is not a kernel address" \
+         "rnostop|word 0 ($(lo fn_reloc 7)) before the first stop" \
+         "r2stops|2 stops (0 words) in 3 words, not 3: not an x86-64 vmlinux.relocs"; do
+    f=${c%%|*} want=${c#*|}
+    out=$("$KPREWRITE" --check --probe fn_plain --relocs "$D/$f" "$V" 2>&1); rc=$?
+    like "^1\|kprewrite: $D/$f: $(printf '%s' "$want" | sed 's/[().]/\\&/g')" "$rc|$out" "--relocs $f: $want"
+done
 
 # --- blacklists ---------------------------------------------------------
 is "3|k  fn_blacklisted+0x0  refused: blacklisted (_kprobe_blacklist)" "$(v fn_blacklisted)" \

@@ -4,6 +4,7 @@
 #include "../arch/x86/kernel-tables.h"
 #include "../arch/x86/psabi.h"
 #include "../util/array.h"
+#include "krelocs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +203,67 @@ oom:
     return -1;
 }
 
+/* Does symbol symi of symtab lie in a vmlinux's zero-based per-cpu area
+ * (relocs.c's is_percpu_sym)? */
+static bool percpu_ref(const struct ctx *c, const struct section *symtab, uint32_t symi)
+{
+    Elf64_Sym sym;
+    if (c->img->kind != IMG_VMLINUX || !symtab || !symtab->data ||
+        ((uint64_t)symi + 1) * sizeof sym > symtab->size)
+        return false;
+    memcpy(&sym, symtab->data + symi * sizeof sym, sizeof sym);
+    if (sym.st_shndx >= c->img->nsecs || strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
+        return false;
+    const struct section *str = symtab->link < c->img->nsecs ? &c->img->secs[symtab->link] : NULL;
+    const char *name = str && str->data && sym.st_name < str->size ? (const char *)str->data + sym.st_name : "";
+    if (!memchr(name, 0, str ? str->size - sym.st_name : 0))
+        name = "";
+    /* the symbols of the section's load address, not of per-cpu data */
+    return strcmp(name, "__init_begin") != 0 && strncmp(name, "__per_cpu_load", 14) != 0 &&
+           strncmp(name, "init_per_cpu_", 13) != 0;
+}
+
+/* A vmlinux linked with --emit-relocs whose code's relocations were then
+ * stripped (6.12's arch/x86/Makefile.postlink, after writing
+ * vmlinux.relocs): some .rela sections survive (.relaruntime_*), none for
+ * code. Baking it blind would put probes where KASLR patches at boot. */
+static bool relocs_stripped(const struct image *img)
+{
+    const struct section *s;
+    bool any = false;
+    for (size_t i = 0; (s = image_next_rela(img, &i));) {
+        any = true;
+        if (s->info && s->info < img->nsecs && (img->secs[s->info].flags & SHF_EXECINSTR))
+            return false;
+    }
+    return any;
+}
+
+static int read_relocs_file(struct ctx *c, struct kfacts *kf, const char *path, char *err, size_t errlen)
+{
+    struct krelocs_site *v;
+    size_t n;
+    if (c->img->kind != IMG_VMLINUX) {
+        snprintf(err, errlen, "%s: --relocs is for a vmlinux (give --kernel)", c->img->path);
+        return -1;
+    }
+    if (krelocs_read(path, &v, &n, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!image_is_exec_addr(c->img, v[i].addr))
+            continue;
+        struct krange kr = { v[i].addr, v[i].len, KT_RELOC };
+        kf->count[KT_RELOC]++;
+        if (!PUSH(c->reserved, kr)) {
+            snprintf(err, errlen, "%s: out of memory reading relocations", path);
+            free(v);
+            return -1;
+        }
+    }
+    free(v);
+    return 0;
+}
+
 /* Relocations that patch code bytes: at load (TEXTREL, KASLR) the bytes
  * change, so an instruction carrying one must not move or be copied.
  * PC-relative ones survive moving the whole text, except the kernel's
@@ -211,6 +273,12 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
     const struct section *s;
     if (c->img->relocs_follow)
         return 0;
+    if (c->img->kind == IMG_VMLINUX && relocs_stripped(c->img)) {
+        snprintf(err, errlen, "%s: its code's relocations were stripped (the arch's post-link step, as "
+                 "6.12's): give --relocs with the vmlinux.relocs written from it, or bake before that step",
+                 c->img->path);
+        return -1;
+    }
     for (size_t i = 0; (s = image_next_rela(c->img, &i));) {
         /* Relocations of a non-allocated section have offsets inside that
          * section, not addresses: they would alias code at low link
@@ -224,18 +292,12 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
             unsigned len = x86_reloc_size(ELF64_R_TYPE(r.r_info), &pcrel);
             if (!len)
                 continue;
-            if (pcrel) {
-                /* only the per-cpu inverse relocations matter */
-                uint32_t symi = ELF64_R_SYM(r.r_info);
-                Elf64_Sym sym;
-                if (c->img->kind != IMG_VMLINUX || !symtab || !symtab->data ||
-                    ((uint64_t)symi + 1) * sizeof sym > symtab->size)
-                    continue;
-                memcpy(&sym, symtab->data + symi * sizeof sym, sizeof sym);
-                if (sym.st_shndx >= c->img->nsecs ||
-                    strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
-                    continue;
-            }
+            /* as arch/x86/tools/relocs decides: relative references need
+             * KASLR's fixing only to a per-cpu symbol (zero-based, it does
+             * not move: the inverse relocations), absolute ones only to
+             * anything else */
+            if (pcrel != percpu_ref(c, symtab, ELF64_R_SYM(r.r_info)))
+                continue;
             /* vmlinux: r_offset is a virtual address (ET_EXEC --emit-relocs). */
             if (!image_is_exec_addr(c->img, r.r_offset))
                 continue;
@@ -332,8 +394,35 @@ static size_t uniq_u64(uint64_t *v, size_t n)
     return k;
 }
 
+static bool range_is_wide(const struct krange *r)
+{
+    return r->table >= KT_KPROBES_TEXT && r->table <= KT_EXIT_TEXT;
+}
+
+/* The section-wide ranges (.init.text and the like) nest function ranges,
+ * so the lookup checks them apart; copied out once, since a look through
+ * all ranges per instruction took 80 % of a --check of every entry of
+ * Debian's 6.12 vmlinux (6.1 s, now 1.1 s). */
+static int collect_wide(struct kfacts *kf, char *err, size_t errlen)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < kf->nblacklist; i++)
+        n += range_is_wide(&kf->blacklist[i]);
+    if (n == 0)
+        return 0;
+    kf->wide = malloc(n * sizeof *kf->wide);
+    if (!kf->wide) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < kf->nblacklist; i++)
+        if (range_is_wide(&kf->blacklist[i]))
+            kf->wide[kf->nwide++] = kf->blacklist[i];
+    return 0;
+}
+
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
-                char *err, size_t errlen)
+                const char *relocs, char *err, size_t errlen)
 {
     struct ctx c = { .img = img, .sy = sy };
 
@@ -347,7 +436,7 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
         if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;
     }
-    if (read_relocs(&c, kf, err, errlen) < 0)
+    if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, err, errlen)) < 0)
         goto fail;
     sort_array(c.reserved.v, c.reserved.n, sizeof(struct krange), cmp_range);
     sort_array(c.blacklist.v, c.blacklist.n, sizeof(struct krange), cmp_range);
@@ -355,17 +444,23 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
     sort_array(c.extable.v, c.extable.n, 8, cmp_u64);
     kf->reserved = c.reserved.v; kf->nreserved = c.reserved.n;
     kf->blacklist = c.blacklist.v; kf->nblacklist = c.blacklist.n;
+    if (collect_wide(kf, err, errlen) < 0)
+        goto fail_set;
     kf->targets = c.targets.v; kf->ntargets = c.targets.n;
     kf->extable = c.extable.v; kf->nextable = uniq_u64(c.extable.v, c.extable.n);
     return 0;
 fail:
     free(c.reserved.v); free(c.targets.v); free(c.extable.v); free(c.blacklist.v);
     return -1;
+fail_set:
+    free(c.targets.v); free(c.extable.v);
+    kfacts_free(kf);
+    return -1;
 }
 
 void kfacts_free(struct kfacts *kf)
 {
-    free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->blacklist);
+    free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->blacklist); free(kf->wide);
     memset(kf, 0, sizeof *kf);
 }
 
@@ -394,10 +489,9 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
         if (addr - r->start < r->len)
             return r;
     }
-    for (size_t i = 0; i < kf->nblacklist; i++) {
-        const struct krange *r = &kf->blacklist[i];
-        if (r->table >= KT_KPROBES_TEXT && r->table <= KT_EXIT_TEXT && addr >= r->start &&
-            addr - r->start < r->len)
+    for (size_t i = 0; i < kf->nwide; i++) {
+        const struct krange *r = &kf->wide[i];
+        if (addr >= r->start && addr - r->start < r->len)
             return r;
     }
     return NULL;

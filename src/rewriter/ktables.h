@@ -40,6 +40,8 @@ struct kfacts {
     size_t nextable;
     struct krange *blacklist;  /* blacklisted code ranges, sorted by start */
     size_t nblacklist;
+    struct krange *wide;       /* the section-wide ones of them (few) */
+    size_t nwide;
     unsigned count[KT__COUNT]; /* entries read per table */
     unsigned entsize[KT__COUNT];
 };
@@ -91,11 +93,14 @@ const char *ktable_name(enum ktable_id id);
 /* Is name a symbol of a function's padding in a kernel (__pfx_, __cfi_)? */
 bool ktable_padding_symbol(const char *name);
 
-/* Read every table present in img. Returns 0, or -1 with a one-line error
- * (a table that exists but cannot be understood is an error: guessing could
- * corrupt the kernel). */
+/* Read every table present in img, and its KASLR relocation sites: from
+ * relocs (a vmlinux.relocs) when not NULL, else from its .rela sections (a
+ * vmlinux that has some .rela sections but none for code had them stripped:
+ * an error without relocs). Returns 0, or -1 with a one-line error (a table
+ * that exists but cannot be understood is an error: guessing could corrupt
+ * the kernel). */
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
-                char *err, size_t errlen);
+                const char *relocs, char *err, size_t errlen);
 void kfacts_free(struct kfacts *kf);
 
 /* First reserved range overlapping [start, start+len), or NULL. */

@@ -15,8 +15,8 @@
 static const char usage_text[] =
 "Usage: kprewrite [--check [--json] [--disasm]] [--summary] (--probe SPEC)...\n"
 "                 [--probe-file FILE] [--remove SPEC]... [-o OUT]\n"
-"                 [--system-map FILE] [--kernel] [--runtime LIB] [--strict-indirect]\n"
-"                 [--detours compact|inline|shared] IMAGE\n"
+"                 [--system-map FILE] [--kernel] [--relocs FILE] [--runtime LIB]\n"
+"                 [--strict-indirect] [--detours compact|inline|shared] IMAGE\n"
 "       kprewrite ctl PID COMMAND    (see kprewrite ctl --help)\n"
 "       kprewrite --help | --version\n"
 "\n"
@@ -40,6 +40,9 @@ static const char usage_text[] =
 "  -s, --summary          add counts by verdict and reason (stderr with --json)\n"
 "  -m, --system-map FILE  take symbols from FILE (a vmlinux without .symtab)\n"
 "  -k, --kernel           treat an ET_EXEC image as a vmlinux\n"
+"  -L, --relocs FILE      a vmlinux whose .rela sections were stripped (6.12's\n"
+"                         post-link step): its KASLR relocation sites, from FILE\n"
+"                         as arch/x86/tools/relocs writes it (vmlinux.relocs)\n"
 "  -R, --runtime LIB      the runtime an image built without it loads (DT_NEEDED);\n"
 "                         default " KPRW_RUNTIME_DEFAULT "\n"
 "  -d, --disasm           print the decoded instructions of each probed function\n"
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, 'j' },
         { "summary", no_argument, NULL, 's' },
         { "system-map", required_argument, NULL, 'm' },
+        { "relocs", required_argument, NULL, 'L' },
         { "kernel", no_argument, NULL, 'k' },
         { "disasm", no_argument, NULL, 'd' },
         { "output", required_argument, NULL, 'o' },
@@ -92,14 +96,14 @@ int main(int argc, char **argv)
     };
     struct spec_list specs = { 0 }, removes = { 0 };
     const char *output = NULL;
-    const char *system_map = NULL, *runtime = NULL;
+    const char *system_map = NULL, *runtime = NULL, *relocs = NULL;
     bool check = false, json = false, summary = false, kernel = false, disasm = false, strict = false;
     char err[1024];
     int c, status = EXIT_ERROR;
     int detours = DETOURS_DEFAULT;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:kdo:r:R:SD:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cp:f:jsm:L:kdo:r:R:SD:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'c': check = true; break;
         case 'j': json = true; break;
@@ -115,6 +119,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'm': system_map = optarg; break;
+        case 'L': relocs = optarg; break;
         case 'R': runtime = optarg; break;
         case 'D':
             if (strcmp(optarg, "inline") == 0) {
@@ -164,7 +169,7 @@ int main(int argc, char **argv)
     }
 
     struct run_opts ro = {
-        .image = argv[optind], .output = output, .system_map = system_map, .runtime = runtime,
+        .image = argv[optind], .output = output, .system_map = system_map, .relocs = relocs, .runtime = runtime,
         .specs = &specs, .removes = &removes,
         .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
         .strict_indirect = strict, .detours = detours,

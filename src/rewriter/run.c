@@ -110,7 +110,7 @@ int run_image(struct run_opts *o)
     }
     if (!o->check && img.kind == IMG_VMLINUX && !km)
         symbols_addr_of(&sy, KPRW_KERNEL_DISPATCH, &pool.kernel_dispatch);   /* bake() says when missing */
-    if (kfacts_load(&kf, &img, &sy, err, sizeof err) < 0) {
+    if (kfacts_load(&kf, &img, &sy, o->relocs, err, sizeof err) < 0) {
         fprintf(o->msg, "kprewrite: %s\n", err);
         goto free_symbols;
     }

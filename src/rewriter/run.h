@@ -10,6 +10,7 @@ struct run_opts {
     const char *image;         /* the input */
     const char *output;        /* NULL: in place */
     const char *system_map;    /* NULL: the image's own symbols */
+    const char *relocs;        /* a vmlinux.relocs (NULL: the image's .rela sections) */
     const char *runtime;       /* a prebuilt image's DT_NEEDED runtime (NULL: the installed one) */
     struct spec_list *specs;   /* --probe and --probe-file; a rewrite prepends the baked ones */
     struct spec_list *removes; /* --remove */

@@ -334,6 +334,16 @@ FUNC fn_percpu
         ret                     /* +12 1 */
 ENDF fn_percpu
 
+/* R_X86_64_32S against a .data..percpu symbol at +7 (a %gs: offset): the
+ * per-cpu area is zero-based, KASLR leaves it (arch/x86/tools/relocs) */
+FUNC fn_percpu_abs
+        push %rbp               /* +0  1 */
+        mov %rsp, %rbp          /* +1  3 */
+        mov %gs:percpu_var, %rax /* +4 9  65 48 8b 04 25 abs32 */
+        pop %rbp                /* +13 1 */
+        ret                     /* +14 1 */
+ENDF fn_percpu_abs
+
 /* R_X86_64_PC32 against an ordinary symbol: not reserved (re-pointed) */
 FUNC fn_riprel
         push %rbp               /* +0  1 */

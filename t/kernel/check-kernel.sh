@@ -70,6 +70,17 @@ boot() {
     [ $failed = 0 ] || { echo "# serial log: $log"; tail -n 30 "$log" | sed 's/^/# /'; }
 }
 
+# kreloc_opt OBJ: KR, the option that gives kprewrite a vmlinux's KASLR
+# relocations where 6.12's post-link step stripped them from it (the bake in
+# the build ran before that step, with the .rela sections)
+kreloc_opt() {
+    KR=
+    if ! readelf -SW "$1/vmlinux" | grep -q ' \.rela\.text '; then
+        [ -f "$1/arch/x86/boot/compressed/vmlinux.relocs" ] || bail "$1: vmlinux has no .rela.text and no vmlinux.relocs"
+        KR="--relocs $1/arch/x86/boot/compressed/vmlinux.relocs"
+    fi
+}
+
 # variant NAME: build, choose and check the probes, bake, boot
 variant() {
     v=$1 ver=${2:-6.1} modpoints=0 modopt=0
@@ -80,6 +91,7 @@ variant() {
         { tail -n 20 "$d/build.log"; bail "$L: kernel build failed ($d/build.log)"; }
     ok 0 "$L: $(tail -n 1 "$d/build.log")"
     cp "$obj/vmlinux" "$d/vmlinux.plain"
+    kreloc_opt "$obj"
     # the mid-function point: right after ksys_read's first call but
     # __fentry__'s (straight line, reached once per read(2) that got a
     # file); addresses are beyond
@@ -106,7 +118,7 @@ variant() {
     for f in $(objdump -d --no-show-raw-insn "$d/vmlinux.plain" | awk '/^[0-9a-f]+ <[^>]+>:$/ { n = $2; first = 1; next }
             first && NF { first = 0; if ($2 ~ /^(pushf|cli)/) { gsub(/[<>:]/, "", n); print n } }' |
             head -n 20); do
-        if "$K" --kernel --check --probe "$f" "$d/vmlinux.plain" 2>/dev/null | grep -Eq "  $f\+0x0  \[(OPTIMIZED|INT3)\]"; then
+        if "$K" --kernel --check $KR --probe "$f" "$d/vmlinux.plain" 2>/dev/null | grep -Eq "  $f\+0x0  \[(OPTIMIZED|INT3)\]"; then
             flagfn=$f; break
         fi
     done
@@ -126,7 +138,7 @@ variant() {
             kk=1
         fi
     fi
-    "$K" --kernel --check --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
+    "$K" --kernel --check $KR --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
     # the points (a probe and a return probe at one address are one) and
     # those optimized, which the guest checks its list against
@@ -140,10 +152,10 @@ variant() {
     fi
     grep -q '__x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid+0 can be jump-optimized"
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $mid (mid-function) can be jump-optimized"
-    "$K" --kernel --check --probe verify_cpu "$d/vmlinux.plain" | grep -q 'verify_cpu+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
+    "$K" --kernel --check $KR --probe verify_cpu "$d/vmlinux.plain" | grep -q 'verify_cpu+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
     ok $? "$L: verify_cpu (CPU bring-up) is refused"
     if nm "$d/vmlinux.plain" | grep -q ' ftrace_regs_caller$'; then
-        "$K" --kernel --check --probe ftrace_regs_caller "$d/vmlinux.plain" |
+        "$K" --kernel --check $KR --probe ftrace_regs_caller "$d/vmlinux.plain" |
             grep -q 'ftrace_regs_caller+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
         ok $? "$L: ftrace_regs_caller (copied into ftrace's trampolines) is refused"
     fi
@@ -256,7 +268,8 @@ every() {
     sh "$src/t/kernel/build-kernel.sh" "$kb" every "$ver" > "$d/build.log" 2>&1 ||
         { tail -n 20 "$d/build.log"; bail "$L: kernel build failed ($d/build.log)"; }
     cp "$obj/vmlinux" "$d/vmlinux.plain"
-    "$K" --kernel --summary --probe '*' -o "$d/vmlinux" "$d/vmlinux.plain" > "$d/bake.txt" 2> "$d/bake.log"
+    kreloc_opt "$obj"
+    "$K" --kernel --summary $KR --probe '*' -o "$d/vmlinux" "$d/vmlinux.plain" > "$d/bake.txt" 2> "$d/bake.log"
     rc=$?; [ $rc = 2 ] || [ $rc = 3 ]; ok $? "$L: kprewrite --kernel --probe '*' bakes it (exit $rc)"
     grep '^summary: ' "$d/bake.txt" | sed 's/^/# /'
     ! grep '^summary: refused ' "$d/bake.txt" | grep -Evq '^summary: refused +(blacklisted|reserved|exception-table|not-relocatable) '
