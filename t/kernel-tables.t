@@ -151,9 +151,9 @@ is "0|k  fn_percpu_abs+0x4  $OV  dcr 9" "$(v fn_percpu_abs+4)" \
    "R_X86_64_32S against .data..percpu is not (KASLR leaves the zero-based per-cpu area)"
 
 # --- relocations stripped (6.12's post-link step) and --relocs ------------
-objcopy --remove-section=.rela.text "$V" "$D/norela"
-readelf -SW "$D/norela" | grep -q ' RELA ' && ! readelf -SW "$D/norela" | grep -q '\.rela\.text'
-ok $? "a copy without .rela.text keeps other .rela sections (as a 6.12 vmlinux keeps .relaruntime_*)"
+objcopy --remove-section='.rela*text' "$V" "$D/norela"
+readelf -SW "$D/norela" | grep -q ' RELA ' && ! readelf -SW "$D/norela" | grep -q '\.rela[^ ]*text'
+ok $? "a copy without its code's .rela sections keeps other .rela sections (as a 6.12 vmlinux keeps .relaruntime_*)"
 out=$("$KPREWRITE" --check --probe fn_reloc "$D/norela" 2>&1); rc=$?
 is "1|kprewrite: $D/norela: its code's relocations were stripped (the arch's post-link step, as 6.12's): give --relocs with the vmlinux.relocs written from it, or bake before that step" \
    "$rc|$out" "code relocations stripped: refused, naming the way out"
@@ -201,6 +201,8 @@ is "3|k  fn_kprobes+0x0  refused: blacklisted (.kprobes.text)" "$(v fn_kprobes)"
    "__kprobes_text_start/__kprobes_text_end bound a blacklisted range"
 is "0|k  fn_after_kprobes+0x0  $OV  dcr 7" "$(v fn_after_kprobes)" "past __kprobes_text_end is free"
 is "3|k  fn_noinstr+0x0  refused: blacklisted (.noinstr.text)" "$(v fn_noinstr)" ".noinstr.text section"
+is "3|k  __SCT__fake_call+0x0  refused: blacklisted (.static_call.text)" "$(v __SCT__fake_call)" \
+   ".static_call.text: a static call's trampoline (static_call_update() rewrites it)"
 is "3|k  fn_entry+0x0  refused: blacklisted (.entry.text)" "$(v fn_entry)" ".entry.text section"
 is "3|k  fn_exit+0x0  refused: blacklisted (.exit.text)" "$(v fn_exit)" \
    ".exit.text section (a built-in exit function never runs; the kernel frees it)"

@@ -19,7 +19,7 @@ static const char *const names[KT__COUNT] = {
     [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
     [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text",
-    [KT_EXIT_TEXT] = ".exit.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+    [KT_EXIT_TEXT] = ".exit.text", [KT_STATIC_CALL_TEXT] = ".static_call.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
     [KT_ARCH_CODE] = "copied by ftrace, or CPU bring-up code",
 };
 
@@ -225,13 +225,15 @@ static bool percpu_ref(const struct ctx *c, const struct section *symtab, uint32
 
 /* A vmlinux linked with --emit-relocs whose code's relocations were then
  * stripped (6.12's arch/x86/Makefile.postlink, after writing
- * vmlinux.relocs): some .rela sections survive (.relaruntime_*), none for
- * code. Baking it blind would put probes where KASLR patches at boot. */
+ * vmlinux.relocs): some of its (unallocated) .rela sections survive
+ * (.relaruntime_*), none for code. Baking it blind would put probes where KASLR patches at boot. */
 static bool relocs_stripped(const struct image *img)
 {
     const struct section *s;
     bool any = false;
     for (size_t i = 0; (s = image_next_rela(img, &i));) {
+        if (s->flags & SHF_ALLOC)
+            continue;   /* dynamic relocations (a static program's .rela.plt), not --emit-relocs' */
         any = true;
         if (s->info && s->info < img->nsecs && (img->secs[s->info].flags & SHF_EXECINSTR))
             return false;
@@ -325,6 +327,10 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         /* a vmlinux's: built-in code's exit functions, which never run and
          * are freed with the init memory (a module's runs at rmmod) */
         { KT_EXIT_TEXT, ".exit.text", NULL, NULL },
+        /* static calls' trampolines: static_call_update() rewrites their
+         * jmp at run time, over a detour's jump (and a probe disabled
+         * later would put the old target back) */
+        { KT_STATIC_CALL_TEXT, ".static_call.text", "__static_call_text_start", "__static_call_text_end" },
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         const struct section *s = image_section_by_name(c->img, ranges[i].sec);
@@ -396,7 +402,7 @@ static size_t uniq_u64(uint64_t *v, size_t n)
 
 static bool range_is_wide(const struct krange *r)
 {
-    return r->table >= KT_KPROBES_TEXT && r->table <= KT_EXIT_TEXT;
+    return r->table >= KT_KPROBES_TEXT && r->table <= KT_STATIC_CALL_TEXT;
 }
 
 /* The section-wide ranges (.init.text and the like) nest function ranges,

@@ -13,7 +13,8 @@ enum ktable_id {
     KT_RETURN, KT_CALL_SITES, KT_IBT_SEAL, KT_CFI_SITES, KT_PARAINSTR, KT_BUG_TABLE,
     KT_MCOUNT, KT_KPROBE_BLACKLIST, KT_RELOC,
     /* blacklist sources that are address ranges rather than tables */
-    KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_INIT_TEXT, KT_EXIT_TEXT, KT_CFI_PREAMBLE,
+    KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_INIT_TEXT, KT_EXIT_TEXT,
+    KT_STATIC_CALL_TEXT, KT_CFI_PREAMBLE,
     KT_ARCH_CODE,          /* code the architecture says must keep its bytes */
     KT__COUNT
 };

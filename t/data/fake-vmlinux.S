@@ -395,6 +395,14 @@ FUNC fn_noinstr
         ret                     /* +8  1 */
 ENDF fn_noinstr
 
+/* a static call's trampoline (jmp to the current function, then the
+ * signature bytes): static_call_update() rewrites the jmp at run time */
+        .section .static_call.text, "ax", @progbits
+FUNC __SCT__fake_call
+        jmp fn_plain            /* +0  5 */
+        .byte 0x0f, 0xb9, 0xcc  /* +5  3  ud1 %esp, %ecx */
+ENDF __SCT__fake_call
+
         .section .entry.text, "ax", @progbits
 FUNC fn_entry
         push %rbp               /* +0  1 */

@@ -13,6 +13,10 @@
 #                          CONFIG_KPROBES, the kprobes API is kprewrite's
 #                          (CONFIG_KPREWRITE_KPROBES_API, with CONFIG_KRETPROBES
 #                          and the kprobes KUnit suite available)
+#   include/asm-generic/kprobes.h, include/asm-generic/vmlinux.lds.h
+#                          NOKPROBE_SYMBOL() and __kprobes keep the kernel's
+#                          kprobe blacklist without CONFIG_KPROBES too
+#   arch/x86/kernel/traps.c  do_int3() calls kprewrite_int3_handler() first
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
@@ -89,6 +93,22 @@ edit "$src/kernel/module/main.c" '^#ifdef CONFIG_KPROBES$' \
     "#ifdef CONFIG_KPREWRITE
 	mod->kprw_table = section_objs(info, \".kprewrite.table\", 1, &mod->kprw_table_size);
 #endif"
+# the int3 trap calls the runtime first, before kprobes' handler and the die
+# notifiers (functions '*' probes: an int3 point in one would trap again)
+tr=$src/arch/x86/kernel/traps.c
+grep -q 'kprewrite_int3_handler' "$tr" || {
+    awk '/^#ifdef CONFIG_KPROBES$/ { held = $0; next }
+         held != "" { if ($0 ~ /^\tif \(kprobe_int3_handler\(regs\)\)$/ && !done) {
+                          print "#ifdef CONFIG_KPREWRITE"; print "\tif (kprewrite_int3_handler(regs))"
+                          print "\t\treturn true;"; print "#endif"; done = 1 }
+                      print held; held = "" }
+         { print }' "$tr" > "$tr.kprw" && mv "$tr.kprw" "$tr"; }
+grep -q 'kprewrite_int3_handler' "$tr" ||
+    { echo "integrate.sh: could not find kprobe_int3_handler's call in $tr" >&2; exit 1; }
+grep -q 'linux/kprewrite.h' "$tr" ||
+    sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$tr"
+grep -q 'linux/kprewrite.h' "$tr" ||
+    { echo "integrate.sh: could not include linux/kprewrite.h in $tr" >&2; exit 1; }
 # the unwinders recover a return address the trampoline took over
 edit "$src/arch/x86/include/asm/unwind.h" '^[[:space:]]*return addr;$' \
     "#ifdef CONFIG_KPREWRITE
@@ -155,6 +175,25 @@ awk '/^config KPROBES_SANITY_TEST$/ { t = 1 } t && /^\tdepends on KPROBES$/ { pr
     mv "$src/lib/Kconfig.debug.kprw" "$src/lib/Kconfig.debug"; }
 grep -q 'depends on KPROBES || KPREWRITE_KPROBES_API' "$src/lib/Kconfig.debug" ||
     { echo "integrate.sh: could not find config KPROBES_SANITY_TEST in $src/lib/Kconfig.debug" >&2; exit 1; }
+
+# NOKPROBE_SYMBOL() and __kprobes mark the code the kernel's kprobes must
+# not probe (the int3 and debug traps' paths, the notifier chains, ...);
+# without CONFIG_KPROBES they expand to nothing and the kernel loses that
+# list. With CONFIG_KPREWRITE they keep it (_kprobe_blacklist,
+# .kprobes.text), and kprewrite refuses what is on it, as the kernel's
+# kprobes would: a kernel with every function entry probed needs it
+ag=$src/include/asm-generic/kprobes.h
+grep -q 'CONFIG_KPREWRITE' "$ag" ||
+    sed -i '0,/^#ifdef CONFIG_KPROBES$/s//#if defined(CONFIG_KPROBES) || defined(CONFIG_KPREWRITE)/' "$ag"
+grep -q '^#if defined(CONFIG_KPROBES) || defined(CONFIG_KPREWRITE)$' "$ag" ||
+    { echo "integrate.sh: could not find the NOKPROBE_SYMBOL definitions in $ag" >&2; exit 1; }
+lds=$src/include/asm-generic/vmlinux.lds.h
+grep -q 'CONFIG_KPREWRITE' "$lds" || {
+    awk '/^#ifdef CONFIG_KPROBES$/ { held = $0; next }
+         held != "" { if ($0 ~ /^#define KPROBE_BLACKLIST\(\)/) print "#if defined(CONFIG_KPROBES) || defined(CONFIG_KPREWRITE)"; else print held; held = "" }
+         { print }' "$lds" > "$lds.kprw" && mv "$lds.kprw" "$lds"; }
+grep -q '^#if defined(CONFIG_KPROBES) || defined(CONFIG_KPREWRITE)$' "$lds" ||
+    { echo "integrate.sh: could not find KPROBE_BLACKLIST() in $lds" >&2; exit 1; }
 
 mv=$src/scripts/Makefile.vmlinux
 if ! grep -q KPREWRITE "$mv"; then

@@ -26,6 +26,8 @@ struct kprw_point {
 	const char *name;
 	u32 offset, id;
 	u8 kind, verdict, len;
+	u8 step_len, ool_step_len;  /* the lengths of the first instruction and
+				       of its copy, for a post_handler's step */
 	const u8 *orig;
 	struct kprw_kprobe __rcu *handlers;
 	int code;                 /* enum code_state; read by the probe paths */
@@ -93,8 +95,10 @@ void kprw_count_miss(const struct kprw_point *pt);
 
 /* post.c: may a post_handler run at pt (its first instruction does not
  * touch the trap or interrupt flag); step pt's instruction for its
- * post_handlers (the int3 path, regs->ip the copy); hook the debug trap */
-bool kprw_post_allowed(const struct kprw_point *pt);
+ * post_handlers (the int3 path, regs->ip the copy); hook the debug trap.
+ * kprw_post_allowed() runs under kprw_lock and notes the instruction
+ * lengths the debug trap needs. */
+bool kprw_post_allowed(struct kprw_point *pt);
 void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs);
 int kprw_post_init(void);
 

@@ -19,7 +19,6 @@
  */
 #define pr_fmt(fmt) "kprewrite: " fmt
 
-#include <linux/bsearch.h>
 #include <linux/debugfs.h>
 #include <linux/glob.h>
 #include <linux/init.h>
@@ -68,8 +67,13 @@ static bool knob_enabled = true, knob_optimization = true;
 /* ---------------------------------------------------------------- hits */
 
 /* The hit's handlers; false when it ran none of them: disabled, or missed
- * (then no post_handler runs either, as with the kernel's kprobes). */
-static bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
+ * (then no post_handler runs either, as with the kernel's kprobes).
+ * Inlined into the noinstr probe paths: a function of its own would be a
+ * function '*' probes, its detour calling back here without end. For the
+ * same reason preemption comes back without a reschedule: that would call
+ * preempt_schedule_notrace's thunk, which a probe may hold (a reschedule
+ * due waits for the next preemption point). */
+static __always_inline bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 {
 	struct kprw_kprobe *kp;
 	bool ran = false;
@@ -97,7 +101,7 @@ static bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
 			kp->pre_handler(kp, regs);
 	__this_cpu_write(kprw_running, NULL);
 out:
-	preempt_enable_notrace();
+	preempt_enable_no_resched_notrace();
 	return ran;
 }
 
@@ -126,39 +130,44 @@ noinstr void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs)   /* kp
  * be probed; registering handlers is) */
 EXPORT_SYMBOL(KPRW_KDISPATCH);
 
-static int cmp_addr(const void *key, const void *elt)
-{
-	unsigned long a = *(const unsigned long *)key, b = ((const struct kprw_point *)elt)->addr;
-
-	return a < b ? -1 : a > b;
-}
-
 /* Under kprw_lock, or from a probe path (preemption or interrupts off:
- * a set is freed a grace period after it leaves the list). */
-static struct kprw_point *point_at(unsigned long addr)
+ * a set is freed a grace period after it leaves the list). A search of its
+ * own, noinstr: lib's bsearch() and a comparison callback are functions
+ * '*' probes, and an int3 probe on one would trap here again. */
+static noinstr struct kprw_point *point_at(unsigned long addr)
 {
 	struct kprw_set *s;
 
 	list_for_each_entry_rcu(s, &kprw_sets, list, true) {
-		struct kprw_point *pt = bsearch(&addr, s->points, s->npoints, sizeof(*s->points), cmp_addr);
+		u32 lo = 0, hi = s->npoints;
 
-		if (pt)
-			return pt;
+		while (lo < hi) {
+			u32 mid = lo + (hi - lo) / 2;
+			unsigned long a = s->points[mid].addr;
+
+			if (a == addr)
+				return &s->points[mid];
+			if (a < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 	}
 	return NULL;
 }
 
 /* The int3 path: int3 probes, and optimized ones while unoptimized or
- * being patched. Resumes at the out-of-line copy. */
-static noinstr int kprw_int3(struct notifier_block *nb, unsigned long val, void *data)
+ * being patched. Resumes at the out-of-line copy. do_int3() calls it
+ * first (integrate.sh): on the die notifier chain it would come after
+ * notifiers such as the hardware breakpoints', which '*' probes, and an
+ * int3 in one of them would trap again before reaching it, without end. */
+noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 {
-	struct die_args *args = data;
-	struct pt_regs *regs = args->regs;
 	struct kprw_point *pt;
-	int ret = NOTIFY_DONE;
+	bool ours = false;
 
-	if (val != DIE_INT3 || user_mode(regs))
-		return NOTIFY_DONE;
+	if (user_mode(regs))
+		return false;
 	instrumentation_begin();
 	pt = point_at(regs->ip - 1);
 	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
@@ -172,26 +181,21 @@ static noinstr int kprw_int3(struct notifier_block *nb, unsigned long val, void 
 			if (ran)                /* a missed hit (recursion) steps no post_handler */
 				kprw_post_arm(pt, regs);
 		}
-		ret = NOTIFY_STOP;
+		ours = true;
 	}
 	instrumentation_end();
-	return ret;
+	return ours;
 }
 
-static struct notifier_block kprw_int3_nb = {
-	.notifier_call = kprw_int3,
-	.priority = 0x7fffffff,         /* before debuggers' notifiers */
-};
-
-/* The int3 and debug traps, hooked once (the kernel's points or a
- * module's, whichever come first): nonzero when they cannot be, and
- * int3 probes then stay disarmed. */
+/* The debug trap, hooked once (the kernel's points or a module's,
+ * whichever come first; do_int3() calls the int3 path itself): nonzero
+ * when it cannot be, and int3 probes then stay disarmed. */
 int kprw_traps_hooked(void)
 {
 	static int rc = 1;
 
 	if (rc == 1) {
-		rc = register_die_notifier(&kprw_int3_nb) || kprw_post_init();
+		rc = kprw_post_init();
 		if (rc)
 			pr_err("cannot hook int3 or the debug trap: int3 probes stay disarmed\n");
 	}
@@ -323,6 +327,7 @@ void kprw_count_miss(const struct kprw_point *pt)
 {
 	this_cpu_inc(pt->count[1]);
 }
+NOKPROBE_SYMBOL(kprw_count_miss);
 
 /* "MOD:SYM" names a module's symbol, as for the kernel's kprobes */
 struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr)

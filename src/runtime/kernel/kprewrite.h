@@ -190,5 +190,11 @@ unsigned long kprewrite_unwind_ret_addr(struct task_struct *tk, unsigned long *a
  * integrate.sh): the instances of the calls it never returned from are
  * given back. */
 void kprewrite_flush_task(struct task_struct *tk);
+struct pt_regs;
+/* Called by the kernel's int3 trap (do_int3 in arch/x86/kernel/traps.c,
+ * added by integrate.sh) before kprobes' handler and the die notifiers,
+ * whose functions may be probed themselves: true when the int3 was one of
+ * kprewrite's points (regs then resume at its out-of-line copy). */
+bool kprewrite_int3_handler(struct pt_regs *regs);
 
 #endif

@@ -29,6 +29,7 @@
 #define pr_fmt(fmt) "kprewrite: " fmt
 
 #include <linux/kernel.h>
+#include <linux/kprobes.h>
 #include <linux/list.h>
 #include <linux/preempt.h>
 #include <linux/ptrace.h>
@@ -203,6 +204,11 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	preempt_enable_notrace();
 	return ret;
 }
+
+/* the return path, and the entry handler (which runs under the recursion
+ * guard, as the kernel's own kretprobe_dispatcher is blacklisted) */
+NOKPROBE_SYMBOL(kprw_kret_return);
+NOKPROBE_SYMBOL(kprw_kret_entry);
 
 /*
  * For the unwinders (arch/x86/include/asm/unwind.h, edited by integrate.sh),

@@ -19,6 +19,7 @@
 
 #include <linux/kdebug.h>
 #include <linux/kernel.h>
+#include <linux/kprobes.h>
 #include <linux/notifier.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
@@ -44,10 +45,11 @@ static int insn_len_at(const void *p, int n)
 	return insn_decode(&insn, p, n, INSN_MODE_KERN) < 0 ? 0 : insn.length;
 }
 
-bool kprw_post_allowed(const struct kprw_point *pt)
+bool kprw_post_allowed(struct kprw_point *pt)
 {
 	unsigned int i = 0;
 	u8 op;
+	int n, m;
 
 	/* legacy and REX prefixes, then the opcode */
 	while (i < pt->len && (pt->orig[i] == 0x66 || pt->orig[i] == 0xf2 || pt->orig[i] == 0xf3 ||
@@ -56,8 +58,16 @@ bool kprw_post_allowed(const struct kprw_point *pt)
 	if (i >= pt->len)
 		return false;
 	op = pt->orig[i];
-	return op != 0x9c && op != 0x9d && op != 0xfa && op != 0xfb && op != 0xcf &&
-	       insn_len_at(pt->orig, pt->len) > 0 && insn_len_at((void *)pt->ool, MAX_INSN_SIZE) > 0;
+	if (op == 0x9c || op == 0x9d || op == 0xfa || op == 0xfb || op == 0xcf)
+		return false;
+	/* decoded here, not in the debug trap: the decoder is code '*' probes */
+	n = insn_len_at(pt->orig, pt->len);
+	m = insn_len_at((void *)pt->ool, MAX_INSN_SIZE);
+	if (n <= 0 || m <= 0)
+		return false;
+	pt->step_len = n;
+	pt->ool_step_len = m;
+	return true;
 }
 
 /* From the int3 path, once the pre_handlers ran and regs->ip is the copy:
@@ -101,8 +111,8 @@ static int kprw_debug(struct notifier_block *nb, unsigned long val, void *data)
 	regs->flags = (regs->flags & ~(X86_EFLAGS_TF | X86_EFLAGS_IF)) |
 		      (st->flags & (X86_EFLAGS_TF | X86_EFLAGS_IF));
 	/* fell through the copy's first instruction: the original's next */
-	if (regs->ip == pt->ool + insn_len_at((void *)pt->ool, MAX_INSN_SIZE))
-		regs->ip = pt->addr + insn_len_at(pt->orig, pt->len);
+	if (regs->ip == pt->ool + pt->ool_step_len)
+		regs->ip = pt->addr + pt->step_len;
 	__this_cpu_write(kprw_running, pt);
 	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED))
@@ -110,6 +120,11 @@ static int kprw_debug(struct notifier_block *nb, unsigned long val, void *data)
 	__this_cpu_write(kprw_running, NULL);
 	return NOTIFY_STOP;
 }
+
+/* the trap paths: not to be probed (kprewrite refuses the kernel's kprobe
+ * blacklist, which integrate.sh keeps in a kernel without CONFIG_KPROBES) */
+NOKPROBE_SYMBOL(kprw_post_arm);
+NOKPROBE_SYMBOL(kprw_debug);
 
 static struct notifier_block kprw_debug_nb = {
 	.notifier_call = kprw_debug,
