@@ -107,6 +107,58 @@ set -- $tset
 fo=$(( 0x$kfe - 0x$1 + 0x$2 ))
 like "0f 1f 44 00 00" "$(od -An -tx1 -j $fo -N 5 "$D/kf3")" "--remove leaves the nop ftrace would have left"
 
+# KASLR relocations move with their instruction: the stand-in linked with
+# --emit-relocs (as a relocatable vmlinux is) keeps .rela.text; kreloc's
+# first instruction holds an R_X86_64_32S the relocs tool would list
+if $CC -O2 -mno-red-zone -static -Wl,-q -I"$KP_SRCDIR/include" -o "$D/kq" "$KP_SRCDIR/t/data/kdetour-main.c" \
+        "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool \
+        2>"$D/cc.log"; then
+    ok 0 "the stand-in links with --emit-relocs"
+else
+    ok 1 "the stand-in links with --emit-relocs: $(grep -m 1 error "$D/cc.log")"
+fi
+like "kreloc\\+0x0  \\[OPTIMIZED\\]  dcr 7: .*  \\[KASLR relocation moved to the copy\\]" \
+    "$("$KPREWRITE" --kernel --check --probe kreloc "$D/kq")" "a relocation in the first instruction: jump-optimized, moved"
+like "1 probe baked" "$("$KPREWRITE" --kernel --probe kreloc -o "$D/kq2" "$D/kq" 2>&1)" "baked"
+# foff FILE HEXADDR: the file offset of an address (sh arithmetic: these
+# addresses are low, a static program's)
+foff() {
+    readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | while read -r name type addr off size rest; do
+        [ "$type" = PROGBITS ] || continue
+        if [ $((0x$2)) -ge $((0x$addr)) ] && [ $((0x$2)) -lt $((0x$addr + 0x$size)) ]; then
+            echo $((0x$2 - 0x$addr + 0x$off)); break
+        fi
+    done
+}
+kr=$(nm "$D/kq" | awk '$3 == "kreloc" { print $1 }')
+pool_lo=$(nm "$D/kq" | awk '$3 == "kprewrite_pool_text" { print $1 }')
+pool_hi=$(nm "$D/kq" | awk '$3 == "kprewrite_pool_text_end" { print $1 }')
+# the relocation against kfn_sp: at kreloc+3 before, in the pool after
+rel_before=$(readelf -rW "$D/kq" | awk '$5 == "kfn_sp" && $3 ~ /32S/ { print $1 }' | head -n 1)
+rel_after=$(readelf -rW "$D/kq2" | awk '$5 == "kfn_sp" && $3 ~ /32S/ { print $1 }' | sort | tr '\n' ' ')
+is "$(printf '%016x' $((0x$kr + 3)))" "$rel_before" "before: the R_X86_64_32S is at kreloc+3"
+ok $([ "$(echo $rel_after | wc -w)" = 1 ] && [ $((0x$rel_after)) -ge $((0x$pool_lo)) ] && [ $((0x$rel_after)) -lt $((0x$pool_hi)) ]; echo $?) \
+    "after: it is in the pool's text ($rel_after, pool $pool_lo-$pool_hi), nowhere else"
+sp=$(nm "$D/kq" | awk '$3 == "kfn_sp" { print $1 }')
+imm=$(printf ' %02x %02x %02x %02x' $((0x$sp & 255)) $((0x$sp >> 8 & 255)) $((0x$sp >> 16 & 255)) $((0x$sp >> 24 & 255)))
+is "$imm" "$(od -An -tx1 -j $(foff "$D/kq" $(printf '%x' $((0x$kr + 3)))) -N 4 "$D/kq")" "the site's field: &kfn_sp ($sp)"
+is "$imm" "$(od -An -tx1 -j $(foff "$D/kq2" $rel_after) -N 4 "$D/kq2")" "the copy's field holds the same immediate"
+like "^ e9" "$(od -An -tx1 -j $(foff "$D/kq2" $kr) -N 1 "$D/kq2")" "the site holds the jump, which KASLR no longer touches"
+"$D/kq2" run > "$D/kq2.out"
+like "kreloc\\(\\) is &kfn_sp: 1" "$(cat "$D/kq2.out")" "the copy computes what the original does"
+like "hits 1 0" "$(cat "$D/kq2.out")" "and the probe counted its one call"
+# the table: KPRW_T_KASLR (flags at byte 40), kreloc's masks after the strings
+tb=$(nm "$D/kq2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
+to=$(foff "$D/kq2" $tb)
+flags=$(od -An -tu4 -j $((to + 40)) -N 4 "$D/kq2" | tr -d ' ')
+ok $([ $((flags & 128)) = 128 ]; echo $?) "the table has KPRW_T_KASLR (flags $flags)"
+so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/kq2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/kq2" | tr -d ' ')
+is "8 0" "$(od -An -tu4 -j $((to + (so + ss + 3) / 4 * 4)) -N 8 "$D/kq2" | awk '{ print $1, $2 }')" \
+   "kreloc's entry: a field to add the KASLR offset to at byte 3 (mask 8), none to subtract it from"
+like "its probes moved KASLR relocations into their detours: bake the vmlinux as it was linked" \
+    "$("$KPREWRITE" --kernel --probe kfn -o "$D/kq3" "$D/kq2" 2>&1)" "baking it again is refused"
+ok $([ ! -e "$D/kq3" ]; echo $?) "and nothing written"
+
 # a pool too small for the probes names the Kconfig options to raise
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t/data/kdetour-main.c" \
     "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" \

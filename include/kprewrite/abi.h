@@ -124,6 +124,16 @@ enum kprw_table_flags {
      * (bit i: byte i), which the original bytes in the strings do not hold
      * and the runtime does not compare. Only the kernel runtime reads it. */
     KPRW_T_MODULE = 1u << 6,
+    /* A vmlinux whose KASLR relocations in some DCRs were moved to their
+     * copies in the detours (the bzImage's KASLR pass relocates the copy,
+     * not the site, which holds the jump): the original bytes in the
+     * strings hold those fields as linked. After the strings (at
+     * strings_off + strings_size, rounded up to 4) each entry has two
+     * 4-byte masks, of the 4-byte fields (bit i: the one at byte i) to
+     * which the runtime adds the kernel's KASLR offset, then of those from
+     * which it subtracts it (per-cpu references), before it puts those
+     * bytes back. Only the kernel runtime reads it. */
+    KPRW_T_KASLR = 1u << 7,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a

@@ -433,7 +433,12 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
         probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
         return false;
     }
-    const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr, pi.len);
+    /* (a KASLR relocation a vmlinux's copy can carry: fine for a jump;
+     * an int3 probe, whose site KASLR must keep relocating, is refused
+     * once the verdict is known: refuse_unmovable()) */
+    uint32_t plus, minus;
+    p->reloc_first = kfacts_movable_in(s->kf, p->addr, pi.len, &plus, &minus) > 0;
+    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len);
     if (rs) {
         if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == X86_JMP32_LEN) {
             p->notes |= NOTE_FENTRY_TAKEOVER;
@@ -520,7 +525,7 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
             p->notes |= NOTE_BRANCH_REENC;
     }
     unsigned first = f->insns[i].len;
-    const struct krange *rs = kfacts_reserved_overlap(s->kf, p->addr + first, len - first);
+    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr + first, len - first);
     if (rs) {
         probe_set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
         p->reason_arg = ktable_name(rs->table);
@@ -582,6 +587,29 @@ static void judge(struct state *s, struct probe *p)
     if (!p->at_entry && !x86_flags_dead(image_read_cb, (void *)s->img, p->addr, fn->end))
         p->notes |= NOTE_FLAGS_SAVED;
     probe_set(p, V_OPTIMIZED, KP_R_NONE, NULL);
+}
+
+/* Once verdicts are final: an int3 probe keeps its site's bytes in the
+ * file, which KASLR relocates, so its first instruction's out-of-line copy
+ * could not carry the relocation too (refused, as before relocations could
+ * move); an int3 probe runs no other copy. */
+static void refuse_unmovable(const struct state *s, struct probe_list *probes)
+{
+    for (size_t i = 0; i < probes->n; i++) {
+        struct probe *p = &probes->v[i];
+        p->notes &= ~NOTE_RELOC_MOVED;
+        p->kaslr_plus = p->kaslr_minus = 0;
+        if (p->verdict == V_OPTIMIZED) {
+            if (kfacts_movable_in(s->kf, p->addr, p->dcr_len, &p->kaslr_plus, &p->kaslr_minus))
+                p->notes |= NOTE_RELOC_MOVED;
+            continue;
+        }
+        if (p->verdict == V_INT3 && p->reloc_first) {
+            probe_set(p, V_REFUSED, KP_R_RESERVED, "a relocation KASLR applies overlaps the probed instruction, "
+                      "and only a jump's copy can carry it");
+            p->reason_arg = ktable_name(KT_RELOC);
+        }
+    }
 }
 
 static int cmp_probe_addr(const void *a, const void *b)
@@ -660,6 +688,7 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
         }
         if (resolve_overlaps(probes) < 0 || place_tactics(&s, probes) < 0)
             goto oom;
+        refuse_unmovable(&s, probes);
     }
     rc = 0;
     goto out;

@@ -1,5 +1,6 @@
 /* The emit stage: a plan's code, sites and fixups at the pool's addresses. */
 #include "emit.h"
+#include "kaslr.h"
 #include "fentry.h"
 #include "../arch/x86/decode.h"
 
@@ -251,20 +252,22 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
     }
     memcpy(text + pc->off, det, len);
     memcpy(out + ec.site_file_off, ec.site, ec.site_len);
+    if ((p->notes & NOTE_RELOC_MOVED) &&
+        (!env->kaslr || kaslr_move(env->kaslr, env->img, p, det, len, env->a.text + pc->off, &ec.map, out,
+                                   err, errlen) < 0)) {
+        if (!env->kaslr)
+            snprintf(err, errlen, "%s: %s+0x%llx: internal error: no relocations to move", env->img->path, p->sym,
+                     (unsigned long long)p->off);
+        return -1;
+    }
     return 0;
 }
 
-int emit_image(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
-               const struct bake_plan *plan, uint8_t *out, char *err, size_t errlen)
+/* The pieces of the plan into the pool's text in out. */
+static int emit_pieces(const struct emit_env *env, const struct bake_plan *plan, const struct pool_sections *ps,
+                       uint8_t *out, char *err, size_t errlen)
 {
-    struct emit_env env = { img, probes, &plan->calls, { 0 } };
-    struct plan_calls now = plan_calls_of(img, ps);
-    if (now.kernel != plan->calls.kernel || now.added != plan->calls.added || now.kret != plan->calls.kret ||
-        now.kret_return != plan->calls.kret_return || now.enter != plan->calls.enter || now.shared != plan->calls.shared) {
-        snprintf(err, errlen, "%s: internal error: the pool is not the one the probes were planned for", img->path);
-        return -1;
-    }
-    pool_addrs(plan, ps, &env.a);
+    const struct image *img = env->img;
     uint8_t *text = out + ps->text->offset;
     x86_fill_int3(text, ps->text->size);
     for (size_t i = 0; i < plan->npieces; i++) {
@@ -274,11 +277,11 @@ int emit_image(const struct image *img, const struct pool_sections *ps, const st
             return -1;
         }
         if (pc->kind == PIECE_ENTRY) {
-            if (write_entry(&env, plan, pc, out, text, err, errlen) < 0)
+            if (write_entry(env, plan, pc, out, text, err, errlen) < 0)
                 return -1;
         } else {
             uint8_t code[DETOUR_MAX];
-            size_t len = emit_piece(&env, pc, code, err, errlen);
+            size_t len = emit_piece(env, pc, code, err, errlen);
             if (!len)
                 return -1;
             if (len != pc->len) {
@@ -292,7 +295,7 @@ int emit_image(const struct image *img, const struct pool_sections *ps, const st
             const struct plan_fixup *f = &plan->fixups[k];
             uint8_t b[KPRW_ORIG_MAX];
             size_t off;
-            if (!fixup_bytes(&env, f, b, err, errlen))
+            if (!fixup_bytes(env, f, b, err, errlen))
                 return -1;
             if (!image_file_offset(img, f->at, f->len, &off)) {
                 snprintf(err, errlen, "%s: 0x%llx: the bytes to re-point are not in the file", img->path,
@@ -303,4 +306,27 @@ int emit_image(const struct image *img, const struct pool_sections *ps, const st
         }
     }
     return 0;
+}
+
+int emit_image(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
+               const struct bake_plan *plan, uint8_t *out, char *err, size_t errlen)
+{
+    struct emit_env env = { img, probes, &plan->calls, { 0 }, NULL };
+    struct plan_calls now = plan_calls_of(img, ps);
+    if (now.kernel != plan->calls.kernel || now.added != plan->calls.added || now.kret != plan->calls.kret ||
+        now.kret_return != plan->calls.kret_return || now.enter != plan->calls.enter || now.shared != plan->calls.shared) {
+        snprintf(err, errlen, "%s: internal error: the pool is not the one the probes were planned for", img->path);
+        return -1;
+    }
+    pool_addrs(plan, ps, &env.a);
+    struct kaslr_relocs kr = { 0 };
+    for (size_t i = 0; i < probes->n && !env.kaslr; i++)
+        if (probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_RELOC_MOVED)) {
+            if (kaslr_relocs_load(img, &kr, err, errlen) < 0)
+                return -1;
+            env.kaslr = &kr;
+        }
+    int rc = emit_pieces(&env, plan, ps, out, err, errlen);
+    kaslr_relocs_free(&kr);
+    return rc;
 }

@@ -21,11 +21,13 @@ struct pool_addrs {
  * laid out so far. */
 void pool_addrs(const struct bake_plan *plan, const struct pool_sections *ps, struct pool_addrs *a);
 
+struct kaslr_relocs;
 struct emit_env {
     const struct image *img;
     const struct probe_list *probes;
     const struct plan_calls *calls;
     struct pool_addrs a;
+    const struct kaslr_relocs *kaslr;   /* a vmlinux's code relocations (NOTE_RELOC_MOVED) */
 };
 
 /* The code of a piece other than an entry (thunk, shared body, evicted

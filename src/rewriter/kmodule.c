@@ -916,7 +916,7 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
     memcpy(out, pv->map, pv->map_size);
     if (emit_image(pv, &ps, probes, &plan, out, err, errlen) < 0 || table_write(pv, &ps, probes, &plan, out, err, errlen) < 0)
         goto out;
-    struct emit_env env = { pv, probes, &plan.calls, { 0 } };
+    struct emit_env env = { pv, probes, &plan.calls, { 0 }, NULL };
     pool_addrs(&plan, &ps, &env.a);
     const uint8_t *text = out + ps.text->offset;
     for (size_t i = 0; i < plan.npieces; i++) {

@@ -178,7 +178,7 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
         }
         if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
-            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id };
+            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id, 0, 0 };
             if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
@@ -191,7 +191,7 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
                 goto oom;
             continue;
         }
-        struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id };
+        struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id, 0, 0 };
         if (r.len == 0)
             r.len = 1;
         if (!PUSH(c->reserved, r))
@@ -254,7 +254,8 @@ static int read_relocs_file(struct ctx *c, struct kfacts *kf, const char *path, 
     for (size_t i = 0; i < n; i++) {
         if (!image_is_exec_addr(c->img, v[i].addr))
             continue;
-        struct krange kr = { v[i].addr, v[i].len, KT_RELOC };
+        /* (not movable: the relocs file was written before; nothing here rewrites it) */
+        struct krange kr = { v[i].addr, v[i].len, KT_RELOC, 0, 0 };
         kf->count[KT_RELOC]++;
         if (!PUSH(c->reserved, kr)) {
             snprintf(err, errlen, "%s: out of memory reading relocations", path);
@@ -303,7 +304,9 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
             /* vmlinux: r_offset is a virtual address (ET_EXEC --emit-relocs). */
             if (!image_is_exec_addr(c->img, r.r_offset))
                 continue;
-            struct krange kr = { r.r_offset, len, KT_RELOC };
+            /* In a vmlinux the rewriter re-points a 4-byte one to the copy
+             * of its instruction (emit.c); the 8-byte ones (movabs) stay. */
+            struct krange kr = { r.r_offset, len, KT_RELOC, c->img->kind == IMG_VMLINUX && len == 4, pcrel };
             kf->count[KT_RELOC]++;
             if (!PUSH(c->reserved, kr)) {
                 snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
@@ -344,7 +347,7 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         }
         if (b <= a)
             continue;
-        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id };
+        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
@@ -361,14 +364,14 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
                 if (c->sy->funcs[j].start == a)
                     b = c->sy->funcs[j].end;
         }
-        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE };
+        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (ktable_padding_symbol(fn->name)) {
-            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE };
+            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0 };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }
@@ -483,6 +486,34 @@ const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t s
             break;
     }
     return NULL;
+}
+
+const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len)
+{
+    size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start + len);
+    for (size_t i = a; i > 0 && a - i < 64; i--) {
+        const struct krange *r = &kf->reserved[i - 1];
+        if (r->start + r->len > start && !r->movable)
+            return r;
+        if (r->start + 256 < start)
+            break;
+    }
+    return NULL;
+}
+
+unsigned kfacts_movable_in(const struct kfacts *kf, uint64_t start, uint64_t len, uint32_t *plus, uint32_t *minus)
+{
+    unsigned n = 0;
+    *plus = *minus = 0;
+    size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start);
+    for (size_t i = a; i < kf->nreserved && kf->reserved[i].start < start + len; i++) {
+        const struct krange *r = &kf->reserved[i];
+        if (!r->movable || r->start - start >= 32)
+            continue;
+        *(r->inverse ? minus : plus) |= 1u << (r->start - start);
+        n++;
+    }
+    return n;
 }
 
 const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)

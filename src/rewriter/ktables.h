@@ -23,6 +23,10 @@ struct krange {
     uint64_t start;
     uint32_t len;
     uint8_t table;         /* enum ktable_id */
+    /* KT_RELOC of a vmlinux whose .rela sections kprewrite can edit: the
+     * relocation may move with its instruction into a detour's copy */
+    uint8_t movable;
+    uint8_t inverse;       /* KT_RELOC: an inverse one (KASLR subtracts its offset) */
 };
 
 /* A control-flow target named by a table entry (jump-label target, fixup). */
@@ -103,6 +107,14 @@ bool ktable_padding_symbol(const char *name);
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
                 const char *relocs, char *err, size_t errlen);
 void kfacts_free(struct kfacts *kf);
+
+/* First reserved range overlapping [start, start + len) that is not a
+ * movable relocation. */
+const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);
+/* The movable relocations in [start, start + len): bit i of *plus (of
+ * *minus) when a 4-byte field KASLR adds its offset to (subtracts it from)
+ * starts at start + i. Returns how many. */
+unsigned kfacts_movable_in(const struct kfacts *kf, uint64_t start, uint64_t len, uint32_t *plus, uint32_t *minus);
 
 /* First reserved range overlapping [start, start+len), or NULL. */
 const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);

@@ -354,7 +354,7 @@ static int check_pool(struct planner *pl, bool returns)
 int bake_plan_make(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
                    struct bake_plan *plan, char *err, size_t errlen)
 {
-    struct planner pl = { img, ps, probes, plan, { img, probes, &plan->calls, { 0 } }, false, 0, err, errlen };
+    struct planner pl = { img, ps, probes, plan, { img, probes, &plan->calls, { 0 }, NULL }, false, 0, err, errlen };
     struct by_addr *order = NULL;
     bool *twinned = NULL;
     size_t norder = 0, n = 0;
@@ -397,6 +397,11 @@ int bake_plan_make(const struct image *img, const struct pool_sections *ps, cons
     plan->text_size = pl.text_used;
     plan->table_size = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) +
                        plan->nfixups * sizeof(struct kprw_fixup) + plan->strs.used + 1;
+    /* KPRW_T_KASLR: two masks an entry after the strings */
+    for (size_t i = 0; i < probes->n && !plan->kaslr; i++)
+        plan->kaslr = probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_RELOC_MOVED);
+    if (plan->kaslr)
+        plan->table_size = (plan->table_size + 3) / 4 * 4 + n * 8;
     plan->data_size = n * sizeof(struct kprw_state);
     rc = 0;
 out:

@@ -26,6 +26,8 @@ enum probe_note {
                                         the DCR is one instruction: nothing lands inside it */
     NOTE_AFTER_PAD_NOP   = 1u << 10, /* SYM+0 placed after the nop that starts a landing-pad
                                         piece: the unwinder enters it at +1, nothing at +0 */
+    NOTE_RELOC_MOVED     = 1u << 11, /* a vmlinux: KASLR relocations in the DCR move to its
+                                        copy (kaslr_plus/kaslr_minus) */
 };
 
 /* Something re-pointed from the DCR to its relocated copy (NOTE_RETARGET). */
@@ -68,6 +70,10 @@ struct probe {
     struct retarget *retargets;   /* NOTE_RETARGET: malloc'ed, freed with the list */
     size_t nretargets;
     uint64_t tramp;          /* NOTE_JUMP8: the trampoline the site's jmp rel8 goes to */
+    /* NOTE_RELOC_MOVED: bit i when a 4-byte field at DCR byte i is a KASLR
+     * relocation that adds (plus) or subtracts (minus) the kernel's offset */
+    uint32_t kaslr_plus, kaslr_minus;
+    bool reloc_first;        /* such a relocation is in the first instruction: int3 cannot run it */
 };
 
 /* A window of instructions evicted to make room for trampolines (place.c):

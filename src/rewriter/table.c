@@ -114,6 +114,12 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
                  img->path, t->magic == KPRW_MAGIC ? t->version : 0);
         return -1;
     }
+    if (t->flags & KPRW_T_KASLR) {
+        /* its relocations point into the old detours now */
+        snprintf(err, errlen, "%s: its probes moved KASLR relocations into their detours: bake the vmlinux as "
+                 "it was linked", img->path);
+        return -1;
+    }
     const struct kprw_entry *e = (const void *)(t + 1);
     uint32_t nfix = t->version >= 5 ? t->nfixups : 0;
     const struct kprw_fixup *fx = (const void *)(e + t->nentries);
@@ -259,6 +265,21 @@ int table_write(const struct image *img, const struct pool_sections *ps, const s
     if (c->added) {
         t->flags |= KPRW_T_ADDED_POOL;
         t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);
+    }
+    if (plan->kaslr) {
+        /* the fields KASLR relocated in the original bytes (abi.h) */
+        size_t at = ((size_t)t->strings_off + t->strings_size + 3) / 4 * 4;
+        if (at + n * 8 > ps->table->size) {
+            snprintf(err, errlen, "%s: internal error: the probe table is larger than planned", img->path);
+            return -1;
+        }
+        uint8_t *m = (uint8_t *)t + at;
+        for (size_t k = 0; k < n; k++) {
+            const struct probe *p = &probes->v[plan->entries[k].probe];
+            memcpy(m + 8 * k, &p->kaslr_plus, 4);
+            memcpy(m + 8 * k + 4, &p->kaslr_minus, 4);
+        }
+        t->flags |= KPRW_T_KASLR;
     }
     return 0;
 }

@@ -316,7 +316,8 @@ FUNC fn_para
         ret                     /* +11 1 */
 ENDF fn_para
 
-/* R_X86_64_32S at +7 (in the mov at +4): KASLR relocates it */
+/* R_X86_64_32S at +7 (in the mov at +4): KASLR relocates it, and a probe's
+ * jump moves it to the copy */
 FUNC fn_reloc
         push %rbp               /* +0  1 */
         mov %rsp, %rbp          /* +1  3 */
@@ -325,7 +326,21 @@ FUNC fn_reloc
         ret                     /* +12 1 */
 ENDF fn_reloc
 
-/* R_X86_64_PC32 against a .data..percpu symbol at +7: reserved too */
+/* R_X86_64_32S at +3, in the first instruction, of a function with an
+ * __ex_table entry (int3): the site must keep its relocation, so the
+ * out-of-line copy could not have one: refused */
+FUNC fn_reloc_ex
+        movq $reloc_var, %rax   /* +0  7  48 c7 c0 imm32, R_X86_64_32S at +3 */
+.Lrex_insn:
+        mov (%rdi), %rdx        /* +7  3  __ex_table insn */
+        ret                     /* +10 1 */
+.Lrex_fix:
+        xor %eax, %eax          /* +11 2 */
+        ret                     /* +13 1 */
+ENDF fn_reloc_ex
+
+/* R_X86_64_PC32 against a .data..percpu symbol at +7 (inverse: KASLR
+ * subtracts its offset) */
 FUNC fn_percpu
         push %rbp               /* +0  1 */
         mov %rsp, %rbp          /* +1  3 */
@@ -458,6 +473,9 @@ percpu_var: .quad 0
 ex_entry_far:
         .long .Lex_insn2 - .
         .long .Lexfix_tgt - .
+        .long 1
+        .long .Lrex_insn - .
+        .long .Lrex_fix - .
         .long 1
 
 /* struct alt_instr { s32 instr, repl; u32 ft_flags; u8 instrlen, replacementlen; } __packed */

@@ -37,6 +37,16 @@ kloop:
         ret
         .size   kloop, .-kloop
 
+/* kreloc() = the address of kfn_sp, from an immediate the linker
+ * relocates (R_X86_64_32S at +3): what KASLR relocates in a kernel. Built
+ * with --emit-relocs, a probe at +0 moves the relocation to its copy */
+        .globl  kreloc
+        .type   kreloc, @function
+kreloc:
+        movq    $kfn_sp, %rax
+        ret
+        .size   kreloc, .-kreloc
+
 /* kfentry(a) = a + 7, with the `call __fentry__` a kernel built with
  * ftrace has at each entry, listed in __mcount_loc: a probe at +0 takes the
  * site over from ftrace */

@@ -14,6 +14,7 @@
 #include "kprewrite/ptrace.h"
 
 long kfn(long a);
+long kreloc(void);
 long kfentry(long a);
 int kloop(void);
 extern unsigned long kfn_sp;
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
         return 0;
     }
     modify = argc > 2 && strcmp(argv[2], "modify") == 0;
+    long kr = kreloc();   /* first: where it alone is probed, its hit is hits[0] */
     long r = kfn(5);
     int loops = kloop();
     printf("kfn(5) = %ld kloop() = %d\n", r, loops);
@@ -61,5 +63,6 @@ int main(int argc, char **argv)
     if (hits[1])
         printf("mid: di %lu bx %#lx zf %d if %d sp-ok %d\n", seen[1].di, seen[1].bx, !!(seen[1].flags & 0x40),
                !!(seen[1].flags & 0x200), seen_sp[1] == kfn_sp);
+    printf("kreloc() is &kfn_sp: %d\n", kr == (long)&kfn_sp);
     return 0;
 }

@@ -60,6 +60,24 @@ expect @MID@ read $((N + 1)) "control: optimized again"
 check "control: optimize on an int3 probe is refused" sh -c "! echo 'optimize @INT3@' > $K/control"
 check "control: an unknown probe is refused" sh -c "! echo 'disable nosuchfunction' > $K/control"
 
+# cpuinfo_open: its DCR held a KASLR relocation, moved to the detour's copy
+# (the bzImage boot relocates that copy); the runtime adds KASLR's offset
+# to the original bytes it puts back. Opening /proc/cpuinfo runs it
+relo() { # WANT-HITS DESC
+    kdrive cpuinfo_open+0x0 openread:/proc/cpuinfo $N > /tmp/relo
+    h=$(awk '/^delta/ { print $5 }' /tmp/relo) same=$(awk '/^same/ { print $2 }' /tmp/relo)
+    check "$2: cpuinfo_open+0x0 $h hits, /proc/cpuinfo read alike $same times" [ "$h" = "$1" -a "$same" = $N ]
+}
+check "cpuinfo_open+0 (a KASLR relocation moved to its copy) is [OPTIMIZED]" grep -q "cpuinfo_open+0x0  \[OPTIMIZED\]" $K/list
+relo $N "relocation moved: the detour's copy"
+echo "disable cpuinfo_open" > $K/control
+relo 0 "relocation moved: disabled, the original bytes with KASLR's offset"
+echo "enable cpuinfo_open" > $K/control
+echo "unoptimize cpuinfo_open" > $K/control
+relo $N "relocation moved: unoptimized (int3, then the copy)"
+echo "optimize cpuinfo_open" > $K/control
+relo $N "relocation moved: optimized again"
+
 echo 0 > $K/optimization
 check "optimization 0: nothing optimized" [ "$(listed '\[OPTIMIZED\]')" = 0 ]
 check "optimization reads 0" [ "$(cat $K/optimization)" = 0 ]

@@ -9,7 +9,9 @@
  * ACTION: read (read(2) of one byte from /dev/zero), getpid, open (open(2)
  * of a path that does not exist), pread:PATH (pread(2) of PATH, opened
  * once), write1:PATH (write(2) of "1" to PATH, opened once), exec:PATH
- * (vfork and execve(2) of PATH, waited for). Each list read is one read(2)
+ * (vfork and execve(2) of PATH, waited for), openread:PATH (open(2) of
+ * PATH, a read(2) of its first bytes, close; prints "same R" with R the
+ * times they matched the first time's). Each list read is one read(2)
  * call.
  */
 #include <fcntl.h>
@@ -21,7 +23,7 @@
 #include <unistd.h>
 
 static char buf[1 << 16], big[777];
-static long last_getpid;
+static long last_getpid, same_reads = -1;
 
 static long hits(const char *spec)
 {
@@ -59,6 +61,18 @@ static void act(const char *what, int zero, long n)
         close(fd);
         return;
     }
+    if (strncmp(what, "openread:", 9) == 0) {
+        static char first[64], got[64];
+        same_reads = 0;
+        for (long i = 0; i < n; i++) {
+            int fd = open(what + 9, O_RDONLY);
+            ssize_t k = fd < 0 ? -1 : read(fd, i ? got : first, sizeof got);
+            if (fd >= 0)
+                close(fd);
+            same_reads += k > 0 && (i == 0 || memcmp(first, got, (size_t)k) == 0);
+        }
+        return;
+    }
     if (strncmp(what, "exec:", 5) == 0) {
         for (long i = 0; i < n; i++) {
             char *argv[] = { (char *)what + 5, "true", NULL }, *envp[] = { NULL };
@@ -93,7 +107,7 @@ static double now_ticks(void)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open|pread:PATH|write1:PATH|exec:PATH N\n");
+        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open|pread:PATH|write1:PATH|exec:PATH|openread:PATH N\n");
         return 2;
     }
     long n = strtol(argv[3], NULL, 10);
@@ -121,5 +135,7 @@ int main(int argc, char **argv)
         printf("buffer %lx\n", (unsigned long)big);
     if (strcmp(argv[2], "getpid") == 0)   /* what the last getpid(2) returned */
         printf("getpid %ld\n", last_getpid);
+    if (same_reads >= 0)
+        printf("same %ld\n", same_reads);
     return 0;
 }

@@ -45,7 +45,7 @@ struct kprw_set {
 	 * (one of them all could exceed what the per-CPU allocator gives) */
 	u64 __percpu **chunks;
 	u32 nchunks;
-	u8 *orig;                 /* a module's: its sites' bytes as it was loaded */
+	u8 *orig;                 /* a module's sites' bytes as loaded; the kernel's, KASLR-fixed (KPRW_T_KASLR) */
 };
 extern struct list_head kprw_sets;
 #define KPRW_CHUNK 256            /* points a per-CPU counter allocation (4 KiB) */

@@ -37,6 +37,7 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/kprewrite.h>
+#include <asm/setup.h>         /* kaslr_offset() */
 #include <asm/text-patching.h>
 #include <asm/ptrace.h>
 
@@ -659,6 +660,12 @@ KPRW_SHOW_WRITE_FOPS(knob);
 /* ------------------------------------------------------------ start-up */
 
 /* NULL when every offset of the table can be followed; else why. */
+/* KPRW_T_KASLR: where the masks start, from the header */
+static size_t kaslr_masks_at(const struct kprw_table *t)
+{
+	return ALIGN((size_t)t->strings_off + t->strings_size, 4);
+}
+
 static const char *table_check(const struct kprw_table *t)
 {
 	const u8 *base = (const u8 *)t;
@@ -666,13 +673,16 @@ static const char *table_check(const struct kprw_table *t)
 	const struct kprw_entry *e = (const void *)(t + 1);
 	u32 i;
 
-	/* no table flag is known here: a kernel's table has none */
-	if (kprw_table_fault(t, 0) != KPRW_TF_NONE)
+	/* a kernel's table has no flag but KPRW_T_KASLR */
+	if (kprw_table_fault(t, KPRW_T_KASLR) != KPRW_TF_NONE)
 		return "bad magic, unknown version, features this runtime lacks, or entry size";
 	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||
 	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||
 	    (t->strings_size && base[t->strings_off + t->strings_size - 1]))
 		return "entries or strings outside the table";
+	if ((t->flags & KPRW_T_KASLR) &&
+	    kaslr_masks_at(t) + 8 * (size_t)t->nentries > table_size)
+		return "the KASLR masks are outside the table";
 	if (t->tramp_rel || base + t->state_rel != pool_state ||
 	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(pool_state_end - pool_state))
 		return "state outside the pool, or features this runtime lacks";
@@ -758,6 +768,34 @@ void kprw_point_fill(struct kprw_set *s, u32 i, const struct kprw_table *t)
 	pt->orig = (const u8 *)strings + e[i].orig_off;
 }
 
+/*
+ * KPRW_T_KASLR: the rewriter moved the KASLR relocations of pt's DCR to
+ * the copy in its detour (the site holds the jump, which KASLR must not
+ * touch), so the original bytes in the table hold those fields as linked:
+ * pt's become a copy with KASLR's offset added to (plus) or subtracted
+ * from (minus, per-cpu references) each, as the decompressor did to the
+ * rest of the kernel. Restoring the site (disable, unoptimize) then writes
+ * what the kernel would have held.
+ */
+static void kaslr_fix(struct kprw_point *pt, u8 *to, const u8 *masks)
+{
+	u32 plus, minus, b;
+
+	memcpy(&plus, masks, 4);
+	memcpy(&minus, masks + 4, 4);
+	memcpy(to, pt->orig, pt->len);
+	for (b = 0; b + 4 <= pt->len; b++) {
+		u32 v;
+
+		if (!((plus | minus) & (1u << b)))
+			continue;
+		memcpy(&v, to + b, 4);
+		v = plus & (1u << b) ? v + (u32)kaslr_offset() : v - (u32)kaslr_offset();
+		memcpy(to + b, &v, 4);
+	}
+	pt->orig = to;
+}
+
 u32 kprw_set_optimized(const struct kprw_set *s)
 {
 	u32 i, n = 0;
@@ -785,7 +823,8 @@ static int __init kprewrite_init(void)
 		pr_err("probe table refused: %s; its %u probes are not armed\n", why, t->nentries);
 		return 0;
 	}
-	if (kprw_set_alloc(&core_set, t->nentries)) {
+	if (kprw_set_alloc(&core_set, t->nentries) ||
+	    ((t->flags & KPRW_T_KASLR) && !(core_set.orig = kcalloc(t->nentries, KPRW_ORIG_MAX, GFP_KERNEL)))) {
 		pr_err("out of memory: %u probes not armed\n", t->nentries);
 		return -ENOMEM;
 	}
@@ -793,6 +832,8 @@ static int __init kprewrite_init(void)
 		struct kprw_point *pt = &core_set.points[i];
 
 		kprw_point_fill(&core_set, i, t);
+		if (core_set.orig)
+			kaslr_fix(pt, core_set.orig + i * KPRW_ORIG_MAX, (const u8 *)t + kaslr_masks_at(t) + 8 * i);
 		/* the rewriter leaves int3 probes' sites as they were: an int3
 		 * met before this notifier existed would oops; armed below */
 		pt->code = pt->verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
