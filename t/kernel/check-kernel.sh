@@ -49,7 +49,7 @@ boot() {
     label=$1 image=$2 d=$3
     sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
          s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/$tick+0x0/g; s/@BENCH@/$4/g;
-         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
@@ -110,9 +110,13 @@ variant() {
     tick=scheduler_tick
     ! nm "$d/vmlinux.plain" | grep -q ' sched_tick$' || tick=sched_tick
     # cpuinfo_open: a KASLR relocation in its DCR (mov $cpuinfo_op, %rsi),
-    # which moves to the copy (opening /proc/cpuinfo runs it)
-    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\ncpuinfo_open\n' \
-        "$mid" "$tick" > "$d/probes.list"
+    # which moves to the copy (opening /proc/cpuinfo runs it); with ftrace,
+    # past the fentry call, whose DCR would be just the call
+    relo=cpuinfo_open+0x0
+    ! "$K" --kernel --check $KR --probe cpuinfo_open "$d/vmlinux.plain" | grep -q 'fentry site taken over' ||
+        relo=cpuinfo_open+0x5
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n' \
+        "$mid" "$tick" "$relo" > "$d/probes.list"
     # a function whose first instruction touches the trap or interrupt flag
     # (pushf, cli): a post_handler there is refused. The first such function
     # the rewriter can bake
@@ -154,14 +158,14 @@ variant() {
     fi
     if [ -z "$KR" ]; then
         grep -q '__x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid+0 can be jump-optimized"
-        grep -q 'cpuinfo_open+0x0  \[OPTIMIZED\].*\[KASLR relocation moved to the copy\]' "$d/check.txt"
-        ok $? "$L: cpuinfo_open+0 can be jump-optimized, its KASLR relocation moved to the copy"
+        grep -q "$relo  \[OPTIMIZED\].*\[KASLR relocation moved to the copy\]" "$d/check.txt"
+        ok $? "$L: $relo can be jump-optimized, its KASLR relocation moved to the copy"
     else
         # (a stripped 6.12 vmlinux: relocations from vmlinux.relocs stay
         # where they are; the build step, which saw the .rela sections,
         # moves them: the guest checks what it baked)
-        grep -q 'cpuinfo_open+0x0  \[INT3\] reserved:relocation' "$d/check.txt"
-        ok $? "$L: with --relocs, cpuinfo_open+0's relocation cannot move (int3)"
+        grep -q "$relo  \[INT3\] reserved:relocation" "$d/check.txt"
+        ok $? "$L: with --relocs, $relo's relocation cannot move (int3)"
     fi
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $mid (mid-function) can be jump-optimized"
     "$K" --kernel --check $KR --probe verify_cpu "$d/vmlinux.plain" | grep -q 'verify_cpu+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'

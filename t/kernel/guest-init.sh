@@ -60,22 +60,24 @@ expect @MID@ read $((N + 1)) "control: optimized again"
 check "control: optimize on an int3 probe is refused" sh -c "! echo 'optimize @INT3@' > $K/control"
 check "control: an unknown probe is refused" sh -c "! echo 'disable nosuchfunction' > $K/control"
 
-# cpuinfo_open: its DCR held a KASLR relocation, moved to the detour's copy
-# (the bzImage boot relocates that copy); the runtime adds KASLR's offset
-# to the original bytes it puts back. Opening /proc/cpuinfo runs it
+# @RELOC@ (cpuinfo_open's entry, or the instruction after its fentry
+# call): its DCR held a KASLR relocation (mov $cpuinfo_op, %rsi), moved to
+# the detour's copy (the bzImage boot relocates that copy); the runtime adds
+# KASLR's offset to the original bytes it puts back. Opening /proc/cpuinfo
+# runs it
 relo() { # WANT-HITS DESC
-    kdrive cpuinfo_open+0x0 openread:/proc/cpuinfo $N > /tmp/relo
+    kdrive @RELOC@ openread:/proc/cpuinfo $N > /tmp/relo
     h=$(awk '/^delta/ { print $5 }' /tmp/relo) same=$(awk '/^same/ { print $2 }' /tmp/relo)
-    check "$2: cpuinfo_open+0x0 $h hits, /proc/cpuinfo read alike $same times" [ "$h" = "$1" -a "$same" = $N ]
+    check "$2: @RELOC@ $h hits, /proc/cpuinfo read alike $same times" [ "$h" = "$1" -a "$same" = $N ]
 }
-check "cpuinfo_open+0 (a KASLR relocation moved to its copy) is [OPTIMIZED]" grep -q "cpuinfo_open+0x0  \[OPTIMIZED\]" $K/list
+check "@RELOC@ (a KASLR relocation moved to its copy) is [OPTIMIZED]" grep -q "@RELOC@  \[OPTIMIZED\]" $K/list
 relo $N "relocation moved: the detour's copy"
-echo "disable cpuinfo_open" > $K/control
+echo "disable @RELOC@" > $K/control
 relo 0 "relocation moved: disabled, the original bytes with KASLR's offset"
-echo "enable cpuinfo_open" > $K/control
-echo "unoptimize cpuinfo_open" > $K/control
+echo "enable @RELOC@" > $K/control
+echo "unoptimize @RELOC@" > $K/control
 relo $N "relocation moved: unoptimized (int3, then the copy)"
-echo "optimize cpuinfo_open" > $K/control
+echo "optimize @RELOC@" > $K/control
 relo $N "relocation moved: optimized again"
 
 echo 0 > $K/optimization
@@ -337,7 +339,7 @@ fi
 
 echo "unoptimize @ENTRY@" > $K/control
 unwind int3 @ENTRY@
-check "$u: stack_trace_save() goes through the trap (asm_exc_int3) to $EA" eval 'has save kprw_int3 && after save asm_exc_int3 $E && entry save $EA'
+check "$u: stack_trace_save() goes through the trap (asm_exc_int3) to $EA" eval 'has save kprewrite_int3_handler && after save asm_exc_int3 $E && entry save $EA'
 check "$u: stack_trace_save() goes on to the system call entry" ends save $END_
 if [ "$U" = orc ]; then
     check "$u: dump_stack() shows the trap's registers (RIP $EA)" grep -q "RIP: 0010:$EA/" /tmp/dump
