@@ -210,6 +210,10 @@ is "3|k  fn_kprobes+0x0  refused: blacklisted (.kprobes.text)" "$(v fn_kprobes)"
    "__kprobes_text_start/__kprobes_text_end bound a blacklisted range"
 is "0|k  fn_after_kprobes+0x0  $OV  dcr 7" "$(v fn_after_kprobes)" "past __kprobes_text_end is free"
 is "3|k  fn_noinstr+0x0  refused: blacklisted (.noinstr.text)" "$(v fn_noinstr)" ".noinstr.text section"
+is "3|k  fn_rconst+0x0  refused: reserved:runtime_const (site $(a fn_rconst 2) overlaps the probed instruction)" \
+   "$(v fn_rconst)" "runtime_ptr_*: a runtime constant's immediate, patched at boot, is refused"
+is "3|k  fn_head+0x0  refused: blacklisted (.head.text)" "$(v fn_head)" \
+   ".head.text: boot code, run before the kernel is at its link address"
 is "3|k  __SCT__fake_call+0x0  refused: blacklisted (.static_call.text)" "$(v __SCT__fake_call)" \
    ".static_call.text: a static call's trampoline (static_call_update() rewrites it)"
 is "3|k  fn_entry+0x0  refused: blacklisted (.entry.text)" "$(v fn_entry)" ".entry.text section"

@@ -16,10 +16,11 @@ static const char *const names[KT__COUNT] = {
     [KT_RETPOLINE] = ".retpoline_sites", [KT_RETURN] = ".return_sites", [KT_CALL_SITES] = ".call_sites",
     [KT_IBT_SEAL] = ".ibt_endbr_seal", [KT_CFI_SITES] = ".cfi_sites",
     [KT_PARAINSTR] = ".parainstructions", [KT_BUG_TABLE] = "__bug_table", [KT_MCOUNT] = "__mcount_loc",
-    [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation",
+    [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation", [KT_RUNTIME_CONST] = "runtime_const",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
     [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text",
-    [KT_EXIT_TEXT] = ".exit.text", [KT_STATIC_CALL_TEXT] = ".static_call.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
+    [KT_EXIT_TEXT] = ".exit.text", [KT_STATIC_CALL_TEXT] = ".static_call.text",
+    [KT_HEAD_TEXT] = ".head.text", [KT_CFI_PREAMBLE] = "__cfi_/__pfx_",
     [KT_ARCH_CODE] = "copied by ftrace, or CPU bring-up code",
 };
 
@@ -317,6 +318,44 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
     return 0;
 }
 
+/* 6.12's runtime constants (asm/runtime-const.h): one section a constant,
+ * runtime_ptr_SYM (s32 entries naming the imm64 of a movabs) or
+ * runtime_shift_SYM (naming the imm8 of a shift), which the kernel patches
+ * at boot with the value: those bytes must stay. */
+static int read_runtime_consts(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
+{
+    static const struct { const char *prefix; unsigned len; } kinds[] = {
+        { "runtime_ptr_", 8 }, { "runtime_shift_", 1 },
+    };
+    for (size_t i = 0; i < c->img->nsecs; i++) {
+        const struct section *s = &c->img->secs[i];
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            if (strncmp(s->name, kinds[k].prefix, strlen(kinds[k].prefix)) != 0 || !(s->flags & SHF_ALLOC))
+                continue;
+            if (!s->data || s->size % 4) {
+                snprintf(err, errlen, "%s: table %s (%llu bytes at 0x%llx): entry layout not recognised; "
+                         "refusing to guess", c->img->path, s->name, (unsigned long long)s->size,
+                         (unsigned long long)s->addr);
+                return -1;
+            }
+            for (uint64_t off = 0; off < s->size; off += 4) {
+                int32_t r;
+                memcpy(&r, s->data + off, 4);
+                uint64_t site = s->addr + off + (uint64_t)(int64_t)r;
+                if (!image_is_exec_addr(c->img, site))
+                    continue;
+                struct krange kr = { site, kinds[k].len, KT_RUNTIME_CONST, 0, 0 };
+                kf->count[KT_RUNTIME_CONST]++;
+                if (!PUSH(c->reserved, kr)) {
+                    snprintf(err, errlen, "%s: out of memory reading %s", c->img->path, s->name);
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* Ranges that are blacklisted as a whole: by section, or by start/end symbols. */
 static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
 {
@@ -334,6 +373,10 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
          * jmp at run time, over a detour's jump (and a probe disabled
          * later would put the old target back) */
         { KT_STATIC_CALL_TEXT, ".static_call.text", "__static_call_text_start", "__static_call_text_end" },
+        /* the boot code at the start of .text, which runs before the kernel
+         * is at its link address (identity-mapped, or 32-bit before
+         * paging): bounded by symbols integrate.sh adds */
+        { KT_HEAD_TEXT, ".head.text", "__kprewrite_head_text_start", "__kprewrite_head_text_end" },
     };
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         const struct section *s = image_section_by_name(c->img, ranges[i].sec);
@@ -405,7 +448,7 @@ static size_t uniq_u64(uint64_t *v, size_t n)
 
 static bool range_is_wide(const struct krange *r)
 {
-    return r->table >= KT_KPROBES_TEXT && r->table <= KT_STATIC_CALL_TEXT;
+    return r->table >= KT_KPROBES_TEXT && r->table <= KT_HEAD_TEXT;
 }
 
 /* The section-wide ranges (.init.text and the like) nest function ranges,
@@ -442,7 +485,7 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
         for (size_t i = 0; i < x86_nktables; i++)
             if (read_table(&c, &x86_ktables[i], kf, err, errlen) < 0)
                 goto fail;
-        if (read_blacklist_ranges(&c, err, errlen) < 0)
+        if (read_blacklist_ranges(&c, err, errlen) < 0 || read_runtime_consts(&c, kf, err, errlen) < 0)
             goto fail;
     }
     if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, err, errlen)) < 0)

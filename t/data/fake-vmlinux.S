@@ -410,6 +410,27 @@ FUNC fn_noinstr
         ret                     /* +8  1 */
 ENDF fn_noinstr
 
+/* a runtime constant (6.12's runtime_const_ptr()): the movabs's imm64,
+ * named by section runtime_ptr_fake, is patched at boot */
+        .text
+FUNC fn_rconst
+        movabs $0x0123456789abcdef, %rax /* +0 10  48 b8 imm64 at +2 */
+.Lrconst:
+        ret                     /* +10 1 */
+ENDF fn_rconst
+        .section runtime_ptr_fake, "a", @progbits
+        .long .Lrconst - 8 - .
+
+/* boot code (.head.text: run before the kernel is at its link address) */
+        .section .head.text, "ax", @progbits
+FUNC fn_head
+        push %rbp               /* +0  1 */
+        mov %rsp, %rbp          /* +1  3 */
+        mov %rdi, %rax          /* +4  3 */
+        pop %rbp                /* +7  1 */
+        ret                     /* +8  1 */
+ENDF fn_head
+
 /* a static call's trampoline (jmp to the current function, then the
  * signature bytes): static_call_update() rewrites the jmp at run time */
         .section .static_call.text, "ax", @progbits

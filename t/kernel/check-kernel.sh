@@ -184,7 +184,9 @@ variant() {
     grep -q 'strncpy_from_user+0x0  \[INT3\] exception-table' "$d/check.txt"
     ok $? "$L: strncpy_from_user+0 falls back to int3 (exception table)"
     grep -q '  r  vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: vfs_read%return can be jump-optimized"
-    grep -q '  r  __x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid%return can be jump-optimized"
+    # (with --relocs, 6.12's per-cpu access in its DCR stays: int3 in
+    # --check; the build step moves it)
+    [ -n "$KR" ] || { grep -q '  r  __x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid%return can be jump-optimized"; }
     grep -Eq '  r  get_signal\+0x0  \[(OPTIMIZED|INT3)\]' "$d/check.txt"; ok $? "$L: get_signal%return can be baked"
 
     # the build system's post-link step bakes them into vmlinux

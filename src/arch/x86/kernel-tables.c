@@ -61,6 +61,9 @@ const struct kcode_range x86_kcode_keep[] = {
     { "ftrace_caller", "ftrace_caller_end" },
     { "ftrace_regs_caller", "ftrace_regs_caller_end" },
     { "verify_cpu", NULL },
+    /* the PVH boot entry: 32-bit code, run before paging (decoded as 64-bit
+     * it is garbage); with integrate.sh, all of .head.text is refused too */
+    { "pvh_start_xen", NULL },
 };
 
 const size_t x86_nkcode_keep = sizeof x86_kcode_keep / sizeof x86_kcode_keep[0];

@@ -13,6 +13,7 @@
 #                          CONFIG_KPROBES, the kprobes API is kprewrite's
 #                          (CONFIG_KPREWRITE_KPROBES_API, with CONFIG_KRETPROBES
 #                          and the kprobes KUnit suite available)
+#   arch/x86/kernel/vmlinux.lds.S  symbols around .head.text (boot code)
 #   include/asm-generic/kprobes.h, include/asm-generic/vmlinux.lds.h
 #                          NOKPROBE_SYMBOL() and __kprobes keep the kernel's
 #                          kprobe blacklist without CONFIG_KPROBES too
@@ -194,6 +195,14 @@ grep -q 'CONFIG_KPREWRITE' "$lds" || {
          { print }' "$lds" > "$lds.kprw" && mv "$lds.kprw" "$lds"; }
 grep -q '^#if defined(CONFIG_KPROBES) || defined(CONFIG_KPREWRITE)$' "$lds" ||
     { echo "integrate.sh: could not find KPROBE_BLACKLIST() in $lds" >&2; exit 1; }
+
+# the boot code at the start of .text (.head.text: 32-bit PVH entry,
+# identity-mapped setup) gets bounding symbols, so that kprewrite refuses it
+xl=$src/arch/x86/kernel/vmlinux.lds.S
+grep -q '__kprewrite_head_text_start' "$xl" ||
+    sed -i 's/^\([[:space:]]*\)HEAD_TEXT$/\1__kprewrite_head_text_start = .;\n\1HEAD_TEXT\n\1__kprewrite_head_text_end = .;/' "$xl"
+grep -q '__kprewrite_head_text_end = \.;' "$xl" ||
+    { echo "integrate.sh: could not find HEAD_TEXT in $xl" >&2; exit 1; }
 
 mv=$src/scripts/Makefile.vmlinux
 if ! grep -q KPREWRITE "$mv"; then
