@@ -10,11 +10,18 @@
  * is ever freed. The symbols' names are abi.h's.
  */
 #include "abi.h"
+#ifdef __KERNEL__
+#include <linux/objtool.h>
+#else
+#define ANNOTATE_NOENDBR   /* (t/kernel-detour.t's user-space stand-in) */
+#endif
 
 	.section .text.unlikely.kprewrite_pool, "ax"
 	.balign 64
 	.globl KPRW_KPOOL_TEXT, KPRW_KPOOL_TEXT_END
 KPRW_KPOOL_TEXT:
+	/* the runtime compares addresses with it; nothing calls it (IBT) */
+	ANNOTATE_NOENDBR
 	.fill CONFIG_KPREWRITE_TEXT_KB * 1024, 1, 0xcc
 KPRW_KPOOL_TEXT_END:
 
