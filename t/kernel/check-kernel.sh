@@ -47,8 +47,9 @@ table_counts() {
 # boot LABEL IMAGE DIR BENCH: boots IMAGE, one TAP line per guest check
 boot() {
     label=$1 image=$2 d=$3
-    sed "s/@ENTRY@/vfs_read+0x0/g; s/@SYSCALL@/__x64_sys_getpid+0x0/g; s/@MID@/$mid/g;
-         s/@INT3@/strncpy_from_user+0x0/g; s/@SIGNAL@/get_signal+0x0/g; s/@TICK@/$tick+0x0/g; s/@BENCH@/$4/g;
+    sed "s/@ENTRY@/$entry/g; s/@SYSCALL@/$syscall/g; s/@MID@/$mid/g;
+         s/@INT3@/$int3p/g; s/@SIGNAL@/$signal/g; s/@TICK@/$tickp/g; s/@BENCH@/$4/g;
+         s/@BMREAD@/$bmread/g; s/@BMWRITE@/$bmwrite/g; s/@LOADMISC@/$loadmisc/g;
          s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
     log=$d/serial-$(basename "$image").log
@@ -67,8 +68,13 @@ boot() {
     # the kernel's kprobes KUnit suite, if it ran: its lines verbatim
     grep '^KPRW-KUNIT ' "$log" | tr -d '\r' | sed 's/^KPRW-KUNIT /# /' > "$d/kunit.txt"
     cat "$d/kunit.txt"
+    tr -d '\r' < "$log" | grep '^KPRW-INFO ' | sed 's/^KPRW-INFO /# /'   # (what the CPU turned on)
     [ $failed = 0 ] || { echo "# serial log: $log"; tail -n 30 "$log" | sed 's/^/# /'; }
 }
+
+# name_of SYM FILE: SYM's entry as kprewrite names it in FILE (a --check
+# report): SYM+0x0, or SYM+0x4 past the endbr64 an IBT kernel starts it with
+name_of() { awk -v s="$1" '$3 == s "+0x0" || $3 == s "+0x4" { print $3; exit }' "$2"; }
 
 # kreloc_opt OBJ: KR, the option that gives kprewrite a vmlinux's KASLR
 # relocations where 6.12's post-link step stripped them from it (the bake in
@@ -112,9 +118,10 @@ variant() {
     # cpuinfo_open: a KASLR relocation in its DCR (mov $cpuinfo_op, %rsi),
     # which moves to the copy (opening /proc/cpuinfo runs it); with ftrace,
     # past the fentry call, whose DCR would be just the call
-    relo=cpuinfo_open+0x0
-    ! "$K" --kernel --check $KR --probe cpuinfo_open "$d/vmlinux.plain" | grep -q 'fentry site taken over' ||
-        relo=cpuinfo_open+0x5
+    "$K" --kernel --check $KR --probe cpuinfo_open "$d/vmlinux.plain" > "$d/relo.txt"
+    relo=$(name_of cpuinfo_open "$d/relo.txt")
+    ! grep -q 'fentry site taken over' "$d/relo.txt" ||
+        relo=cpuinfo_open+0x$(printf %x $((0x${relo#*+0x} + 5)))
     printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n' \
         "$mid" "$tick" "$relo" > "$d/probes.list"
     # a function whose first instruction touches the trap or interrupt flag
@@ -124,7 +131,7 @@ variant() {
     for f in $(objdump -d --no-show-raw-insn "$d/vmlinux.plain" | awk '/^[0-9a-f]+ <[^>]+>:$/ { n = $2; first = 1; next }
             first && NF { first = 0; if ($2 ~ /^(pushf|cli)/) { gsub(/[<>:]/, "", n); print n } }' |
             head -n 20); do
-        if "$K" --kernel --check $KR --probe "$f" "$d/vmlinux.plain" 2>/dev/null | grep -Eq "  $f\+0x0  \[(OPTIMIZED|INT3)\]"; then
+        if "$K" --kernel --check $KR --probe "$f" "$d/vmlinux.plain" 2>/dev/null | grep -Eq "  $f\+0x[04]  \[(OPTIMIZED|INT3)\]"; then
             flagfn=$f; break
         fi
     done
@@ -146,18 +153,22 @@ variant() {
     fi
     "$K" --kernel --check $KR --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
+    entry=$(name_of vfs_read "$d/check.txt") syscall=$(name_of __x64_sys_getpid "$d/check.txt")
+    int3p=$(name_of strncpy_from_user "$d/check.txt") signal=$(name_of get_signal "$d/check.txt")
+    tickp=$(name_of $tick "$d/check.txt")
+    bmread=bm_status_read+0x0 bmwrite=bm_status_write+0x0 loadmisc=load_misc_binary+0x0
     # the points (a probe and a return probe at one address are one) and
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
     [ "$npoints" = $((9 + kunit + kk)) ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are $((9 + kunit + kk)) points ($npoints), $nopt of them optimized"
-    grep -q 'vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: vfs_read+0 can be jump-optimized"
+    grep -q "$entry  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $entry can be jump-optimized"
     if [ "$v" = ftrace ]; then
-        grep -q 'vfs_read+0x0  \[OPTIMIZED\].*fentry site taken over' "$d/check.txt"
+        grep -q "$entry  \[OPTIMIZED\].*fentry site taken over" "$d/check.txt"
         ok $? "$L: vfs_read+0 takes its fentry site over"
     fi
     if [ -z "$KR" ]; then
-        grep -q '__x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid+0 can be jump-optimized"
+        grep -q "$syscall  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $syscall can be jump-optimized"
         grep -q "$relo  \[OPTIMIZED\].*\[KASLR relocation moved to the copy\]" "$d/check.txt"
         ok $? "$L: $relo can be jump-optimized, its KASLR relocation moved to the copy"
     else
@@ -168,26 +179,26 @@ variant() {
         ok $? "$L: with --relocs, $relo's relocation cannot move (int3)"
     fi
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $mid (mid-function) can be jump-optimized"
-    "$K" --kernel --check $KR --probe verify_cpu "$d/vmlinux.plain" | grep -q 'verify_cpu+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
+    "$K" --kernel --check $KR --probe verify_cpu "$d/vmlinux.plain" | grep -Eq 'verify_cpu\+0x[04]  refused: blacklisted \(copied by ftrace, or CPU bring-up code\)'
     ok $? "$L: verify_cpu (CPU bring-up) is refused"
     # the kernel's kprobe blacklist, kept without CONFIG_KPROBES too, and
     # the runtime's own trap and return paths on it
     for f in notify_die kprw_kret_return kprw_debug; do
-        "$K" --kernel --check $KR --probe $f "$d/vmlinux.plain" | grep -q "$f+0x0  refused: blacklisted (_kprobe_blacklist)"
+        "$K" --kernel --check $KR --probe $f "$d/vmlinux.plain" | grep -Eq "$f\+0x[04]  refused: blacklisted \(_kprobe_blacklist\)"
         ok $? "$L: $f (NOKPROBE_SYMBOL) is refused"
     done
     if nm "$d/vmlinux.plain" | grep -q ' ftrace_regs_caller$'; then
         "$K" --kernel --check $KR --probe ftrace_regs_caller "$d/vmlinux.plain" |
-            grep -q 'ftrace_regs_caller+0x0  refused: blacklisted (copied by ftrace, or CPU bring-up code)'
+            grep -Eq 'ftrace_regs_caller\+0x[04]  refused: blacklisted \(copied by ftrace, or CPU bring-up code\)'
         ok $? "$L: ftrace_regs_caller (copied into ftrace's trampolines) is refused"
     fi
-    grep -q 'strncpy_from_user+0x0  \[INT3\] exception-table' "$d/check.txt"
+    grep -q "$int3p  \[INT3\] exception-table" "$d/check.txt"
     ok $? "$L: strncpy_from_user+0 falls back to int3 (exception table)"
-    grep -q '  r  vfs_read+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: vfs_read%return can be jump-optimized"
+    grep -q "  r  $entry  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: vfs_read%return can be jump-optimized"
     # (with --relocs, 6.12's per-cpu access in its DCR stays: int3 in
     # --check; the build step moves it)
-    [ -n "$KR" ] || { grep -q '  r  __x64_sys_getpid+0x0  \[OPTIMIZED\]' "$d/check.txt"; ok $? "$L: __x64_sys_getpid%return can be jump-optimized"; }
-    grep -Eq '  r  get_signal\+0x0  \[(OPTIMIZED|INT3)\]' "$d/check.txt"; ok $? "$L: get_signal%return can be baked"
+    [ -n "$KR" ] || { grep -q "  r  $syscall  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: __x64_sys_getpid%return can be jump-optimized"; }
+    grep -Eq "  r  $signal  \[(OPTIMIZED|INT3)\]" "$d/check.txt"; ok $? "$L: get_signal%return can be baked"
 
     # the build system's post-link step bakes them into vmlinux
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
@@ -227,10 +238,12 @@ variant() {
             > "$d/module.list"
         "$K" --kernel --check --probe-file "$d/module.list" "$m" > "$d/module-check.txt"
         sed 's/^/# /' "$d/module-check.txt"
+        bmread=$(name_of bm_status_read "$d/module-check.txt") bmwrite=$(name_of bm_status_write "$d/module-check.txt")
+        loadmisc=$(name_of load_misc_binary "$d/module-check.txt")
         modpoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/module-check.txt" | sort -u | wc -l)
         modopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/module-check.txt" | sort -u | wc -l)
         [ "$modpoints" = 5 ]; ok $? "$L: binfmt_misc.ko: the 6 probes are 5 points ($modpoints), $modopt of them optimized"
-        grep -q 'bm_get_tree+0x0  \[OPTIMIZED\]  dcr 8: push %rbp; mov \$' "$d/module-check.txt"
+        grep -Eq 'bm_get_tree\+0x[04]  \[OPTIMIZED\]  dcr [0-9]+: (push %rbp; )?mov \$' "$d/module-check.txt"
         ok $? "$L: binfmt_misc.ko: bm_get_tree+0 is jump-optimized (the address the loader writes into its DCR moves with the copy)"
         "$K" --kernel --probe-file "$d/module.list" -o "$d/binfmt_misc.ko" "$m" > "$d/module-bake.log" 2>&1
         rc=$?; [ $rc = 0 ] || [ $rc = 2 ]; ok $? "$L: kprewrite --kernel bakes them into binfmt_misc.ko (exit $rc)"
@@ -256,7 +269,7 @@ ok $? "6.1 kprobes: make bzImage from the baked vmlinux (relocations from it)"
 cmp -s "$kb/kprobes/vmlinux" "$d/vmlinux"; ok $? "6.1 kprobes: the bzImage step did not relink vmlinux"
 boot "6.1 kprobes bzImage (KASLR)" "$kb/kprobes/arch/x86/boot/bzImage" "$d" 0
 linked=$(nm "$d/vmlinux" | awk '$3 == "vfs_read" { print $1 }')
-ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk '/  vfs_read\+0x0  / { print $1; exit }')
+ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk -v e="  $entry  " 'index($0, e) { print $1; exit }')
 [ -n "$ran" ] && [ "$ran" != "$linked" ]; ok $? "6.1 kprobes bzImage: KASLR moved the kernel (vfs_read at $ran, linked at $linked)"
 
 # after a kernel without kprobes: it has none, and lib/test_kprobes.c,
@@ -316,7 +329,7 @@ every() {
         *) ok 1 "$L: ${line#KPRW-NOTOK }" ;;
         esac
     done < "$d/guest.txt"
-    [ "$(wc -l < "$d/guest.txt")" = 9 ]; ok $? "$L: the guest reported its 9 checks"
+    [ "$(wc -l < "$d/guest.txt")" = 10 ]; ok $? "$L: the guest reported its 10 checks"
 }
 # (KP_KERNEL_EVERY=0 leaves the two every-function kernels out)
 [ "${KP_KERNEL_EVERY:-1}" = 0 ] || every 6.1
@@ -324,6 +337,15 @@ every() {
 # the current LTS
 variant nokprobes 6.12
 nokprobes_checks
+# 6.12 with what distribution kernels build in: IBT (a function's entry
+# probe goes after its endbr64), return thunks, call-depth tracking,
+# retpolines; every check of the others
+variant mitigations 6.12
+nokprobes_checks
+for o in X86_KERNEL_IBT MITIGATION_RETHUNK MITIGATION_CALL_DEPTH_TRACKING MITIGATION_RETPOLINE; do
+    grep -q "^CONFIG_$o=y" "$obj/.config"; ok $? "$L: CONFIG_$o is built in"
+done
+case $entry in vfs_read+0x4) ok 0 "$L: entry probes go after endbr64 ($entry)" ;; *) ok 1 "$L: entry probes go after endbr64 ($entry)" ;; esac
 [ "${KP_KERNEL_EVERY:-1}" = 0 ] || every 6.12
 
 bench=$(grep -h '^KPRW-BENCH' "$W/kprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r')

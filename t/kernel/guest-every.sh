@@ -39,6 +39,7 @@ check "enabled 1: counting again ($(total /tmp/l4) then $(total /tmp/l5))" [ "$(
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg
 check "dmesg: no WARNING, BUG, Oops" sh -c "! grep -E 'WARNING|BUG|Oops|Call Trace' /tmp/dmesg"
+check "dmesg: every point armed (none 'not patched')" sh -c "! grep -E 'could not be armed|not patched' /tmp/dmesg"
 grep -E 'kprewrite|WARNING|BUG|Oops' /tmp/dmesg
 echo KPRW-END
 reboot -f

@@ -33,6 +33,11 @@ all() { # DESC WANT-ADD (0: disabled)
 listed() { grep -c "$1" $K/list; }
 
 echo KPRW-BEGIN
+# what the (emulated) CPU turned on, for the host's log
+for f in /sys/devices/system/cpu/vulnerabilities/retbleed /sys/devices/system/cpu/vulnerabilities/spectre_v2; do
+    [ ! -f $f ] || echo "KPRW-INFO vulnerabilities/${f##*/}: $(cat $f)"
+done
+dmesg | grep -iE 'ibt|call depth|retbleed|spectre v2' | sed 's/^\[[ 0-9.]*\] /KPRW-INFO dmesg: /'
 # the kernel's kprobes KUnit suite (lib/test_kprobes.c), where it was built:
 # it ran at boot; its lines verbatim, for the host
 dmesg | sed 's/^\[[ 0-9.]*\] //' |
@@ -312,8 +317,8 @@ rc() { [ "$(field reliable-rc)" "$@" ]; }
 dumped() { grep -q "^ $1$2+" /tmp/dump; }
 # dump_stack: nothing but guesses after the walk reached SYM
 guesses_after() { awk -v s=" $1+" 'index($0, s) == 1 { on = 1; next } on && /^ [^?<]/ { bad = 1 } END { exit !on || bad }' /tmp/dump; }
-E=$(echo @ENTRY@ | sed 's/+0x0$//')      # vfs_read
-EA=@ENTRY@                                # vfs_read+0x0, as %pS prints it
+E=$(echo @ENTRY@ | sed 's/+0x[04]$//')   # vfs_read
+EA=@ENTRY@                                # vfs_read+0x0 (+0x4 after endbr64), as %pS prints it
 END_=entry_SYSCALL_64_after_hwframe      # where a system call's kernel stack starts
 unwind optimized @ENTRY@
 if [ "$U" = orc ]; then
@@ -476,7 +481,7 @@ fi
 # KPREWRITE_PROBES=...): cleanup_module of each (int3), hit as it unloads
 if [ -f /bin/kprobe_example.ko ]; then
     insmod /bin/kprobe_example.ko
-    check "module build step: kprobe_example's baked cleanup_module is listed" grep -q '  cleanup_module+0x0  \[kprobe_example\] ' $K/list
+    check "module build step: kprobe_example's baked cleanup_module is listed" grep -q '  cleanup_module+0x[04]  \[kprobe_example\] ' $K/list
     rmmod kprobe_example
     check "module build step: gone with its module" sh -c "! grep -q '\[kprobe_example\]' $K/list"
 fi
@@ -492,32 +497,32 @@ if [ -f /bin/binfmt_misc.ko ]; then
     check "module: the runtime armed its @MODPOINTS@ probes, @MODOPT@ optimized" \
         sh -c "dmesg | grep -q 'kprewrite: $M: @MODPOINTS@ probes armed (@MODOPT@ optimized)'"
     grep "\[$M\]" $K/list
-    check "module: list shows its @MODPOINTS@ points, [$M] after the symbol" [ "$(listed "+0x0  \[$M\] ")" = @MODPOINTS@ ]
-    check "module: load_misc_binary is a return probe (r)" grep -q "  r  load_misc_binary+0x0  \[$M\] " $K/list
+    check "module: list shows its @MODPOINTS@ points, [$M] after the symbol" [ "$(listed "+0x[04]  \[$M\] ")" = @MODPOINTS@ ]
+    check "module: load_misc_binary is a return probe (r)" grep -q "  r  @LOADMISC@  \[$M\] " $K/list
     check "module: mount -t binfmt_misc" mount -t binfmt_misc none $B
-    expect bm_status_read+0x0 pread:$B/status $N "module: pread(2) of status"
-    expect bm_status_write+0x0 write1:$B/status $N "module: write(2) to status"
-    got=$(kdrive load_misc_binary+0x0 exec:/bin/busybox 20 | awk '{ print $5 }')
-    check "module: execve(2) 20 times: load_misc_binary+0x0 $got (binfmt_misc looks at each)" [ "$got" = 20 ]
+    expect @BMREAD@ pread:$B/status $N "module: pread(2) of status"
+    expect @BMWRITE@ write1:$B/status $N "module: write(2) to status"
+    got=$(kdrive @LOADMISC@ exec:/bin/busybox 20 | awk '{ print $5 }')
+    check "module: execve(2) 20 times: @LOADMISC@ $got (binfmt_misc looks at each)" [ "$got" = 20 ]
     echo "disable $M:bm_status_read" > $K/control
-    check "module: control disable $M:SYM shows [DISABLED]" grep -q "bm_status_read+0x0  \[$M\] \[DISABLED\]" $K/list
-    expect bm_status_read+0x0 pread:$B/status 0 "module: disabled"
+    check "module: control disable $M:SYM shows [DISABLED]" grep -q "@BMREAD@  \[$M\] \[DISABLED\]" $K/list
+    expect @BMREAD@ pread:$B/status 0 "module: disabled"
     echo "enable $M:bm_status_read" > $K/control
-    expect bm_status_read+0x0 pread:$B/status $N "module: enabled again"
+    expect @BMREAD@ pread:$B/status $N "module: enabled again"
     echo "unoptimize bm_status_read" > $K/control
-    check "module: unoptimize" sh -c "! grep -q 'bm_status_read+0x0  \[$M\] \[OPTIMIZED\]' $K/list"
-    expect bm_status_read+0x0 pread:$B/status $N "module: unoptimized (int3 path)"
+    check "module: unoptimize" sh -c "! grep -q '@BMREAD@  \[$M\] \[OPTIMIZED\]' $K/list"
+    expect @BMREAD@ pread:$B/status $N "module: unoptimized (int3 path)"
     echo "optimize bm_status_read" > $K/control
-    check "module: optimize" grep -q "bm_status_read+0x0  \[$M\] \[OPTIMIZED\]" $K/list
+    check "module: optimize" grep -q "@BMREAD@  \[$M\] \[OPTIMIZED\]" $K/list
     if [ -f /bin/kprobe_example.ko ]; then
         check "module: kprobe_example symbol=bm_status_read registers on the module's point" \
             insmod /bin/kprobe_example.ko symbol=bm_status_read
         check "module: kretprobe_example func=load_misc_binary registers on its return probe" \
             insmod /bin/kretprobe_example.ko func=load_misc_binary
         check "module: a post_handler makes the point run unoptimized" \
-            sh -c "! grep -q 'bm_status_read+0x0  \[$M\] \[OPTIMIZED\]' $K/list"
-        kdrive bm_status_read+0x0 pread:$B/status 1 >/dev/null
-        kdrive load_misc_binary+0x0 exec:/bin/busybox 1 >/dev/null
+            sh -c "! grep -q '@BMREAD@  \[$M\] \[OPTIMIZED\]' $K/list"
+        kdrive @BMREAD@ pread:$B/status 1 >/dev/null
+        kdrive @LOADMISC@ exec:/bin/busybox 1 >/dev/null
         rmmod kretprobe_example
     fi
     umount $B
@@ -537,8 +542,8 @@ if [ -f /bin/binfmt_misc.ko ]; then
         check "module: no instance missed" grep -q 'Missed probing 0 instances of load_misc_binary' /tmp/module
     fi
     check "module: insmod $M.ko again" insmod /bin/$M.ko
-    check "module: armed afresh: its @MODPOINTS@ points listed again" [ "$(listed "+0x0  \[$M\] ")" = @MODPOINTS@ ]
-    check "module: counted afresh (bm_status_read: hits 0)" grep -q "  bm_status_read+0x0  \[$M\] \[OPTIMIZED\]  hits 0  " $K/list
+    check "module: armed afresh: its @MODPOINTS@ points listed again" [ "$(listed "+0x[04]  \[$M\] ")" = @MODPOINTS@ ]
+    check "module: counted afresh (bm_status_read: hits 0)" grep -q "  @BMREAD@  \[$M\] \[OPTIMIZED\]  hits 0  " $K/list
     check "module: rmmod again" rmmod $M
 fi
 

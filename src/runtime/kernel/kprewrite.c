@@ -330,20 +330,34 @@ void kprw_count_miss(const struct kprw_point *pt)
 }
 NOKPROBE_SYMBOL(kprw_count_miss);
 
-/* "MOD:SYM" names a module's symbol, as for the kernel's kprobes */
+/* Does the code at a start with endbr64 (f3 0f 1e fa)? */
+static bool starts_with_endbr(unsigned long a)
+{
+	u32 v;
+
+	return !copy_from_kernel_nofault(&v, (const void *)a, sizeof(v)) && v == 0xfa1e0ff3;
+}
+
+/* "MOD:SYM" names a module's symbol, as for the kernel's kprobes. As the
+ * kernel's arch_adjust_kprobe_addr() does, SYM+0 (or the address) of a
+ * function that starts with endbr64 names the point after it, which is
+ * where kprewrite put SYM's entry probe (SYM+0x4). */
 struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr)
 {
 	const char *colon = sym ? strchr(sym, ':') : NULL;
 	struct kprw_set *s;
 	struct kprw_point *pt;
 
-	if (!sym)
-		return point_at(addr);
+	if (!sym) {
+		pt = point_at(addr);
+		return pt || !starts_with_endbr(addr) ? pt : point_at(addr + 4);
+	}
 	for_each_kprw_point(s, pt) {
 		if (colon && (!s->mod || strlen(module_name(s->mod)) != colon - sym ||
 			      strncmp(module_name(s->mod), sym, colon - sym)))
 			continue;
-		if (pt->offset == offset && strcmp(pt->name, colon ? colon + 1 : sym) == 0)
+		if ((pt->offset == offset || (offset == 0 && pt->offset == 4 && starts_with_endbr(pt->addr - 4))) &&
+		    strcmp(pt->name, colon ? colon + 1 : sym) == 0)
 			return pt;
 	}
 	return NULL;
