@@ -74,6 +74,10 @@ done
 for n in $names; do
     awk '{ if ($4 == "[OPTIMIZED]") r = "jump-optimized"
            else if ($4 == "[INT3]") r = "int3 " $5
+           else if ($4 == "refused:" && $5 == "blacklisted") {
+               r = "refused blacklisted " $6; for (i = 7; i <= NF && r !~ /\)$/; i++) r = r " " $i
+               if (r ~ /\(piece of /) r = "refused blacklisted (a piece of such a function)"
+           }
            else if ($4 == "refused:") r = "refused " $5
            else r = "? " $4
            print r }' "$n/check.txt" > "$n/verdicts"
@@ -83,14 +87,14 @@ awk -v a="$1" -v b="$2" '
     FNR == 1 { f++ }
     { c[f, $0]++; keys[$0] = 1; tot[f]++; if ($0 ~ /^refused blacklisted/) bl[f]++; if ($0 == "jump-optimized") opt[f]++ }
     END {
-        printf "%-34s %16s %16s\n", "verdict reason", substr(a, 13), substr(b, 13)
+        printf "%-50s %16s %16s\n", "verdict reason", substr(a, 13), substr(b, 13)
         n = 0
         for (k in keys) order[++n] = k
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
             if (c[1, order[j]] + c[2, order[j]] > c[1, order[i]] + c[2, order[i]]) { t = order[i]; order[i] = order[j]; order[j] = t }
-        for (i = 1; i <= n; i++) printf "%-34s %16d %16d\n", order[i], c[1, order[i]], c[2, order[i]]
-        printf "%-34s %16d %16d\n", "entries", tot[1], tot[2]
-        printf "%-34s %16d %16d\n", "probe-able (not blacklisted)", tot[1] - bl[1], tot[2] - bl[2]
-        printf "%-34s %15.2f%% %15.2f%%\n", "jump-optimized of probe-able", 100 * opt[1] / (tot[1] - bl[1]), 100 * opt[2] / (tot[2] - bl[2])
+        for (i = 1; i <= n; i++) printf "%-50s %16d %16d\n", order[i], c[1, order[i]], c[2, order[i]]
+        printf "%-50s %16d %16d\n", "entries", tot[1], tot[2]
+        printf "%-50s %16d %16d\n", "probe-able (not blacklisted)", tot[1] - bl[1], tot[2] - bl[2]
+        printf "%-50s %15.2f%% %15.2f%%\n", "jump-optimized of probe-able", 100 * opt[1] / (tot[1] - bl[1]), 100 * opt[2] / (tot[2] - bl[2])
     }' "$1/verdicts" "$2/verdicts"
-printf '%-34s %15ss %15ss\n' "time of the --check" "$(cat "$1/seconds")" "$(cat "$2/seconds")"
+printf '%-50s %15ss %15ss\n' "time of the --check" "$(cat "$1/seconds")" "$(cat "$2/seconds")"
