@@ -61,10 +61,16 @@ is "2|k  fn_call+0x0  [INT3] call-in-dcr  dcr 6" "$(v fn_call)" "vmlinux: a call
 # --- __ex_table -------------------------------------------------------
 is "3|k  fn_ex+0xa  refused: exception-table (the probed instruction may fault to a fixup)" \
    "$(v fn_ex+10)" "__ex_table: probe on the faulting instruction is refused"
-is "2|k  fn_ex+0x0  [INT3] exception-table (__ex_table entry for $(a fn_ex 10))  dcr 7" \
-   "$(v fn_ex)" "__ex_table: an entry elsewhere in the function makes it int3"
-is "2|k  fn_ex+0xd  [INT3] exception-table (__ex_table entry for $(a fn_ex 10))  dcr 6" \
+is "0|k  fn_ex+0x0  $OV  dcr 7" "$(v fn_ex)" \
+   "__ex_table: an entry elsewhere in the function, its fixup in the function too: the DCR is free of it"
+is "2|k  fn_ex+0xd  [INT3] exception-table (__ex_table entry for $(a fn_ex 16))  dcr 6" \
    "$(v fn_ex+13)" "__ex_table: a DCR over a faulting instruction is int3 exception-table"
+if build fixout --defsym FIXUP_OUTSIDE=1; then
+    is "2|k  fn_ex+0x0  [INT3] exception-table (__ex_table entry for $(a fn_ex 10))  dcr 7" "$(IMG=$D/fixout v fn_ex)" \
+       "__ex_table: a fixup outside every function: any entry in the function keeps it int3"
+else
+    is "built" "$(head -n 1 "$D/fixout.err")" "build the variant with a fixup outside every function"
+fi
 is "2|k  fn_exfix+0x0  [INT3] jump-into-dcr (__ex_table entry at $(a ex_entry_far 0) to $(a fn_exfix 1))  dcr 7" \
    "$(v fn_exfix)" "__ex_table: a fixup into another function's DCR is a branch target"
 
@@ -144,8 +150,8 @@ is "0|k  fn_reloc+0x0  $OV  dcr 11  $MOVED" "$(v fn_reloc)" "R_X86_64_32S in the
 is "0|k  fn_reloc+0x4  $OV  dcr 7  $MOVED" "$(v fn_reloc+4)" "R_X86_64_32S in the probed instruction: moved to the copy"
 is "0|k  fn_percpu+0x4  $OV  dcr 7  [RIP-relative operand re-pointed]  $MOVED" "$(v fn_percpu+4)" \
    "R_X86_64_PC32 against .data..percpu (an inverse relocation): moved to the copy"
-is "3|k  fn_reloc_ex+0x0  refused: reserved:relocation (a relocation KASLR applies overlaps the probed instruction, and only a jump's copy can carry it)" \
-   "$(v fn_reloc_ex)" "an int3 probe (__ex_table in the function) on an instruction KASLR relocates: refused"
+is "3|k  fn_reloc_call+0x0  refused: reserved:relocation (a relocation KASLR applies overlaps the probed instruction, and only a jump's copy can carry it)" \
+   "$(v fn_reloc_call)" "an int3 probe (a call: call-in-dcr) on an instruction KASLR relocates: refused"
 like '"notes": \["kaslr-relocation-moved"\]' "$("$KPREWRITE" --check --json --probe fn_reloc "$V")" "--json: the note"
 is "0|k  fn_riprel+0x4  $OV  dcr 7  [RIP-relative operand re-pointed]" "$(v fn_riprel+4)" \
    "R_X86_64_PC32 against an ordinary symbol is not"

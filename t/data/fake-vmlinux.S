@@ -326,18 +326,13 @@ FUNC fn_reloc
         ret                     /* +12 1 */
 ENDF fn_reloc
 
-/* R_X86_64_32S at +3, in the first instruction, of a function with an
- * __ex_table entry (int3): the site must keep its relocation, so the
+/* R_X86_64_32S at +3, in the first instruction, a call (int3 in a
+ * vmlinux: call-in-dcr): the site must keep its relocation, so the
  * out-of-line copy could not have one: refused */
-FUNC fn_reloc_ex
-        movq $reloc_var, %rax   /* +0  7  48 c7 c0 imm32, R_X86_64_32S at +3 */
-.Lrex_insn:
-        mov (%rdi), %rdx        /* +7  3  __ex_table insn */
-        ret                     /* +10 1 */
-.Lrex_fix:
-        xor %eax, %eax          /* +11 2 */
-        ret                     /* +13 1 */
-ENDF fn_reloc_ex
+FUNC fn_reloc_call
+        call *reloc_var         /* +0  7  ff 14 25 abs32, R_X86_64_32S at +3 */
+        ret                     /* +7  1 */
+ENDF fn_reloc_call
 
 /* R_X86_64_PC32 against a .data..percpu symbol at +7 (inverse: KASLR
  * subtracts its offset) */
@@ -495,9 +490,18 @@ ex_entry_far:
         .long .Lex_insn2 - .
         .long .Lexfix_tgt - .
         .long 1
-        .long .Lrex_insn - .
-        .long .Lrex_fix - .
+
+/* a fixup outside every function (code no symbol covers): its way back is
+ * not seen, so every function with an entry stays int3 */
+.ifdef FIXUP_OUTSIDE
+        .text
+.Lnofunc_fix:
+        jmp fn_ex + 4
+        .section __ex_table, "a", @progbits
+        .long .Lex_insn - .
+        .long .Lnofunc_fix - .
         .long 1
+.endif
 
 /* struct alt_instr { s32 instr, repl; u32 ft_flags; u8 instrlen, replacementlen; } __packed */
         .section .altinstructions, "a", @progbits

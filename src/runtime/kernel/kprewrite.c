@@ -330,12 +330,15 @@ void kprw_count_miss(const struct kprw_point *pt)
 }
 NOKPROBE_SYMBOL(kprw_count_miss);
 
-/* Does the code at a start with endbr64 (f3 0f 1e fa)? */
+/* Does the code at a start with endbr64 or endbr32 (f3 0f 1e fa/fb), or
+ * the 4-byte nop an IBT kernel seals an unused one with at boot (66 0f 1f
+ * 00: apply_seal_endbr()), as the kernel's is_endbr() takes them? */
 static bool starts_with_endbr(unsigned long a)
 {
 	u32 v;
 
-	return !copy_from_kernel_nofault(&v, (const void *)a, sizeof(v)) && v == 0xfa1e0ff3;
+	return !copy_from_kernel_nofault(&v, (const void *)a, sizeof(v)) &&
+	       ((v & ~0x01000000u) == 0xfa1e0ff3 || v == 0x001f0f66);
 }
 
 /* "MOD:SYM" names a module's symbol, as for the kernel's kprobes. As the
