@@ -67,7 +67,7 @@ is "2|k  fn_ex+0xd  [INT3] exception-table (__ex_table entry for $(a fn_ex 16)) 
    "$(v fn_ex+13)" "__ex_table: a DCR over a faulting instruction is int3 exception-table"
 if build fixout --defsym FIXUP_OUTSIDE=1; then
     is "2|k  fn_ex+0x0  [INT3] exception-table (__ex_table entry for $(a fn_ex 10))  dcr 7" "$(IMG=$D/fixout v fn_ex)" \
-       "__ex_table: a fixup outside every function: any entry in the function keeps it int3"
+       "__ex_table: a fixup in code no function covers keeps the function of its entry int3 throughout"
 else
     is "built" "$(head -n 1 "$D/fixout.err")" "build the variant with a fixup outside every function"
 fi

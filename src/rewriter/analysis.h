@@ -54,9 +54,6 @@ struct state {
     struct taken taken;      /* code addresses the image materializes, built at
                                 the first unproven indirect jump (user images) */
     int taken_state;         /* 0 not built, 1 built, -1 failed */
-    /* a vmlinux: every __ex_table fixup lands in a function, whose branches
-     * are decoded (else a function with an entry stays int3 throughout) */
-    bool fixups_in_funcs;
 };
 
 /* A control-flow target into a probed function (others are not kept);

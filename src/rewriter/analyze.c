@@ -532,12 +532,14 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
         return false;
     }
     /* An instruction that may fault must fault at its own address (the
-     * kernel looks the fixup up by it): none in the DCR. Fixups elsewhere
-     * are branch targets like any (jump-into-dcr, below), when they land in
-     * code that is decoded; else, as the kernel's optprobes do, the whole
-     * function stays int3. */
-    uint64_t ex = s->fixups_in_funcs ? kfacts_extable_in(s->kf, p->addr, p->addr + len)
-                                     : kfacts_extable_in(s->kf, fn->start, fn->end);
+     * kernel looks the fixup up by it): none in the DCR. Fixups are branch
+     * targets like any (jump-into-dcr, below), and so is the way back of
+     * fixup code in a function (decoded); a function with an entry whose
+     * fixup lands in code no function covers stays int3 throughout, as the
+     * kernel's optprobes keep any function with an entry. */
+    uint64_t ex = kfacts_extable_in(s->kf, p->addr, p->addr + len);
+    if (!ex)
+        ex = kfacts_extable_blind_in(s->kf, fn->start, fn->end);
     if (ex) {
         probe_set(p, V_INT3, KP_R_EXCEPTION_TABLE, "__ex_table entry for 0x%llx", (unsigned long long)ex);
         return false;
@@ -683,13 +685,9 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
                 goto oom;
         if (landing_pads(&s) < 0)
             goto oom;
-        s.fixups_in_funcs = true;
-        for (size_t i = 0; i < kf->ntargets; i++) {
+        for (size_t i = 0; i < kf->ntargets; i++)
             if (!add_ref(&s, kf->targets[i].target, kf->targets[i].from, REF_TABLE, kf->targets[i].table))
                 goto oom;
-            if (kf->targets[i].table == KT_EX_TABLE && !symbols_func_at(sy, kf->targets[i].target))
-                s.fixups_in_funcs = false;
-        }
         sort_array(s.refs.v, s.refs.n, sizeof *s.refs.v, cmp_ref);
         for (size_t i = 0; i < probes->n; i++) {
             struct probe *p = &probes->v[i];

@@ -44,7 +44,7 @@ struct ctx {
     const struct symbols *sy;
     struct ranges reserved, blacklist;
     struct { struct kref *v; size_t n, cap; } targets;
-    struct { uint64_t *v; size_t n, cap; } extable;
+    struct { uint64_t *v; size_t n, cap; } extable, extable_blind;
 };
 
 #define PUSH(a, ...) ARRAY_PUSH((a).v, (a).n, (a).cap, __VA_ARGS__)
@@ -186,9 +186,14 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
         }
         if (d->action == KT_ACT_EXTABLE) {
             /* Not a reserved range: the analysis refuses the faulting
-             * instruction and int3s its whole function (exception-table),
-             * which a reserved:__ex_table verdict would hide. */
-            if (!PUSH(c->extable, site))
+             * instruction and int3s a DCR holding it (exception-table),
+             * which a reserved:__ex_table verdict would hide; and the whole
+             * function where the fixup lands in code no function covers
+             * (its way back is not decoded) */
+            int32_t r;
+            memcpy(&r, e + d->target_off, 4);
+            uint64_t fixup = vaddr + off + (uint64_t)d->target_off + (int64_t)r;
+            if (!PUSH(c->extable, site) || (!symbols_func_at(c->sy, fixup) && !PUSH(c->extable_blind, site)))
                 goto oom;
             continue;
         }
@@ -500,19 +505,22 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
         goto fail_set;
     kf->targets = c.targets.v; kf->ntargets = c.targets.n;
     kf->extable = c.extable.v; kf->nextable = uniq_u64(c.extable.v, c.extable.n);
+    sort_array(c.extable_blind.v, c.extable_blind.n, 8, cmp_u64);
+    kf->extable_blind = c.extable_blind.v; kf->nextable_blind = uniq_u64(c.extable_blind.v, c.extable_blind.n);
     return 0;
 fail:
-    free(c.reserved.v); free(c.targets.v); free(c.extable.v); free(c.blacklist.v);
+    free(c.reserved.v); free(c.targets.v); free(c.extable.v); free(c.extable_blind.v); free(c.blacklist.v);
     return -1;
 fail_set:
-    free(c.targets.v); free(c.extable.v);
+    free(c.targets.v); free(c.extable.v); free(c.extable_blind.v);
     kfacts_free(kf);
     return -1;
 }
 
 void kfacts_free(struct kfacts *kf)
 {
-    free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->blacklist); free(kf->wide);
+    free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->extable_blind); free(kf->blacklist);
+    free(kf->wide);
     memset(kf, 0, sizeof *kf);
 }
 
@@ -581,4 +589,10 @@ uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end
 {
     size_t a = LOWER_BOUND(kf->nextable, m, kf->extable[m] < start);
     return a < kf->nextable && kf->extable[a] < end ? kf->extable[a] : 0;
+}
+
+uint64_t kfacts_extable_blind_in(const struct kfacts *kf, uint64_t start, uint64_t end)
+{
+    size_t a = LOWER_BOUND(kf->nextable_blind, m, kf->extable_blind[m] < start);
+    return a < kf->nextable_blind && kf->extable_blind[a] < end ? kf->extable_blind[a] : 0;
 }

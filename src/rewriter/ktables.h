@@ -43,6 +43,8 @@ struct kfacts {
     size_t ntargets;
     uint64_t *extable;         /* instructions with an exception-table entry, sorted */
     size_t nextable;
+    uint64_t *extable_blind;   /* those of them whose fixup lands in no function, sorted */
+    size_t nextable_blind;
     struct krange *blacklist;  /* blacklisted code ranges, sorted by start */
     size_t nblacklist;
     struct krange *wide;       /* the section-wide ones of them (few) */
@@ -122,4 +124,6 @@ const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t s
 const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr);
 /* Does any exception-table instruction lie in [start, end)? Returns it or 0. */
 uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end);
+/* The first of them whose fixup lands in code no function covers, or 0. */
+uint64_t kfacts_extable_blind_in(const struct kfacts *kf, uint64_t start, uint64_t end);
 #endif

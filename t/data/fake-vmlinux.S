@@ -492,7 +492,7 @@ ex_entry_far:
         .long 1
 
 /* a fixup outside every function (code no symbol covers): its way back is
- * not seen, so every function with an entry stays int3 */
+ * not seen, so the function of its entry (fn_ex) stays int3 */
 .ifdef FIXUP_OUTSIDE
         .text
 .Lnofunc_fix:
