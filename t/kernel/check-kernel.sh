@@ -122,8 +122,15 @@ variant() {
     relo=$(name_of cpuinfo_open "$d/relo.txt")
     ! grep -q 'fentry site taken over' "$d/relo.txt" ||
         relo=cpuinfo_open+0x$(printf %x $((0x${relo#*+0x} + 5)))
-    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n' \
-        "$mid" "$tick" "$relo" > "$d/probes.list"
+    # the int3 point: the instruction before do_sys_openat2's call of getname
+    # (a DCR holding a call is int3 in a kernel), once per open(2)
+    a=$(nm "$d/vmlinux.plain" | awk '$3 == "do_sys_openat2" { print $1 }')
+    int3p=$(objdump -d --prefix-addresses --no-show-raw-insn --start-address=0x$a \
+        --stop-address=0xffffffff$(printf '%08x' $((0x${a#ffffffff} + 512))) "$d/vmlinux.plain" |
+        awk '$3 == "call" && $0 ~ /<getname>/ { print prev; exit } { s = $2; gsub(/[<>]/, "", s); prev = s }')
+    case $int3p in do_sys_openat2+0x*) ;; *) bail "$L: no instruction before do_sys_openat2's call of getname ($int3p)" ;; esac
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n%s\n' \
+        "$mid" "$tick" "$relo" "$int3p" > "$d/probes.list"
     # a function whose first instruction touches the trap or interrupt flag
     # (pushf, cli): a post_handler there is refused. The first such function
     # the rewriter can bake
@@ -154,20 +161,20 @@ variant() {
     "$K" --kernel --check $KR --probe-file "$d/probes.list" "$d/vmlinux.plain" > "$d/check.txt"
     sed 's/^/# /' "$d/check.txt"
     entry=$(name_of vfs_read "$d/check.txt") syscall=$(name_of __x64_sys_getpid "$d/check.txt")
-    int3p=$(name_of strncpy_from_user "$d/check.txt") signal=$(name_of get_signal "$d/check.txt")
+    strn=$(name_of strncpy_from_user "$d/check.txt") signal=$(name_of get_signal "$d/check.txt")
     tickp=$(name_of $tick "$d/check.txt")
     bmread=bm_status_read+0x0 bmwrite=bm_status_write+0x0 loadmisc=load_misc_binary+0x0
     # the points (a probe and a return probe at one address are one) and
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    want=$((9 + kunit + kk))
+    wantpts=$((10 + kunit + kk))
     if [ -z "$KR" ]; then
-        [ "$npoints" = $want ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are $want points ($npoints), $nopt of them optimized"
+        [ "$npoints" = $wantpts ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are $wantpts points ($npoints), $nopt of them optimized"
     else
         # (a relocation --relocs names in a first instruction refuses the
         # point in --check; the build step moves it)
-        [ "$npoints" -le $want ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are at most $want points with --relocs ($npoints), $nopt of them optimized"
+        [ "$npoints" -le $wantpts ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are at most $wantpts points with --relocs ($npoints), $nopt of them optimized"
     fi
     grep -q "$entry  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $entry can be jump-optimized"
     if [ "$v" = ftrace ]; then
@@ -199,8 +206,10 @@ variant() {
             grep -Eq 'ftrace_regs_caller\+0x[04]  refused: blacklisted \(copied by ftrace, or CPU bring-up code\)'
         ok $? "$L: ftrace_regs_caller (copied into ftrace's trampolines) is refused"
     fi
-    grep -q "$int3p  \[INT3\] exception-table" "$d/check.txt"
-    ok $? "$L: strncpy_from_user+0 falls back to int3 (exception table)"
+    grep -q "$int3p  \[INT3\] " "$d/check.txt"; ok $? "$L: $int3p falls back to int3 (a call in its DCR)"
+    # its __ex_table entries are past its DCR, their fixups in the function
+    grep -q "$strn  \[OPTIMIZED\]" "$d/check.txt"
+    ok $? "$L: $strn is jump-optimized: the function's __ex_table entries are past its DCR"
     grep -q "  r  $entry  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: vfs_read%return can be jump-optimized"
     # (with --relocs, 6.12's per-cpu access in its DCR stays: int3 in
     # --check; the build step moves it)
@@ -211,7 +220,7 @@ variant() {
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$L: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q "$((9 + kunit + kk)) probes baked" "$d/bake.log"; ok $? "$L: the post-link step baked $((9 + kunit + kk)) points"
+    grep -q "$((10 + kunit + kk)) probes baked" "$d/bake.log"; ok $? "$L: the post-link step baked $((10 + kunit + kk)) points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$L: the baked vmlinux differs from the plain one"
     # what the guest lists is what the build step baked: it saw the link's
@@ -219,7 +228,7 @@ variant() {
     # was copied, and moved those in DCRs (--check with --relocs leaves
     # them: int3 or refused there)
     set -- $(table_counts "$d/vmlinux")
-    [ "$1" = "$want" ]; ok $? "$L: the baked table has the $want points ($1; $npoints in --check), $2 of them optimized ($nopt in --check)"
+    [ "$1" = "$wantpts" ]; ok $? "$L: the baked table has the $wantpts points ($1; $npoints in --check), $2 of them optimized ($nopt in --check)"
     npoints=${1:-$npoints}
     nopt=${2:-$nopt}
     # the kernel's samples/kprobes, unmodified, as modules against the kernel

@@ -1,6 +1,7 @@
 #!/bin/sh
 # /init of the check-kernel guest. The host fills in the probe names
-# (@ENTRY@, @SYSCALL@, @MID@, @INT3@) and reads the serial log:
+# (@ENTRY@, @SYSCALL@, @MID@, @INT3@: the instruction before
+# do_sys_openat2's call of getname) and reads the serial log:
 # every check prints "KPRW-OK desc" or "KPRW-NOTOK desc (why)".
 /bin/busybox --install -s /bin
 mount -t devtmpfs dev /dev; mount -t proc proc /proc; mount -t sysfs sys /sys
