@@ -143,14 +143,12 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
     return true;
 }
 
-static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts *kf, char *err, size_t errlen)
+/* The table d at data (vaddr, size bytes). */
+static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_t *data, uint64_t vaddr,
+                        uint64_t size, struct kfacts *kf, char *err, size_t errlen)
 {
-    const uint8_t *data;
-    uint64_t vaddr, size;
     const struct ktable_layout *l = NULL;
 
-    if (!locate(c, d, &data, &vaddr, &size))
-        return 0;
     for (const struct ktable_layout *cand = d->layouts; cand->entsize; cand++)
         if (layout_fits(c, d, cand, data, vaddr, size)) {
             l = cand;
@@ -209,6 +207,26 @@ oom:
     return -1;
 }
 
+/* Every table d describes: one a section whose name starts with d's
+ * (section "PREFIX*": one section a variable), or the one locate() finds. */
+static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts *kf, char *err, size_t errlen)
+{
+    const uint8_t *data;
+    uint64_t vaddr, size;
+    size_t n = d->section ? strlen(d->section) : 0;
+
+    if (n && d->section[n - 1] == '*') {
+        for (size_t i = 0; i < c->img->nsecs; i++) {
+            const struct section *s = &c->img->secs[i];
+            if (strncmp(s->name, d->section, n - 1) == 0 && (s->flags & SHF_ALLOC) && s->data && s->size &&
+                read_entries(c, d, s->data, s->addr, s->size, kf, err, errlen) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    return locate(c, d, &data, &vaddr, &size) ? read_entries(c, d, data, vaddr, size, kf, err, errlen) : 0;
+}
+
 /* Does symbol symi of symtab lie in a vmlinux's zero-based per-cpu area
  * (relocs.c's is_percpu_sym)? */
 static bool percpu_ref(const struct ctx *c, const struct section *symtab, uint32_t symi)
@@ -221,9 +239,9 @@ static bool percpu_ref(const struct ctx *c, const struct section *symtab, uint32
     if (sym.st_shndx >= c->img->nsecs || strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
         return false;
     const struct section *str = symtab->link < c->img->nsecs ? &c->img->secs[symtab->link] : NULL;
-    const char *name = str && str->data && sym.st_name < str->size ? (const char *)str->data + sym.st_name : "";
-    if (!memchr(name, 0, str ? str->size - sym.st_name : 0))
-        name = "";
+    const char *name = "";
+    if (str && str->data && sym.st_name < str->size && memchr(str->data + sym.st_name, 0, str->size - sym.st_name))
+        name = (const char *)str->data + sym.st_name;
     /* the symbols of the section's load address, not of per-cpu data */
     return strcmp(name, "__init_begin") != 0 && strncmp(name, "__per_cpu_load", 14) != 0 &&
            strncmp(name, "init_per_cpu_", 13) != 0;
@@ -317,44 +335,6 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
             if (!PUSH(c->reserved, kr)) {
                 snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
                 return -1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* 6.12's runtime constants (asm/runtime-const.h): one section a constant,
- * runtime_ptr_SYM (s32 entries naming the imm64 of a movabs) or
- * runtime_shift_SYM (naming the imm8 of a shift), which the kernel patches
- * at boot with the value: those bytes must stay. */
-static int read_runtime_consts(struct ctx *c, struct kfacts *kf, char *err, size_t errlen)
-{
-    static const struct { const char *prefix; unsigned len; } kinds[] = {
-        { "runtime_ptr_", 8 }, { "runtime_shift_", 1 },
-    };
-    for (size_t i = 0; i < c->img->nsecs; i++) {
-        const struct section *s = &c->img->secs[i];
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-            if (strncmp(s->name, kinds[k].prefix, strlen(kinds[k].prefix)) != 0 || !(s->flags & SHF_ALLOC))
-                continue;
-            if (!s->data || s->size % 4) {
-                snprintf(err, errlen, "%s: table %s (%llu bytes at 0x%llx): entry layout not recognised; "
-                         "refusing to guess", c->img->path, s->name, (unsigned long long)s->size,
-                         (unsigned long long)s->addr);
-                return -1;
-            }
-            for (uint64_t off = 0; off < s->size; off += 4) {
-                int32_t r;
-                memcpy(&r, s->data + off, 4);
-                uint64_t site = s->addr + off + (uint64_t)(int64_t)r;
-                if (!image_is_exec_addr(c->img, site))
-                    continue;
-                struct krange kr = { site, kinds[k].len, KT_RUNTIME_CONST, 0, 0 };
-                kf->count[KT_RUNTIME_CONST]++;
-                if (!PUSH(c->reserved, kr)) {
-                    snprintf(err, errlen, "%s: out of memory reading %s", c->img->path, s->name);
-                    return -1;
-                }
             }
         }
     }
@@ -490,7 +470,7 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
         for (size_t i = 0; i < x86_nktables; i++)
             if (read_table(&c, &x86_ktables[i], kf, err, errlen) < 0)
                 goto fail;
-        if (read_blacklist_ranges(&c, err, errlen) < 0 || read_runtime_consts(&c, kf, err, errlen) < 0)
+        if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;
     }
     if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, err, errlen)) < 0)

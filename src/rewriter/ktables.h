@@ -83,7 +83,8 @@ struct ktable_layout { uint8_t entsize, len_off; };
 
 struct ktable_desc {
     enum ktable_id id;
-    const char *section;               /* section name, when the table has its own */
+    const char *section;               /* section name, when the table has its own; "PREFIX*":
+                                          every section whose name starts with PREFIX is one */
     const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
     struct ktable_layout layouts[4];   /* tried in order; entsize 0 ends the list */
     enum ktable_site enc;

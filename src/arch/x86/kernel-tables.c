@@ -42,6 +42,13 @@ const struct ktable_desc x86_ktables[] = {
     /* unsigned long: absolute addresses of the 5-byte fentry calls */
     { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
       { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 5, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* 6.12's runtime constants (asm/runtime-const.h), a section each:
+     * s32 naming the immediate the kernel patches at boot, the imm64 of a
+     * movabs (runtime_ptr_SYM) or the imm8 of a shift (runtime_shift_SYM) */
+    { KT_RUNTIME_CONST, "runtime_ptr_*", NULL, NULL,
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 8, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    { KT_RUNTIME_CONST, "runtime_shift_*", NULL, NULL,
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 1, -1, KT_ACT_RESERVE, KT_CHK_NONE },
     /* NOKPROBE_SYMBOL(): unsigned long function addresses */
     { KT_KPROBE_BLACKLIST, "_kprobe_blacklist", "__start_kprobe_blacklist", "__stop_kprobe_blacklist",
       { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 1, -1, KT_ACT_BLACKLIST, KT_CHK_NONE },

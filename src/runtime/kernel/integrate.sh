@@ -66,6 +66,14 @@ edit() {
         { rm -f "$1.kprw"; echo "integrate.sh: no line matching '$2' in $1" >&2; exit 1; }
     mv "$1.kprw" "$1"
 }
+# include_kprewrite FILE HEADER: FILE includes <linux/kprewrite.h> right
+# after its <linux/HEADER.h>, once
+include_kprewrite() {
+    grep -q 'linux/kprewrite.h' "$1" ||
+        sed -i "0,/^#include <linux\/$2.h>/s//#include <linux\/$2.h>\n#include <linux\/kprewrite.h>/" "$1"
+    grep -q 'linux/kprewrite.h' "$1" ||
+        { echo "integrate.sh: could not include linux/kprewrite.h in $1" >&2; exit 1; }
+}
 # (a tree an earlier integrate.sh edited had the field typed; files are
 # rewritten only when they change: their times decide what the kernel rebuilds)
 ! grep -q 'struct kprw_kretprobe_instance.*\*kprw_kret_instances;' "$src/include/linux/sched.h" ||
@@ -106,24 +114,14 @@ grep -q 'kprewrite_int3_handler' "$tr" || {
          { print }' "$tr" > "$tr.kprw" && mv "$tr.kprw" "$tr"; }
 grep -q 'kprewrite_int3_handler' "$tr" ||
     { echo "integrate.sh: could not find kprobe_int3_handler's call in $tr" >&2; exit 1; }
-grep -q 'linux/kprewrite.h' "$tr" ||
-    sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$tr"
-grep -q 'linux/kprewrite.h' "$tr" ||
-    { echo "integrate.sh: could not include linux/kprewrite.h in $tr" >&2; exit 1; }
+include_kprewrite "$tr" kprobes
 # the unwinders recover a return address the trampoline took over
 edit "$src/arch/x86/include/asm/unwind.h" '^[[:space:]]*return addr;$' \
     "#ifdef CONFIG_KPREWRITE
 	if (addr == (unsigned long)kprewrite_kret_trampoline) addr = kprewrite_unwind_ret_addr(state->task, addr_p);
 #endif"
-grep -q 'linux/kprewrite.h' "$src/arch/x86/include/asm/unwind.h" ||
-    sed -i '0,/^#include <linux\/rethook.h>/s//#include <linux\/rethook.h>\n#include <linux\/kprewrite.h>/' \
-        "$src/arch/x86/include/asm/unwind.h"
-grep -q 'linux/kprewrite.h' "$src/arch/x86/include/asm/unwind.h" ||
-    { echo "integrate.sh: could not include linux/kprewrite.h in $src/arch/x86/include/asm/unwind.h" >&2; exit 1; }
-grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
-    sed -i '0,/^#include <linux\/kprobes.h>/s//#include <linux\/kprobes.h>\n#include <linux\/kprewrite.h>/' "$src/kernel/exit.c"
-grep -q 'linux/kprewrite.h' "$src/kernel/exit.c" ||
-    { echo "integrate.sh: could not include linux/kprewrite.h in $src/kernel/exit.c" >&2; exit 1; }
+include_kprewrite "$src/arch/x86/include/asm/unwind.h" rethook
+include_kprewrite "$src/kernel/exit.c" kprobes
 
 # Without CONFIG_KPROBES, kprewrite provides <linux/kprobes.h>'s API
 # (CONFIG_KPREWRITE_KPROBES_API): the header's stubs step aside (renamed
