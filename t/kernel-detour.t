@@ -159,6 +159,59 @@ like "its probes moved KASLR relocations into their detours: bake the vmlinux as
     "$("$KPREWRITE" --kernel --probe kfn -o "$D/kq3" "$D/kq2" 2>&1)" "baking it again is refused"
 ok $([ ! -e "$D/kq3" ]; echo $?) "and nothing written"
 
+# a return site follows its instruction: kretsite's jmp to the return thunk
+# (+2, listed in .return_sites) is in the DCR of a probe at +0; the bake
+# re-points the entry to the copy, which main() then patches to ret as the
+# kernel's apply_returns() does at boot
+like "return sites: 1 patched, 0 in the pool" "$("$D/k" returns)" "unbaked: the listed site is patched in place"
+like "kretsite\\+0x0  \\[OPTIMIZED\\]  dcr 7: .*\\[boot-patched site moved to the copy, its table entry re-pointed\\]" \
+    "$("$KPREWRITE" --kernel --check --probe kretsite "$D/k")" "a return site in the DCR: jump-optimized, the site moves"
+like "1 probe baked" "$("$KPREWRITE" --kernel --probe kretsite -o "$D/kr2" "$D/k" 2>&1)" "baked"
+out=$("$D/kr2" returns)
+like "return sites: 1 patched, 1 in the pool" "$out" "baked: the entry names the copy in the pool, which is patched"
+like "kretsite\\(\\) = 0, hits 1" "$out" "the probe counts kretsite's call, which returns through the patched copy"
+ks=$(nm "$D/k" | awk '$3 == "kretsite" { print $1 }')
+like "^ e9" "$(od -An -tx1 -j $(foff "$D/kr2" $ks) -N 1 "$D/kr2")" "the site holds the detour's jump"
+# the table: KPRW_T_FOLLOW (256), kretsite's record after the strings:
+# the site at DCR byte 2, its copy 2 bytes into the out-of-line copy, 5 long
+tb=$(nm "$D/kr2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
+to=$(foff "$D/kr2" $tb)
+flags=$(od -An -tu4 -j $((to + 40)) -N 4 "$D/kr2" | tr -d ' ')
+ok $([ $((flags & 256)) = 256 ] && [ $((flags & 128)) = 0 ]; echo $?) "the table has KPRW_T_FOLLOW and not KPRW_T_KASLR (flags $flags)"
+so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/kr2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/kr2" | tr -d ' ')
+is "2 2 5 1 0 0 0 0" "$(od -An -tu1 -j $((to + (so + ss + 3) / 4 * 4)) -N 8 "$D/kr2" | awk '{ $1 = $1; print }')" \
+   "kretsite's record: DCR byte 2, copy byte 2, 5 bytes, a return site (1); no second site"
+like "its probes moved boot-patched sites into their detours: bake the vmlinux as it was linked" \
+    "$("$KPREWRITE" --kernel --probe kfn -o "$D/kr3" "$D/kr2" 2>&1)" "baking it again is refused"
+ok $([ ! -e "$D/kr3" ]; echo $?) "and nothing written"
+
+# alternatives follow their instruction: kalt's mov $0, %eax is the site of
+# an .altinstructions entry whose replacement (mov $1) is position-independent
+# like it; kalt2's jmp to +5 is one whose replacement jumps to +8, out of
+# itself, which the kernel aims from where it puts it. Probes at +0 move the
+# entries to the copies, where main() applies them
+out=$("$D/k" alternatives)
+like "kalt\\(\\) = 0, kalt2\\(\\) = 0 as linked" "$out" "unbaked: kalt() and kalt2() return 0 as linked"
+like "alternatives: 2 applied, 0 in the pool" "$out" "unbaked: the alternatives are applied in place"
+like "kalt\\(\\) = 1, kalt2\\(\\) = 2, hits 0 0" "$out" "unbaked: then kalt() returns 1, kalt2() 2"
+check=$("$KPREWRITE" --kernel --check --probe kalt --probe kalt2 "$D/k")
+like "kalt\\+0x0  \\[OPTIMIZED\\]  dcr 5: .*\\[boot-patched site moved to the copy, its table entry re-pointed\\]" \
+    "$check" "kalt's alternative is the probed instruction: jump-optimized, the site moves"
+like "kalt2\\+0x0  \\[OPTIMIZED\\]  dcr 5: .*\\[boot-patched site moved to the copy, its table entry re-pointed\\]" \
+    "$check" "kalt2's, whose replacement jumps out of itself: jump-optimized, the site moves"
+like "2 probes baked" "$("$KPREWRITE" --kernel --probe kalt --probe kalt2 -o "$D/ka2" "$D/k" 2>&1)" "baked"
+out=$("$D/ka2" alternatives)
+like "kalt\\(\\) = 0, kalt2\\(\\) = 0 as linked" "$out" "baked: both return 0 through the detours' copies as linked"
+like "alternatives: 2 applied, 2 in the pool" "$out" "baked: the entries name the copies in the pool, where they are applied"
+like "kalt\\(\\) = 1, kalt2\\(\\) = 2, hits 2 2" "$out" \
+    "baked: kalt() returns 1 and kalt2() 2 through the patched copies; each probe counted both calls"
+tb=$(nm "$D/ka2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
+to=$(foff "$D/ka2" $tb)
+so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/ka2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/ka2" | tr -d ' ')
+recs=$(od -An -tu1 -j $((to + (so + ss + 3) / 4 * 4)) -N 16 "$D/ka2" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+is "0 0 5 0 0 0 0 0 0 0 5 2 0 0 0 0" "$recs" \
+   "the records: kalt's site at DCR byte 0, 5 bytes, its copy's bytes put back (0); kalt2's re-aimed (2)"
+
 # a pool too small for the probes names the Kconfig options to raise
 $CC -O2 -mno-red-zone -static -I"$KP_SRCDIR/include" -o "$D/small" "$KP_SRCDIR/t/data/kdetour-main.c" \
     "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" \

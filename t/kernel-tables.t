@@ -68,6 +68,8 @@ is "2|k  fn_ex+0xd  [INT3] exception-table (__ex_table entry for $(a fn_ex 16)) 
 if build fixout --defsym FIXUP_OUTSIDE=1; then
     is "2|k  fn_ex+0x0  [INT3] exception-table (__ex_table entry for $(a fn_ex 10))  dcr 7" "$(IMG=$D/fixout v fn_ex)" \
        "__ex_table: a fixup in code no function covers keeps the function of its entry int3 throughout"
+    is "3|k  fn_ret+0x3  refused: reserved:.return_sites (site $(a fn_ret 3) is the probed instruction, which the kernel patches at boot: only a jump's copy can take its place)  [relative branch re-encoded as rel32]" \
+       "$(IMG=$D/fixout v fn_ret+3)" ".return_sites: an int3 probe on the site (its function int3 throughout) is refused"
 else
     is "built" "$(head -n 1 "$D/fixout.err")" "build the variant with a fixup outside every function"
 fi
@@ -88,10 +90,23 @@ is "2|k  fn_jltgt+0x0  [INT3] jump-into-dcr (__jump_table entry at $(a jt_entry_
    "$(v fn_jltgt)" "__jump_table: a jump_entry target inside the DCR is jump-into-dcr"
 
 # --- .altinstructions, .smp_locks --------------------------------------
-is "2|k  fn_alt+0x0  [INT3] reserved:.altinstructions (site $(a fn_alt 4) in the DCR)  dcr 7" \
-   "$(v fn_alt)" ".altinstructions: site in the DCR"
-is "3|k  fn_alt+0x4  refused: reserved:.altinstructions (site $(a fn_alt 4) overlaps the probed instruction)" \
-   "$(v fn_alt+4)" ".altinstructions: probe on the site is refused"
+# an alternative whose every form is position-independent moves with the
+# copy (its entry re-pointed there); one that is not, or that the DCR would
+# split, keeps its place
+MOVED="[boot-patched site moved to the copy, its table entry re-pointed]"
+is "0|k  fn_alt+0x0  $OV  dcr 7  $MOVED" "$(v fn_alt)" ".altinstructions: a site in the DCR moves with the copy"
+is "0|k  fn_alt+0x4  $OV  dcr 6  $MOVED" "$(v fn_alt+4)" ".altinstructions: a probe on the site: jump-optimized, the site moves"
+is "0|k  fn_alt2+0x4  $OV  dcr 5  $MOVED" "$(v fn_alt2+4)" \
+   ".altinstructions: a replacement with a rel32 jump out moves too (the runtime aims it again)"
+is "2|k  fn_alt4+0x0  [INT3] reserved:.altinstructions (site $(a fn_alt4 4) in the DCR)  dcr 9" \
+   "$(v fn_alt4)" ".altinstructions: a replacement that calls cannot move with the copy"
+is "3|k  fn_alt4+0x4  refused: reserved:.altinstructions (site $(a fn_alt4 4) overlaps the probed instruction)" \
+   "$(v fn_alt4+4)" ".altinstructions: a probe on such a site is refused"
+like "^2\\|k  fn_alt2\\+0x0  \\[INT3\\] jump-into-dcr \\(\\.altinstructions entry at 0x[0-9a-f]+ to $(a fn_alt2 1)\\)  dcr 9\$" "$(v fn_alt2)" \
+   ".altinstructions: a replacement's jump out of itself is a branch target (into the DCR of +0)"
+is "2|k  fn_alt3+0x0  [INT3] reserved:.altinstructions (site $(a fn_alt3 4) in the DCR)  dcr 5" \
+   "$(v fn_alt3)" ".altinstructions: a site the DCR would split stays"
+is "0|k  fn_alt3+0x4  $OV  dcr 7  $MOVED" "$(v fn_alt3+4)" ".altinstructions: a DCR holding the whole site moves it"
 is "0|k  fn_alt+0x7  $OV  dcr 5" "$(v fn_alt+7)" ".altinstructions: the site is instrlen (3) bytes long"
 is "2|k  fn_lock+0x0  [INT3] reserved:.smp_locks (site $(a fn_lock 4) in the DCR)  dcr 7" \
    "$(v fn_lock)" ".smp_locks: lock prefix in the DCR"
@@ -106,10 +121,15 @@ for t in "fn_sc .static_call_sites" "fn_retpo .retpoline_sites" "fn_cs .call_sit
     is "3|k  $f+0x4  refused: reserved:$tab (site $(a $f 4) overlaps the probed instruction)" \
        "$(v $f+4)" "$tab: probe on the site is refused"
 done
-is "2|k  fn_ret+0x0  [INT3] reserved:.return_sites (site $(a fn_ret 3) in the DCR)  dcr 8  [relative branch re-encoded as rel32]" \
-   "$(v fn_ret)" ".return_sites: jmp to the return thunk in the DCR"
-is "3|k  fn_ret+0x3  refused: reserved:.return_sites (site $(a fn_ret 3) overlaps the probed instruction)" \
-   "$(v fn_ret+3)" ".return_sites: probe on the site is refused"
+# return sites follow their instruction into a jump's copy (the entry is
+# re-pointed at the bake); an int3 probe cannot carry one it starts on
+is "0|k  fn_ret+0x0  $OV  dcr 8  [relative branch re-encoded as rel32]  $MOVED" \
+   "$(v fn_ret)" ".return_sites: jmp to the return thunk in the DCR: moves with it"
+is "0|k  fn_ret+0x3  $OV  dcr 5  [relative branch re-encoded as rel32]  [flags live: saved]  $MOVED" \
+   "$(v fn_ret+3)" ".return_sites: a probe on the site: jump-optimized, the site moves"
+
+like "^2\\|k  fn_aux\\+0x0  \\[INT3\\] jump-into-dcr \\(\\.altinstr_aux branch at 0x[0-9a-f]+ to $(a fn_aux 4)\\)  dcr 6\$" \
+     "$(v fn_aux)" ".altinstr_aux: its jumps back into functions are branch targets"
 
 # --- IBT / kCFI ---------------------------------------------------------
 is "0|k  fn_ibt+0x4  $OV  dcr 7  [after endbr64]" "$(v fn_ibt)" \
@@ -159,7 +179,8 @@ is "0|k  fn_percpu_abs+0x4  $OV  dcr 9" "$(v fn_percpu_abs+4)" \
    "R_X86_64_32S against .data..percpu is not (KASLR leaves the zero-based per-cpu area)"
 
 # --- relocations stripped (6.12's post-link step) and --relocs ------------
-objcopy --remove-section='.rela*text' "$V" "$D/norela"
+# (as 6.12's arch/x86/Makefile.postlink strips them)
+objcopy --remove-section='.rela.*' --remove-section='.rela__*' "$V" "$D/norela"
 readelf -SW "$D/norela" | grep -q ' RELA ' && ! readelf -SW "$D/norela" | grep -q '\.rela[^ ]*text'
 ok $? "a copy without its code's .rela sections keeps other .rela sections (as a 6.12 vmlinux keeps .relaruntime_*)"
 out=$("$KPREWRITE" --check --probe fn_reloc "$D/norela" 2>&1); rc=$?

@@ -134,6 +134,14 @@ enum kprw_table_flags {
      * which it subtracts it (per-cpu references), before it puts those
      * bytes back. Only the kernel runtime reads it. */
     KPRW_T_KASLR = 1u << 7,
+    /* A vmlinux in which some sites the kernel patches once at boot (a
+     * .return_sites jmp, an alternative) lie in jump-optimized DCRs:
+     * the kernel's tables name the copies in the detours instead, so the
+     * kernel patches those. After the strings, or the KASLR masks when
+     * KPRW_T_KASLR is set too, each entry has KPRW_FOLLOW_PER_ENTRY struct
+     * kprw_follow; the runtime puts what the kernel patched the site to
+     * back where the original bytes go. Only the kernel runtime reads it. */
+    KPRW_T_FOLLOW = 1u << 8,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a
@@ -213,6 +221,30 @@ struct kprw_entry {
  * re-pointed from inside a DCR to its relocated copy, trampolines written
  * into padding. Only the rewriter reads them (to take probes out again);
  * they follow the entries, and the strings hold their bytes. */
+/* KPRW_T_FOLLOW: one site of an entry's DCR that the kernel patches at
+ * boot in the copy (len 0: none). */
+struct kprw_follow {
+    uint8_t dcr_off;                 /* where the site is in the DCR */
+    uint8_t copy_off;                /* where its copy is, from the entry's out-of-line copy */
+    uint8_t len;                     /* its length */
+    uint8_t kind;                    /* enum kprw_follow_kind: what the site gets back */
+};
+#define KPRW_FOLLOW_PER_ENTRY 2
+
+enum kprw_follow_kind {
+    /* the copy's bytes as the kernel patched them: every form of the site
+     * is position-independent (an alternative) */
+    KPRW_FOLLOW_COPY = 0,
+    /* a return site (a jmp rel32 to __x86_return_thunk): what the kernel
+     * patches it to at the site's own address (ret, or a jmp to the thunk
+     * the CPU needs there) */
+    KPRW_FOLLOW_RETURN = 1,
+    /* the copy's bytes as the kernel patched them, each RIP-relative
+     * displacement and each rel32 branch (jmp, jcc) out of the site aimed
+     * from the site again (an alternative whose forms have such operands) */
+    KPRW_FOLLOW_REAIM = 2,
+};
+
 struct kprw_fixup {
     int32_t site_rel;                /* the changed bytes - header */
     uint32_t orig_off;               /* their original bytes, in the strings */
@@ -229,6 +261,7 @@ enum kprw_fixup_kind {
     KPRW_FIX_EVICT = 5,              /* a window of instructions evicted for trampolines: a jmp
                                         rel32 to a stub that runs them out of line and jumps
                                         back, then int3 (or trampolines, fixups of their own) */
+    KPRW_FIX_KTABLE = 6,             /* a vmlinux table's entry re-pointed to a site's copy (KPRW_T_FOLLOW) */
 };
 
 /* Live state, one per entry, in .kprewrite.data: 8 bytes, so that the

@@ -5,6 +5,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "../util/array.h"
+#include "kprewrite/abi.h"   /* KPRW_FOLLOW_PER_ENTRY: the sites an entry records */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -159,7 +160,9 @@ static void describe_ref(const struct ref *r, char *buf, size_t size)
     case REF_BRANCH: snprintf(buf, size, "branch at 0x%llx to 0x%llx", (unsigned long long)r->from, (unsigned long long)r->target); break;
     case REF_JTABLE: snprintf(buf, size, "jump table of the jmp at 0x%llx to 0x%llx", (unsigned long long)r->from, (unsigned long long)r->target); break;
     case REF_PAD: snprintf(buf, size, "landing pad 0x%llx (LSDA at 0x%llx)", (unsigned long long)r->target, (unsigned long long)r->from); break;
-    case REF_TABLE: snprintf(buf, size, "%s entry at 0x%llx to 0x%llx", ktable_name(r->table), (unsigned long long)r->from, (unsigned long long)r->target); break;
+    case REF_TABLE: snprintf(buf, size, "%s %s at 0x%llx to 0x%llx", ktable_name(r->table),
+                             r->table == KT_CODE_BRANCHING ? "branch" : "entry", (unsigned long long)r->from,
+                             (unsigned long long)r->target); break;
     case REF_ENDBR: snprintf(buf, size, "endbr64 at 0x%llx (indirect branch target)", (unsigned long long)r->target); break;
     }
 }
@@ -438,7 +441,9 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
      * once the verdict is known: refuse_unmovable()) */
     uint32_t plus, minus;
     p->reloc_first = kfacts_movable_in(s->kf, p->addr, pi.len, &plus, &minus) > 0;
-    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len);
+    const struct krange *fs;
+    p->follow_first = kfacts_follow_in(s->kf, p->addr, pi.len, &fs, 1) ? fs->table + 1 : 0;
+    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len, p->addr, UINT64_MAX);
     if (rs) {
         if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == X86_JMP32_LEN) {
             p->notes |= NOTE_FENTRY_TAKEOVER;
@@ -495,6 +500,27 @@ static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, c
     return true;
 }
 
+/* A site that may follow its instruction into the copy, in the DCR
+ * (instructions i..j, len bytes), but that does not begin and end on its
+ * instructions (the copy could not stand for it), or NULL. */
+static const struct krange *follow_split(const struct state *s, const struct probe *p, const struct func *fn,
+                                         const struct fstate *f, size_t i, size_t j, unsigned len)
+{
+    const struct krange *fs[8];
+    unsigned nf = kfacts_follow_in(s->kf, p->addr, len, fs, 8);
+    for (unsigned k = 0; k < nf && k < 8; k++) {
+        bool starts = false, ends = false;
+        for (size_t m = i; m < j; m++) {
+            uint64_t a = fn->start + f->insns[m].off;
+            starts |= a == fs[k]->start;
+            ends |= a + f->insns[m].len == fs[k]->start + fs[k]->len;
+        }
+        if (!starts || !ends)
+            return fs[k];
+    }
+    return NULL;
+}
+
 /* What the DCR (instructions i..j, len bytes) holds, and what lands in
  * it: false when the probe is int3 for it. */
 static bool judge_contents(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
@@ -525,7 +551,9 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
             p->notes |= NOTE_BRANCH_REENC;
     }
     unsigned first = f->insns[i].len;
-    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr + first, len - first);
+    const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr + first, len - first, p->addr, p->addr + len);
+    if (!rs)
+        rs = follow_split(s, p, fn, f, i, j, len);
     if (rs) {
         probe_set(p, V_INT3, KP_R_RESERVED, "site 0x%llx in the DCR", (unsigned long long)rs->start);
         p->reason_arg = ktable_name(rs->table);
@@ -597,6 +625,19 @@ static void judge(struct state *s, struct probe *p)
     probe_set(p, V_OPTIMIZED, KP_R_NONE, NULL);
 }
 
+/* How many distinct sites (start, length) the table entries fs name. */
+static unsigned follow_ranges(const struct krange *const *fs, unsigned n)
+{
+    unsigned d = 0;
+    for (unsigned k = 0; k < n; k++) {
+        bool seen = false;
+        for (unsigned m = 0; m < k; m++)
+            seen |= fs[m]->start == fs[k]->start && fs[m]->len == fs[k]->len;
+        d += !seen;
+    }
+    return d;
+}
+
 /* Once verdicts are final: an int3 probe keeps its site's bytes in the
  * file, which KASLR relocates, so its first instruction's out-of-line copy
  * could not carry the relocation too (refused, as before relocations could
@@ -605,11 +646,33 @@ static void refuse_unmovable(const struct state *s, struct probe_list *probes)
 {
     for (size_t i = 0; i < probes->n; i++) {
         struct probe *p = &probes->v[i];
-        p->notes &= ~NOTE_RELOC_MOVED;
+        p->notes &= ~(NOTE_RELOC_MOVED | NOTE_SITE_MOVED);
         p->kaslr_plus = p->kaslr_minus = 0;
+        p->nfollow = 0;
         if (p->verdict == V_OPTIMIZED) {
             if (kfacts_movable_in(s->kf, p->addr, p->dcr_len, &p->kaslr_plus, &p->kaslr_minus))
                 p->notes |= NOTE_RELOC_MOVED;
+            const struct krange *fs[PROBE_FOLLOW_MAX];
+            unsigned nf = kfacts_follow_in(s->kf, p->addr, p->dcr_len, fs, PROBE_FOLLOW_MAX);
+            if (nf <= PROBE_FOLLOW_MAX && follow_ranges(fs, nf) <= KPRW_FOLLOW_PER_ENTRY) {
+                for (unsigned k = 0; k < nf; k++)
+                    p->follow[k] = (struct probe_follow){ fs[k]->field, (uint8_t)(fs[k]->start - p->addr),
+                                                          (uint8_t)fs[k]->len, fs[k]->table, fs[k]->follow };
+                p->nfollow = (uint8_t)nf;
+                if (nf)
+                    p->notes |= NOTE_SITE_MOVED;
+                continue;
+            }
+            /* (more than the table records for an entry: not met yet) */
+            probe_set(p, V_INT3, KP_R_RESERVED, "%u boot-patched sites in the DCR", nf);
+            p->reason_arg = ktable_name(fs[0]->table);
+            p->notes &= ~NOTE_RELOC_MOVED;
+            p->kaslr_plus = p->kaslr_minus = 0;
+        }
+        if (p->verdict == V_INT3 && p->follow_first) {
+            probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx is the probed instruction, which the kernel patches "
+                      "at boot: only a jump's copy can take its place", (unsigned long long)p->addr);
+            p->reason_arg = ktable_name((enum ktable_id)(p->follow_first - 1));
             continue;
         }
         if (p->verdict == V_INT3 && p->reloc_first) {

@@ -226,6 +226,48 @@ static bool same_code(const struct plan_entry *pe, size_t len, size_t planned, c
 /* The entry's code into the text at its place, its site's bytes into the
  * file; the plan's lengths and offsets, and its word that the copy holds
  * the original bytes, checked against the bytes. */
+/* Each boot-patched site of the DCR (KPRW_T_FOLLOW) is copied so that the
+ * kernel, which will find it where its table entry now points, patches it
+ * as it would the site: a return site as the same jmp to the same target,
+ * an alternative byte for byte. */
+static int follow_check(const struct emit_env *env, const struct plan_entry *pe, const struct probe *p,
+                        const uint8_t *orig, const uint8_t *det, size_t len, uint64_t det_at, char *err, size_t errlen)
+{
+    for (unsigned k = 0; k < KPRW_FOLLOW_PER_ENTRY && pe->follow[k].len; k++) {
+        const struct kprw_follow *fw = &pe->follow[k];
+        size_t at = pe->dcr_off + fw->copy_off;
+        struct x86_insn a, b;
+        bool same = fw->dcr_off + fw->len <= pe->site_len && at + fw->len <= len;
+        if (same && fw->kind == KPRW_FOLLOW_COPY)
+            same = memcmp(orig + fw->dcr_off, det + at, fw->len) == 0;
+        /* instruction by instruction: the same lengths and kinds, the same
+         * targets, the same bytes but the operands re-aimed */
+        for (unsigned o = 0, n = 0; same && o < fw->len; o += n) {
+            const uint8_t *x = orig + fw->dcr_off + o, *y = det + at + o;
+            uint64_t xa = p->addr + fw->dcr_off + o, ya = det_at + at + o;
+            n = x86_decode(x, fw->len - o, xa, &a);
+            same = n && x86_decode(y, fw->len - o, ya, &b) == n && a.kind == b.kind && a.flags == b.flags;
+            if (same && x86_has_target(&a))
+                same = a.target == b.target && memcmp(x, y, n - 4) == 0;
+            else if (same && (a.flags & XF_RIPREL)) {
+                int32_t dx, dy;
+                memcpy(&dx, x + a.disp_off, 4);
+                memcpy(&dy, y + a.disp_off, 4);
+                same = a.disp_off == b.disp_off && xa + n + (int64_t)dx == ya + n + (int64_t)dy &&
+                       memcmp(x, y, a.disp_off) == 0 && memcmp(x + a.disp_off + 4, y + a.disp_off + 4, n - a.disp_off - 4) == 0;
+            } else if (same)
+                same = memcmp(x, y, n) == 0;
+        }
+        if (!same) {
+            snprintf(err, errlen, "%s: %s+0x%llx: internal error: the boot-patched site at DCR byte %u is not "
+                     "copied as the kernel would find it", env->img->path, p->sym, (unsigned long long)p->off,
+                     fw->dcr_off);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int write_entry(const struct emit_env *env, const struct bake_plan *plan, const struct piece *pc,
                        uint8_t *out, uint8_t *text, char *err, size_t errlen)
 {
@@ -250,6 +292,8 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
                  env->img->path, p->sym, (unsigned long long)p->off, len, pc->len);
         return -1;
     }
+    if (follow_check(env, pe, p, orig, det, len, env->a.text + pc->off, err, errlen) < 0)
+        return -1;
     memcpy(text + pc->off, det, len);
     memcpy(out + ec.site_file_off, ec.site, ec.site_len);
     if ((p->notes & NOTE_RELOC_MOVED) &&

@@ -17,6 +17,7 @@ static const char *const names[KT__COUNT] = {
     [KT_IBT_SEAL] = ".ibt_endbr_seal", [KT_CFI_SITES] = ".cfi_sites",
     [KT_PARAINSTR] = ".parainstructions", [KT_BUG_TABLE] = "__bug_table", [KT_MCOUNT] = "__mcount_loc",
     [KT_KPROBE_BLACKLIST] = "_kprobe_blacklist", [KT_RELOC] = "relocation", [KT_RUNTIME_CONST] = "runtime_const",
+    [KT_CODE_BRANCHING] = ".altinstr_aux",
     [KT_KPROBES_TEXT] = ".kprobes.text", [KT_NOINSTR_TEXT] = ".noinstr.text",
     [KT_ENTRY_TEXT] = ".entry.text", [KT_INIT_TEXT] = ".init.text",
     [KT_EXIT_TEXT] = ".exit.text", [KT_STATIC_CALL_TEXT] = ".static_call.text",
@@ -143,6 +144,98 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
     return true;
 }
 
+/* What an alternative's form (its original, or a replacement) at [at, at +
+ * len) of img needs to be put back at another address: FOLLOW_COPY when it
+ * is position-independent; FOLLOW_REAIM when its only relative operands
+ * are RIP-relative displacements and rel32 branches (jmp, jcc) out of it,
+ * which the kernel aims from wherever it puts the form, and which the
+ * runtime can aim again from the site; FOLLOW_NONE when it does not decode,
+ * is a call (a kernel's DCR holds none), or has a rel8 branch out of it (or
+ * the original any rel8 branch: copied out of line it would grow). */
+static uint8_t alt_form(const struct image *img, uint64_t at, unsigned len, bool original)
+{
+    size_t avail;
+    const uint8_t *p = image_read(img, at, &avail);
+    struct x86_insn in;
+    uint8_t how = FOLLOW_COPY;
+    if (!p || avail < len)
+        return FOLLOW_NONE;
+    for (unsigned off = 0, n; off < len; off += n) {
+        n = x86_decode(p + off, len - off, at + off, &in);
+        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND)
+            return FOLLOW_NONE;
+        if (in.flags & XF_RIPREL)
+            how = FOLLOW_REAIM;
+        if (!x86_has_target(&in))
+            continue;
+        bool inside = in.target >= at && in.target < at + len;
+        bool rel32 = (in.kind == XK_JMP && n == 5) || (in.kind == XK_JCC && n == 6);
+        if (original ? !rel32 : !inside && !rel32)
+            return FOLLOW_NONE;
+        if (!inside || original)
+            how = FOLLOW_REAIM;
+    }
+    return how;
+}
+
+/* Can a site of a KT_ACT_FOLLOW table move into a copy, and how is it put
+ * back (FOLLOW_*)? A return site is one jmp rel32 (to the return thunk):
+ * its copy is the same jmp, which apply_returns() patches. An alternative
+ * moves where alt_form() says its original and replacement can, and it is
+ * not a call the kernel makes up (6.12's ALT_FLAG_DIRECT_CALL). The kernel
+ * patches the copy as it would the site (by CPU feature, not by address). */
+static uint8_t follows(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
+                       const uint8_t *e, uint64_t eaddr, uint64_t site, unsigned len)
+{
+    size_t avail;
+    const uint8_t *p = image_read(c->img, site, &avail);
+    struct x86_insn in;
+    if (!p)
+        return FOLLOW_NONE;
+    if (d->id == KT_RETURN)
+        return len == X86_JMP32_LEN && x86_decode(p, avail, site, &in) == X86_JMP32_LEN &&
+               in.kind == XK_JMP && in.rel_size == 32 ? FOLLOW_RETURN : FOLLOW_NONE;
+    if (d->id != KT_ALTINSTR || d->check != KT_CHK_ALT_REPL)
+        return FOLLOW_NONE;
+    uint32_t ft_flags = 0;
+    if (l->entsize == 14)
+        memcpy(&ft_flags, e + 8, 4);
+    if ((ft_flags >> 16) & 2)   /* ALT_FLAG_DIRECT_CALL */
+        return FOLLOW_NONE;
+    int32_t r;
+    memcpy(&r, e + 4, 4);
+    uint64_t repl = eaddr + 4 + (int64_t)r;
+    uint8_t a = alt_form(c->img, site, len, true), b = alt_form(c->img, repl, e[l->len_off + 1], false);
+    return a == FOLLOW_NONE || b == FOLLOW_NONE ? FOLLOW_NONE : a == FOLLOW_REAIM || b == FOLLOW_REAIM ? FOLLOW_REAIM
+                                                                                                       : FOLLOW_COPY;
+}
+
+/* An alternative's replacement runs where its site is once the kernel
+ * patched it in: each branch it makes out of itself is a control-flow
+ * target like any (landing inside a DCR, it would land on the jump's
+ * bytes). */
+static int repl_targets(struct ctx *c, const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr)
+{
+    int32_t r;
+    memcpy(&r, e + 4, 4);
+    uint64_t repl = eaddr + 4 + (int64_t)r;
+    unsigned len = e[l->len_off + 1];
+    size_t avail;
+    const uint8_t *p = image_read(c->img, repl, &avail);
+    struct x86_insn in;
+    for (unsigned off = 0, n; p && off < len && off < avail; off += n) {
+        n = x86_decode(p + off, avail - off, repl + off, &in);
+        if (!n)
+            break;
+        if (x86_has_target(&in) && (in.target < repl || in.target >= repl + len)) {
+            struct kref t = { in.target, eaddr, KT_ALTINSTR };
+            if (!PUSH(c->targets, t))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* The table d at data (vaddr, size bytes). */
 static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_t *data, uint64_t vaddr,
                         uint64_t size, struct kfacts *kf, char *err, size_t errlen)
@@ -167,6 +260,8 @@ static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_
         if (padding(d, e))
             continue;
         kf->count[d->id]++;
+        if (d->check == KT_CHK_ALT_REPL && repl_targets(c, l, e, vaddr + off) < 0)
+            goto oom;
         if (d->target_off >= 0) {
             int32_t r;
             memcpy(&r, e + d->target_off, 4);
@@ -177,7 +272,7 @@ static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_
         }
         if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
-            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id, 0, 0 };
+            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id, 0, 0, 0, 0 };
             if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
@@ -195,9 +290,12 @@ static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_
                 goto oom;
             continue;
         }
-        struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id, 0, 0 };
+        struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id, 0, 0, 0, 0 };
         if (r.len == 0)
             r.len = 1;
+        if (d->action == KT_ACT_FOLLOW && d->enc == KT_SITE_REL32 && c->img->kind == IMG_VMLINUX &&
+            (r.follow = follows(c, d, l, e, vaddr + off, site, r.len)))
+            r.field = vaddr + off + d->site_off;
         if (!PUSH(c->reserved, r))
             goto oom;
     }
@@ -225,6 +323,31 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
         return 0;
     }
     return locate(c, d, &data, &vaddr, &size) ? read_entries(c, d, data, vaddr, size, kf, err, errlen) : 0;
+}
+
+/* The branches out of the code sections outside functions that jump into
+ * them (x86_kcode_branching): decoded straight through (stubs, no data). */
+static int read_branching_code(struct ctx *c)
+{
+    for (size_t i = 0; i < x86_nkcode_branching; i++) {
+        const struct section *s = image_section_by_name(c->img, x86_kcode_branching[i]);
+        struct x86_insn in;
+        if (!s || !s->data || !s->size)
+            continue;
+        for (uint64_t off = 0, n; off < s->size; off += n) {
+            n = x86_decode(s->data + off, s->size - off, s->addr + off, &in);
+            if (!n) {
+                n = 1;   /* (padding) */
+                continue;
+            }
+            if (x86_has_target(&in) && (in.target < s->addr || in.target >= s->addr + s->size)) {
+                struct kref t = { in.target, s->addr + off, KT_CODE_BRANCHING };
+                if (!PUSH(c->targets, t))
+                    return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 /* Does symbol symi of symtab lie in a vmlinux's zero-based per-cpu area
@@ -279,7 +402,7 @@ static int read_relocs_file(struct ctx *c, struct kfacts *kf, const char *path, 
         if (!image_is_exec_addr(c->img, v[i].addr))
             continue;
         /* (not movable: the relocs file was written before; nothing here rewrites it) */
-        struct krange kr = { v[i].addr, v[i].len, KT_RELOC, 0, 0 };
+        struct krange kr = { v[i].addr, v[i].len, KT_RELOC, 0, 0, 0, 0 };
         kf->count[KT_RELOC]++;
         if (!PUSH(c->reserved, kr)) {
             snprintf(err, errlen, "%s: out of memory reading relocations", path);
@@ -330,7 +453,7 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
                 continue;
             /* In a vmlinux the rewriter re-points a 4-byte one to the copy
              * of its instruction (emit.c); the 8-byte ones (movabs) stay. */
-            struct krange kr = { r.r_offset, len, KT_RELOC, c->img->kind == IMG_VMLINUX && len == 4, pcrel };
+            struct krange kr = { r.r_offset, len, KT_RELOC, c->img->kind == IMG_VMLINUX && len == 4, pcrel, 0, 0 };
             kf->count[KT_RELOC]++;
             if (!PUSH(c->reserved, kr)) {
                 snprintf(err, errlen, "%s: out of memory reading relocations", c->img->path);
@@ -375,7 +498,7 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         }
         if (b <= a)
             continue;
-        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id, 0, 0 };
+        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
@@ -392,14 +515,14 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
                 if (c->sy->funcs[j].start == a)
                     b = c->sy->funcs[j].end;
         }
-        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE, 0, 0 };
+        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (ktable_padding_symbol(fn->name)) {
-            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0 };
+            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0 };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }
@@ -472,6 +595,10 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
                 goto fail;
         if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;
+        if (read_branching_code(&c) < 0) {
+            snprintf(err, errlen, "%s: out of memory", img->path);
+            goto fail;
+        }
     }
     if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, err, errlen)) < 0)
         goto fail;
@@ -519,12 +646,14 @@ const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t s
     return NULL;
 }
 
-const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len)
+const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len, uint64_t lo,
+                                          uint64_t hi)
 {
     size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start + len);
     for (size_t i = a; i > 0 && a - i < 64; i--) {
         const struct krange *r = &kf->reserved[i - 1];
-        if (r->start + r->len > start && !r->movable)
+        bool moves = r->movable || (r->follow && r->start >= lo && r->start + r->len <= hi);
+        if (r->start + r->len > start && !moves)
             return r;
         if (r->start + 256 < start)
             break;
@@ -544,6 +673,20 @@ unsigned kfacts_movable_in(const struct kfacts *kf, uint64_t start, uint64_t len
         *(r->inverse ? minus : plus) |= 1u << (r->start - start);
         n++;
     }
+    return n;
+}
+
+unsigned kfacts_follow_in(const struct kfacts *kf, uint64_t start, uint64_t len, const struct krange **out,
+                          unsigned max)
+{
+    unsigned n = 0;
+    size_t a = LOWER_BOUND(kf->nreserved, m, kf->reserved[m].start < start);
+    for (size_t i = a; i < kf->nreserved && kf->reserved[i].start < start + len; i++)
+        if (kf->reserved[i].follow) {
+            if (n < max)
+                out[n] = &kf->reserved[i];
+            n++;
+        }
     return n;
 }
 

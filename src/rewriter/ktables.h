@@ -12,6 +12,7 @@ enum ktable_id {
     KT_EX_TABLE, KT_ALTINSTR, KT_SMP_LOCKS, KT_JUMP_TABLE, KT_STATIC_CALL, KT_RETPOLINE,
     KT_RETURN, KT_CALL_SITES, KT_IBT_SEAL, KT_CFI_SITES, KT_PARAINSTR, KT_BUG_TABLE,
     KT_MCOUNT, KT_KPROBE_BLACKLIST, KT_RELOC, KT_RUNTIME_CONST,
+    KT_CODE_BRANCHING,     /* code outside functions that branches into them (.altinstr_aux) */
     /* blacklist sources that are address ranges rather than tables */
     KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_INIT_TEXT, KT_EXIT_TEXT,
     KT_STATIC_CALL_TEXT, KT_HEAD_TEXT, KT_CFI_PREAMBLE,
@@ -27,7 +28,20 @@ struct krange {
      * relocation may move with its instruction into a detour's copy */
     uint8_t movable;
     uint8_t inverse;       /* KT_RELOC: an inverse one (KASLR subtracts its offset) */
+    /* a site of a table the kernel walks once at boot to patch it
+     * (KT_ACT_FOLLOW): a jump's copy may carry it, its entry re-pointed;
+     * FOLLOW_RETURN or FOLLOW_COPY: what the runtime puts back */
+    uint8_t follow;
+    uint64_t field;        /* follow: the entry's s32 naming the site */
 };
+
+/* How a followed site is put back when its probe's site is restored (the
+ * kernel patched the copy): the copy's bytes as they are (an alternative
+ * whose every form is position-independent), as the kernel patches a
+ * return site at the site's address, or the copy's bytes with their
+ * RIP-relative and rel32 branch operands aimed from the site again.
+ * abi.h's KPRW_FOLLOW_*. */
+enum { FOLLOW_NONE, FOLLOW_COPY, FOLLOW_RETURN, FOLLOW_REAIM };
 
 /* A control-flow target named by a table entry (jump-label target, fixup). */
 struct kref {
@@ -70,6 +84,9 @@ enum ktable_action {
     KT_ACT_RESERVE,       /* the site keeps its bytes */
     KT_ACT_EXTABLE,       /* the instruction may fault to a fixup */
     KT_ACT_BLACKLIST,     /* the function there is not probed */
+    KT_ACT_FOLLOW,        /* as RESERVE, but a site patched once at boot that its copy
+                             can stand for may move into a detour's copy, its entry
+                             re-pointed (krange.follow) */
 };
 enum ktable_check {
     KT_CHK_NONE,
@@ -111,13 +128,21 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
                 const char *relocs, char *err, size_t errlen);
 void kfacts_free(struct kfacts *kf);
 
-/* First reserved range overlapping [start, start + len) that is not a
- * movable relocation. */
-const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);
+/* First reserved range overlapping [start, start + len) that is neither a
+ * movable relocation nor a site that may follow its instruction and lies
+ * within [lo, hi) (a DCR: it moves whole with the copy). */
+const struct krange *kfacts_fixed_overlap(const struct kfacts *kf, uint64_t start, uint64_t len, uint64_t lo,
+                                          uint64_t hi);
 /* The movable relocations in [start, start + len): bit i of *plus (of
  * *minus) when a 4-byte field KASLR adds its offset to (subtracts it from)
  * starts at start + i. Returns how many. */
 unsigned kfacts_movable_in(const struct kfacts *kf, uint64_t start, uint64_t len, uint32_t *plus, uint32_t *minus);
+
+/* The table sites that may follow their instruction into a copy
+ * (krange.follow) starting in [start, start + len): up to max of them in
+ * out. Returns how many there are. */
+unsigned kfacts_follow_in(const struct kfacts *kf, uint64_t start, uint64_t len, const struct krange **out,
+                          unsigned max);
 
 /* First reserved range overlapping [start, start+len), or NULL. */
 const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);

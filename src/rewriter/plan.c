@@ -6,6 +6,7 @@
  */
 #include "plan.h"
 #include "emit.h"
+#include "ktables.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -180,6 +181,45 @@ static int plan_retargets(struct planner *pl, size_t i, size_t off, const struct
     return 0;
 }
 
+/* A vmlinux probe's boot-patched table sites (NOTE_SITE_MOVED): each
+ * table entry names the site's copy in the detour instead (a fixup), and
+ * the table records where the copy is (KPRW_T_FOLLOW), for the runtime to
+ * take the bytes the kernel patched there when it puts the site back. */
+static int plan_follow(struct planner *pl, size_t i, struct plan_entry *pe, const struct x86_copy_map *map)
+{
+    const struct probe *p = &pl->probes->v[i];
+    unsigned nrec = 0;
+    for (unsigned k = 0; k < p->nfollow; k++) {
+        const struct probe_follow *fw = &p->follow[k];
+        uint16_t at = fw->off < X86_COPY_MAX ? map->off[fw->off] : 0xffff;
+        if (at == 0xffff || at < pe->dcr_off || at - pe->dcr_off > UINT8_MAX) {
+            snprintf(pl->err, pl->errlen, "%s: %s+0x%llx: the %s site at DCR byte %u is not copied", pl->img->path,
+                     p->sym, (unsigned long long)p->off, ktable_name((enum ktable_id)fw->table), fw->off);
+            return -1;
+        }
+        struct plan_fixup f = { .at = fw->field, .target = pe->off + at, .to_text = true, .base = fw->field,
+                                .branch = fw->field, .probe = i, .len = 4, .kind = KPRW_FIX_KTABLE, .how = FIX_TABLE4 };
+        if (add_fixup(pl, f) < 0)
+            return -1;
+        /* one record a site (an alternative of two has two entries) */
+        bool seen = false;
+        for (unsigned m = 0; m < nrec; m++)
+            seen |= pe->follow[m].dcr_off == fw->off && pe->follow[m].len == fw->len;
+        if (seen)
+            continue;
+        if (nrec == KPRW_FOLLOW_PER_ENTRY) {
+            snprintf(pl->err, pl->errlen, "%s: %s+0x%llx: internal error: more boot-patched sites than an entry "
+                     "records", pl->img->path, p->sym, (unsigned long long)p->off);
+            return -1;
+        }
+        pe->follow[nrec++] = (struct kprw_follow){ fw->off, (uint8_t)(at - pe->dcr_off), fw->len,
+                                                   fw->how == FOLLOW_RETURN ? KPRW_FOLLOW_RETURN
+                                                   : fw->how == FOLLOW_REAIM ? KPRW_FOLLOW_REAIM : KPRW_FOLLOW_COPY };
+        pl->plan->follow = true;
+    }
+    return 0;
+}
+
 /* Is name one of the image's dynamic strings, which the runtime finds in
  * memory (a whole string: it ends there too)? */
 static bool in_dynstr(const struct planner *pl, const char *name)
@@ -281,6 +321,8 @@ static int plan_entry(struct planner *pl, size_t i, size_t k, bool twinned)
             return -1;
     }
     if (opt && plan_retargets(pl, i, pe->off, &ec.map) < 0)
+        return -1;
+    if (opt && p->nfollow && plan_follow(pl, i, pe, &ec.map) < 0)
         return -1;
     pc = &pl->plan->pieces[pl->plan->npieces - 1];
     pc->fix = fix;
@@ -397,11 +439,16 @@ int bake_plan_make(const struct image *img, const struct pool_sections *ps, cons
     plan->text_size = pl.text_used;
     plan->table_size = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) +
                        plan->nfixups * sizeof(struct kprw_fixup) + plan->strs.used + 1;
-    /* KPRW_T_KASLR: two masks an entry after the strings */
+    /* KPRW_T_KASLR: two masks an entry after the strings; then
+     * KPRW_T_FOLLOW's records (plan->follow: set by plan_follow()) */
     for (size_t i = 0; i < probes->n && !plan->kaslr; i++)
         plan->kaslr = probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_RELOC_MOVED);
+    if (plan->kaslr || plan->follow)
+        plan->table_size = (plan->table_size + 3) / 4 * 4;
     if (plan->kaslr)
-        plan->table_size = (plan->table_size + 3) / 4 * 4 + n * 8;
+        plan->table_size += n * 8;
+    if (plan->follow)
+        plan->table_size += n * sizeof(struct kprw_follow) * KPRW_FOLLOW_PER_ENTRY;
     plan->data_size = n * sizeof(struct kprw_state);
     rc = 0;
 out:

@@ -49,6 +49,7 @@ struct plan_entry {
     size_t hook_off;      /* return probes: where the function returns to, from off (0: none) */
     size_t code_off;      /* what the table names (code_rel), from off: the entry, or the copy */
     bool at_copy;         /* its original bytes are its copy's (KPRW_F_ORIG_AT_COPY) */
+    struct kprw_follow follow[KPRW_FOLLOW_PER_ENTRY];   /* KPRW_T_FOLLOW's records */
     struct kprw_entry e;  /* the table's entry; table_write adds site_rel and code_rel */
 };
 
@@ -98,6 +99,7 @@ struct bake_plan {
     struct strtab strs;                   /* names and original bytes */
     bool dyn_names;                       /* some names stay in the dynamic string table */
     bool kaslr;                           /* KPRW_T_KASLR: some DCR relocations moved (a vmlinux) */
+    bool follow;                          /* KPRW_T_FOLLOW: some boot-patched sites moved (a vmlinux) */
     size_t text_size, table_size, data_size;   /* what the pool's sections must hold */
 };
 

@@ -28,7 +28,14 @@ enum probe_note {
                                         piece: the unwinder enters it at +1, nothing at +0 */
     NOTE_RELOC_MOVED     = 1u << 11, /* a vmlinux: KASLR relocations in the DCR move to its
                                         copy (kaslr_plus/kaslr_minus) */
+    NOTE_SITE_MOVED      = 1u << 12, /* a vmlinux: boot-patched table sites in the DCR (return
+                                        sites, alternatives) move to its copy, their entries
+                                        re-pointed */
 };
+
+/* NOTE_SITE_MOVED: at most this many table entries in a DCR (a site may
+ * have several: an alternative of two) */
+#define PROBE_FOLLOW_MAX 4
 
 /* Something re-pointed from the DCR to its relocated copy (NOTE_RETARGET). */
 enum retarget_kind {
@@ -74,6 +81,11 @@ struct probe {
      * relocation that adds (plus) or subtracts (minus) the kernel's offset */
     uint32_t kaslr_plus, kaslr_minus;
     bool reloc_first;        /* such a relocation is in the first instruction: int3 cannot run it */
+    /* NOTE_SITE_MOVED: each entry's field, its site's DCR byte and
+     * length, table and how it is put back (FOLLOW_*) */
+    struct probe_follow { uint64_t field; uint8_t off, len, table, how; } follow[PROBE_FOLLOW_MAX];
+    uint8_t nfollow;
+    uint8_t follow_first;    /* a table of such a site in the first instruction, + 1 (int3 cannot keep it) */
 };
 
 /* A window of instructions evicted to make room for trampolines (place.c):

@@ -6,7 +6,7 @@
 
 static const char *const note_names[] = {
     "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
-    "padding", "retarget", "short-jump", "one-instruction", "after-pad-nop", "kaslr-relocation-moved",
+    "padding", "retarget", "short-jump", "one-instruction", "after-pad-nop", "kaslr-relocation-moved", "table-site-moved",
 };
 
 static const char *note_text(unsigned bit)
@@ -23,6 +23,7 @@ static const char *note_text(unsigned bit)
     case NOTE_JUMP8: return "a jmp rel8 to a trampoline: the function is shorter than a jmp rel32";
     case NOTE_ONE_INSN: return "one instruction: the function's unproven indirect jump cannot land inside it";
     case NOTE_RELOC_MOVED: return "KASLR relocation moved to the copy";
+    case NOTE_SITE_MOVED: return "boot-patched site moved to the copy, its table entry re-pointed";
     case NOTE_AFTER_PAD_NOP: return "after the nop of a landing-pad piece: it is entered at its landing pad";
     }
     return "";

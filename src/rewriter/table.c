@@ -114,10 +114,10 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
                  img->path, t->magic == KPRW_MAGIC ? t->version : 0);
         return -1;
     }
-    if (t->flags & KPRW_T_KASLR) {
-        /* its relocations point into the old detours now */
-        snprintf(err, errlen, "%s: its probes moved KASLR relocations into their detours: bake the vmlinux as "
-                 "it was linked", img->path);
+    if (t->flags & (KPRW_T_KASLR | KPRW_T_FOLLOW)) {
+        /* its relocations, or the kernel's tables, point into the old detours now */
+        snprintf(err, errlen, "%s: its probes moved %s into their detours: bake the vmlinux as it was linked",
+                 img->path, t->flags & KPRW_T_KASLR ? "KASLR relocations" : "boot-patched sites");
         return -1;
     }
     const struct kprw_entry *e = (const void *)(t + 1);
@@ -266,13 +266,15 @@ int table_write(const struct image *img, const struct pool_sections *ps, const s
         t->flags |= KPRW_T_ADDED_POOL;
         t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);
     }
+    /* after the strings (abi.h): the fields KASLR relocated in the
+     * original bytes, then where the boot-patched sites' copies are */
+    size_t at = ((size_t)t->strings_off + t->strings_size + 3) / 4 * 4;
+    size_t follow_size = sizeof(struct kprw_follow) * KPRW_FOLLOW_PER_ENTRY;
+    if (at + (plan->kaslr ? n * 8 : 0) + (plan->follow ? n * follow_size : 0) > ps->table->size) {
+        snprintf(err, errlen, "%s: internal error: the probe table is larger than planned", img->path);
+        return -1;
+    }
     if (plan->kaslr) {
-        /* the fields KASLR relocated in the original bytes (abi.h) */
-        size_t at = ((size_t)t->strings_off + t->strings_size + 3) / 4 * 4;
-        if (at + n * 8 > ps->table->size) {
-            snprintf(err, errlen, "%s: internal error: the probe table is larger than planned", img->path);
-            return -1;
-        }
         uint8_t *m = (uint8_t *)t + at;
         for (size_t k = 0; k < n; k++) {
             const struct probe *p = &probes->v[plan->entries[k].probe];
@@ -280,6 +282,12 @@ int table_write(const struct image *img, const struct pool_sections *ps, const s
             memcpy(m + 8 * k + 4, &p->kaslr_minus, 4);
         }
         t->flags |= KPRW_T_KASLR;
+        at += n * 8;
+    }
+    if (plan->follow) {
+        for (size_t k = 0; k < n; k++)
+            memcpy((uint8_t *)t + at + k * follow_size, plan->entries[k].follow, follow_size);
+        t->flags |= KPRW_T_FOLLOW;
     }
     return 0;
 }

@@ -174,6 +174,60 @@ FUNC fn_alt
         ret                     /* +11 1 */
 ENDF fn_alt
 
+/* an alternative whose replacement jumps (to +1, rel32): it moves with
+ * the DCR of +4, the runtime aiming the jump from the site again when it
+ * puts it back; +1 is a branch target inside the DCR of +0 */
+FUNC fn_alt2
+        push %rbp               /* +0  1 */
+.Lalt2_1:
+        mov %rsp, %rbp          /* +1  3 */
+.Lalt2_orig:
+        .byte 0x0f, 0x1f, 0x44, 0x00, 0x00  /* +4  5  nopl: alternative site */
+        mov %rdi, %rax          /* +9  3 */
+        pop %rbp                /* +12 1 */
+        ret                     /* +13 1 */
+ENDF fn_alt2
+
+/* an alternative whose replacement is a call: it cannot move (a kernel's
+ * DCR holds no call) */
+FUNC fn_alt4
+        push %rbp               /* +0  1 */
+        mov %rsp, %rbp          /* +1  3 */
+.Lalt4_orig:
+        .byte 0x0f, 0x1f, 0x44, 0x00, 0x00  /* +4  5  nopl: alternative site */
+        mov %rdi, %rax          /* +9  3 */
+        pop %rbp                /* +12 1 */
+        ret                     /* +13 1 */
+ENDF fn_alt4
+
+/* static_cpu_has()'s slow path in .altinstr_aux jumps back to +3, inside
+ * the DCR of +0 */
+FUNC fn_aux
+        xor %eax, %eax          /* +0  2 */
+        inc %eax                /* +2  2 */
+.Laux_back:
+        inc %eax                /* +4  2 */
+        ret                     /* +6  1 */
+ENDF fn_aux
+        .section .altinstr_aux, "ax", @progbits
+        testb $1, jl_key(%rip)
+        jnz .Laux_back
+        JMP32 fn_plain
+        .text
+
+/* an alternative of two instructions (nop, nopl) at +4: the DCR of +0
+ * ends after the first, so the site would be split */
+FUNC fn_alt3
+        push %rbp               /* +0  1 */
+        mov %rsp, %rbp          /* +1  3 */
+.Lalt3_orig:
+        nop                     /* +4  1  alternative site, 4 bytes */
+        .byte 0x0f, 0x1f, 0x00  /* +5  3 */
+        mov %rdi, %rax          /* +8  3 */
+        pop %rbp                /* +11 1 */
+        ret                     /* +12 1 */
+ENDF fn_alt3
+
 /* .smp_locks: the lock prefix at +4 */
 FUNC fn_lock
         push %rbp               /* +0  1 */
@@ -216,6 +270,7 @@ ENDF __x86_indirect_thunk_rax
 
 /* .return_sites: the jmp to the return thunk at +3 */
 FUNC fn_ret
+.Lret_mov:
         mov %rdi, %rax          /* +0  3 */
 .Lret:
         JMP32 __x86_return_thunk /* +3  5  return site */
@@ -457,6 +512,16 @@ ENDF fn_exit
 .Lalt_repl:
         lfence                  /* 3 bytes */
 .Lalt_repl_end:
+.Lalt2_repl:
+        JMP32 .Lalt2_1          /* 5 bytes */
+.Lalt2_repl_end:
+.Lalt3_repl:
+        lfence                  /* 3 bytes */
+        nop
+.Lalt3_repl_end:
+.Lalt4_repl:
+        call fn_plain           /* 5 bytes */
+.Lalt4_repl_end:
 
 /* ------------------------------------------------------------------ */
 /* Data the code and tables refer to.                                  */
@@ -501,6 +566,10 @@ ex_entry_far:
         .long .Lex_insn - .
         .long .Lnofunc_fix - .
         .long 1
+        /* and fn_ret's: int3 throughout, its return site cannot move */
+        .long .Lret_mov - .
+        .long .Lnofunc_fix - .
+        .long 1
 .endif
 
 /* struct alt_instr { s32 instr, repl; u32 ft_flags; u8 instrlen, replacementlen; } __packed */
@@ -510,6 +579,18 @@ ex_entry_far:
         .long 3*32+18           /* ft_flags: a CPU feature bit */
         .byte 3                 /* instrlen */
         .byte .Lalt_repl_end - .Lalt_repl /* replacementlen */
+        .long .Lalt2_orig - .
+        .long .Lalt2_repl - .
+        .long 3*32+18
+        .byte 5, .Lalt2_repl_end - .Lalt2_repl
+        .long .Lalt3_orig - .
+        .long .Lalt3_repl - .
+        .long 3*32+18
+        .byte 4, .Lalt3_repl_end - .Lalt3_repl
+        .long .Lalt4_orig - .
+        .long .Lalt4_repl - .
+        .long 3*32+18
+        .byte 5, .Lalt4_repl_end - .Lalt4_repl
 .ifdef CORRUPT_ALTREPL
         .long .Lalt_orig - .
         .long fn_plain - .      /* replacement outside .altinstr_replacement */

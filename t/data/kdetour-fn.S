@@ -103,6 +103,84 @@ verify_cpu:
         ret
         .size   verify_cpu, .-verify_cpu
 
+/* kretsite() = 0, returning through the return thunk: a .return_sites
+ * entry names its jmp at +2, which main() patches to ret as the kernel's
+ * apply_returns() does at boot (where the entry points: the copy, once a
+ * probe at +0 moved it) */
+        .text
+        .globl  kretsite, __x86_return_thunk, kdetour_return_sites, kdetour_return_sites_end
+        .type   kretsite, @function
+kretsite:
+        xor     %eax, %eax
+.Lkret_site:
+        .byte   0xe9
+        .long   __x86_return_thunk - . - 4
+        .size   kretsite, .-kretsite
+        .type   __x86_return_thunk, @function
+__x86_return_thunk:
+        ret
+        int3
+        .size   __x86_return_thunk, .-__x86_return_thunk
+
+        .section .return_sites, "a"
+        .balign 4
+kdetour_return_sites:
+        .long   .Lkret_site - .
+kdetour_return_sites_end:
+
+/* kalt() = 0 as linked, 1 once main() applied its alternative (mov $0
+ * becomes mov $1, %eax), as the kernel's apply_alternatives() does at boot
+ * (where the entry points: the copy, once a probe at +0 moved it) */
+        .text
+        .globl  kalt, kdetour_alt, kdetour_alt_end
+        .type   kalt, @function
+kalt:
+.Lkalt_site:
+        movl    $0, %eax
+        ret
+        .size   kalt, .-kalt
+
+/* kalt2() = 0 as linked (its jmp at +0 goes to +5), 2 once main() applied
+ * its alternative (a jmp to +8): a replacement with a branch out of
+ * itself, which the kernel aims from where it puts it */
+        .globl  kalt2
+        .type   kalt2, @function
+kalt2:
+.Lkalt2_site:
+        .byte   0xe9
+        .long   .Lkalt2_zero - . - 4
+.Lkalt2_zero:
+        xor     %eax, %eax
+        ret
+.Lkalt2_two:
+        movl    $2, %eax
+        ret
+        .size   kalt2, .-kalt2
+
+        .section .altinstr_replacement, "ax"
+.Lkalt_repl:
+        movl    $1, %eax
+.Lkalt_repl_end:
+.Lkalt2_repl:
+        .byte   0xe9
+        .long   .Lkalt2_two - . - 4
+.Lkalt2_repl_end:
+
+/* struct alt_instr (6.1's 12 bytes): s32 instr, s32 repl, u16 cpuid,
+ * u8 instrlen, u8 replacementlen */
+        .section .altinstructions, "a"
+        .balign 4
+kdetour_alt:
+        .long   .Lkalt_site - .
+        .long   .Lkalt_repl - .
+        .word   3*32+18
+        .byte   5, .Lkalt_repl_end - .Lkalt_repl
+        .long   .Lkalt2_site - .
+        .long   .Lkalt2_repl - .
+        .word   3*32+18
+        .byte   5, .Lkalt2_repl_end - .Lkalt2_repl
+kdetour_alt_end:
+
         .section .rodata
         .balign 8
 kfn_mid_off:

@@ -50,7 +50,7 @@ boot() {
     sed "s/@ENTRY@/$entry/g; s/@SYSCALL@/$syscall/g; s/@MID@/$mid/g;
          s/@INT3@/$int3p/g; s/@SIGNAL@/$signal/g; s/@TICK@/$tickp/g; s/@BENCH@/$4/g;
          s/@BMREAD@/$bmread/g; s/@BMWRITE@/$bmwrite/g; s/@LOADMISC@/$loadmisc/g;
-         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@RETSITE@/$retsite/g; s/@RETMOVED@/$retmoved/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
@@ -129,7 +129,9 @@ variant() {
         --stop-address=0xffffffff$(printf '%08x' $((0x${a#ffffffff} + 512))) "$d/vmlinux.plain" |
         awk '$3 == "call" && $0 ~ /<getname>/ { print prev; exit } { s = $2; gsub(/[<>]/, "", s); prev = s }')
     case $int3p in do_sys_openat2+0x*) ;; *) bail "$L: no instruction before do_sys_openat2's call of getname ($int3p)" ;; esac
-    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n%s\n' \
+    # read_null (/dev/null's read): with return thunks, the jmp to the
+    # thunk is in its DCR, a .return_sites entry, which moves to the copy
+    printf 'vfs_read\nvfs_read%%return\n__x64_sys_getpid\n__x64_sys_getpid%%return\n%s\nstrncpy_from_user\nget_signal%%return\n%s%%return\nksys_read%%return\n%s\n%s\nread_null\n' \
         "$mid" "$tick" "$relo" "$int3p" > "$d/probes.list"
     # a function whose first instruction touches the trap or interrupt flag
     # (pushf, cli): a post_handler there is refused. The first such function
@@ -168,7 +170,7 @@ variant() {
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    wantpts=$((10 + kunit + kk))
+    wantpts=$((11 + kunit + kk))
     if [ -z "$KR" ]; then
         [ "$npoints" = $wantpts ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are $wantpts points ($npoints), $nopt of them optimized"
     else
@@ -193,6 +195,14 @@ variant() {
         ok $? "$L: with --relocs, $relo's relocation cannot move (int3)"
     fi
     grep -q "$mid  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $mid (mid-function) can be jump-optimized"
+    retsite=$(name_of read_null "$d/check.txt") retmoved=0
+    if readelf -SW "$d/vmlinux.plain" | grep -q ' \.return_sites '; then
+        retmoved=1
+        grep -q "$retsite  \[OPTIMIZED\].*\[boot-patched site moved to the copy" "$d/check.txt"
+        ok $? "$L: $retsite can be jump-optimized, its return site (.return_sites) moved to the copy"
+    else
+        grep -q "$retsite  \[OPTIMIZED\]\|$retsite  \[INT3\]" "$d/check.txt"; ok $? "$L: $retsite can be baked (no return thunks)"
+    fi
     "$K" --kernel --check $KR --probe verify_cpu "$d/vmlinux.plain" | grep -Eq 'verify_cpu\+0x[04]  refused: blacklisted \(copied by ftrace, or CPU bring-up code\)'
     ok $? "$L: verify_cpu (CPU bring-up) is refused"
     # the kernel's kprobe blacklist, kept without CONFIG_KPROBES too, and
@@ -220,7 +230,7 @@ variant() {
     mk="make -C $tree -s O=$obj ARCH=x86_64 KPREWRITE=$K KPREWRITE_PROBES=$d/probes.list"
     $mk vmlinux > "$d/bake.log" 2>&1
     ok $? "$L: make KPREWRITE_PROBES=... relinks and bakes vmlinux"
-    grep -q "$((10 + kunit + kk)) probes baked" "$d/bake.log"; ok $? "$L: the post-link step baked $((10 + kunit + kk)) points"
+    grep -q "$wantpts probes baked" "$d/bake.log"; ok $? "$L: the post-link step baked $wantpts points"
     cp "$obj/vmlinux" "$d/vmlinux"
     cmp -s "$d/vmlinux" "$d/vmlinux.plain"; [ $? = 1 ]; ok $? "$L: the baked vmlinux differs from the plain one"
     # what the guest lists is what the build step baked: it saw the link's
@@ -332,7 +342,11 @@ every() {
     set -- $(table_counts "$d/vmlinux")
     npoints=${1:-0} nopt=${2:-0}
     [ "$npoints" -gt 5000 ]; ok $? "$L: $npoints points baked, $nopt of them jumps"
-    sed "s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g" "$src/t/kernel/guest-every.sh" > "$d/init"
+    # the points whose DCRs held boot-patched sites (alternatives, return
+    # sites), moved to their copies: the guest toggles the busiest of them
+    moved=$(awk '/boot-patched site moved/ { print $3 }' "$d/bake.txt" | sort -u | paste -sd ' ')
+    [ -n "$moved" ]; ok $? "$L: boot-patched sites moved with their copies at $(echo $moved | wc -w) points ($(echo $moved | cut -d' ' -f1-6)...)"
+    sed "s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@MOVED@/$moved/g" "$src/t/kernel/guest-every.sh" > "$d/init"
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" || bail "initramfs"
     log=$d/serial.log
     start=$(date +%s)
@@ -347,7 +361,7 @@ every() {
         *) ok 1 "$L: ${line#KPRW-NOTOK }" ;;
         esac
     done < "$d/guest.txt"
-    [ "$(wc -l < "$d/guest.txt")" = 10 ]; ok $? "$L: the guest reported its 10 checks"
+    [ "$(wc -l < "$d/guest.txt")" = 13 ]; ok $? "$L: the guest reported its 13 checks"
 }
 # (KP_KERNEL_EVERY=0 leaves the two every-function kernels out)
 [ "${KP_KERNEL_EVERY:-1}" = 0 ] || every 6.1

@@ -36,6 +36,23 @@ check "enabled 1: the @NOPT@ jumps are back" [ "$(grep -c '\[OPTIMIZED\]' /tmp/l
 work
 cat $K/list > /tmp/l5
 check "enabled 1: counting again ($(total /tmp/l4) then $(total /tmp/l5))" [ "$(total /tmp/l5)" -gt "$(total /tmp/l4)" ]
+# @MOVED@: points whose DCRs held sites the kernel patched at boot
+# (alternatives, return sites), moved to the copies, which the kernel
+# patched instead; disabling one puts back what the kernel patched. The
+# busiest of them since boot, disabled over a workload, then enabled
+hits_of() { awk -v p="$1" '$3 == p { for (i = 1; i < NF; i++) if ($i == "hits") print $(i + 1) }' "$2" | head -n 1; }
+busy= most=-1
+for p in @MOVED@; do
+    h=$(hits_of $p /tmp/l5); echo "KPRW-INFO moved site at $p: ${h:-?} hits"
+    [ "${h:-0}" -le "$most" ] || { busy=$p most=$h; }
+done
+check "a point whose boot-patched site moved was hit: $busy ($most hits)" [ "$most" -gt 0 ]
+echo "disable $busy" > $K/control
+h0=$(hits_of $busy $K/list); work; h1=$(hits_of $busy $K/list)
+check "$busy disabled (its site as the kernel patched it): nothing counted over a workload ($h0 then $h1)" [ "$h0" = "$h1" ]
+echo "enable $busy" > $K/control
+work; sleep 1; h2=$(hits_of $busy $K/list)
+check "$busy enabled again: counting ($h1 then $h2)" [ "$h2" -gt "$h1" ]
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg
 check "dmesg: no WARNING, BUG, Oops" sh -c "! grep -E 'WARNING|BUG|Oops|Call Trace' /tmp/dmesg"

@@ -86,6 +86,33 @@ relo $N "relocation moved: unoptimized (int3, then the copy)"
 echo "optimize @RELOC@" > $K/control
 relo $N "relocation moved: optimized again"
 
+# @RETSITE@ (read_null's entry: xor %eax, %eax, then the return): /dev/null's
+# read. Where the kernel has return thunks (@RETMOVED@ = 1), its jmp
+# __x86_return_thunk is a .return_sites entry in the DCR, moved to the
+# detour's copy, which the kernel patched at boot; the runtime puts the
+# bytes the kernel would have patched the site to back on disable.
+# Unpatched, the thunk would warn. (Without return thunks the function is
+# 3 bytes long: int3.)
+retsite() { # WANT-HITS DESC
+    kdrive @RETSITE@ pread:/dev/null $N > /tmp/rets
+    h=$(awk '/^delta/ { print $5 }' /tmp/rets) z=$(awk '/^zero/ { print $2 }' /tmp/rets)
+    check "$2: @RETSITE@ $h hits, $z reads of /dev/null returned 0" [ "$h" = "$1" -a "$z" = $N ]
+}
+if [ @RETMOVED@ = 1 ]; then
+    check "@RETSITE@ (a return site moved to its copy) is [OPTIMIZED]" grep -q "@RETSITE@  \[OPTIMIZED\]" $K/list
+    retsite $N "return site moved: the detour's copy, patched at boot"
+    echo "disable @RETSITE@" > $K/control
+    retsite 0 "return site moved: disabled, the site as the kernel would have patched it"
+    echo "enable @RETSITE@" > $K/control
+    echo "unoptimize @RETSITE@" > $K/control
+    retsite $N "return site moved: unoptimized (int3, then the copy)"
+    echo "optimize @RETSITE@" > $K/control
+    retsite $N "return site moved: optimized again"
+else
+    retsite $N "no return thunks: /dev/null's read"
+fi
+check "no 'Unpatched return thunk' warning" sh -c "! dmesg | grep -q 'Unpatched return thunk'"
+
 echo 0 > $K/optimization
 check "optimization 0: nothing optimized" [ "$(listed '\[OPTIMIZED\]')" = 0 ]
 check "optimization reads 0" [ "$(cat $K/optimization)" = 0 ]

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static char buf[1 << 16], big[777];
-static long last_getpid, same_reads = -1;
+static long last_getpid, same_reads = -1, zero_reads = -1;
 
 static long hits(const char *spec)
 {
@@ -56,8 +56,9 @@ static void act(const char *what, int zero, long n)
             perror("kdrive: pread/write1");
             exit(2);
         }
+        zero_reads = 0;
         for (long i = 0; i < n; i++)
-            (void)!(w ? write(fd, "1", 1) : pread(fd, big, sizeof big, 0));
+            zero_reads += (w ? write(fd, "1", 1) : pread(fd, big, sizeof big, 0)) == 0;
         close(fd);
         return;
     }
@@ -137,5 +138,7 @@ int main(int argc, char **argv)
         printf("getpid %ld\n", last_getpid);
     if (same_reads >= 0)
         printf("same %ld\n", same_reads);
+    if (zero_reads >= 0)   /* pread/write1: the calls that returned 0 */
+        printf("zero %ld\n", zero_reads);
     return 0;
 }

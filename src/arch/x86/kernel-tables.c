@@ -13,7 +13,7 @@ const struct ktable_desc x86_ktables[] = {
     /* struct alt_instr: 14 B {s32,s32,u32 ft_flags,u8 instrlen,u8 repllen} since 6.3;
      * 12 B {s32,s32,u16 cpuid,u8 instrlen,u8 repllen}; 13 B with padlen (<= 5.x) */
     { KT_ALTINSTR, ".altinstructions", "__alt_instructions", "__alt_instructions_end",
-      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, KT_SITE_REL32, 0, KT_LEN_FIELD, 0, -1, KT_ACT_RESERVE, KT_CHK_ALT_REPL },
+      { { 14, 12 }, { 12, 10 }, { 13, 10 } }, KT_SITE_REL32, 0, KT_LEN_FIELD, 0, -1, KT_ACT_FOLLOW, KT_CHK_ALT_REPL },
     /* s32 relative to the entry, pointing at a lock prefix */
     { KT_SMP_LOCKS, ".smp_locks", "__smp_locks", "__smp_locks_end",
       { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 1, -1, KT_ACT_RESERVE, KT_CHK_NONE },
@@ -25,8 +25,13 @@ const struct ktable_desc x86_ktables[] = {
       { { 8, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
     { KT_RETPOLINE, ".retpoline_sites", "__retpoline_sites", "__retpoline_sites_end",
       { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+    /* walked once at boot by apply_returns(), which patches each jmp
+     * __x86_return_thunk (to ret, or to the thunk the CPU needs): such a
+     * site may move into a detour's copy, its entry re-pointed there */
     { KT_RETURN, ".return_sites", "__return_sites", "__return_sites_end",
-      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
+      { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_FOLLOW, KT_CHK_NONE },
+    /* (a call site could follow as well, but a kernel's DCR holds no call:
+     * call-in-dcr, the kernel's own rule) */
     { KT_CALL_SITES, ".call_sites", "__call_sites", "__call_sites_end",
       { { 4, 0 } }, KT_SITE_REL32, 0, KT_LEN_INSN, 0, -1, KT_ACT_RESERVE, KT_CHK_NONE },
     { KT_IBT_SEAL, ".ibt_endbr_seal", "__ibt_endbr_seal", "__ibt_endbr_seal_end",
@@ -74,6 +79,12 @@ const struct kcode_range x86_kcode_keep[] = {
 };
 
 const size_t x86_nkcode_keep = sizeof x86_kcode_keep / sizeof x86_kcode_keep[0];
+
+/* static_cpu_has() jumps to its slow path in .altinstr_aux until the
+ * alternatives are applied (early boot), and that path jumps back into the
+ * function, to its two outcomes */
+const char *const x86_kcode_branching[] = { ".altinstr_aux" };
+const size_t x86_nkcode_branching = sizeof x86_kcode_branching / sizeof x86_kcode_branching[0];
 
 /* __pfx_SYM: the 16 bytes of nops before SYM (CONFIG_CALL_PADDING, 6.2+);
  * __cfi_SYM: its kCFI preamble (the type hash FineIBT rewrites) */

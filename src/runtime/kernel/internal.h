@@ -32,6 +32,7 @@ struct kprw_point {
 	struct kprw_kprobe __rcu *handlers;
 	int code;                 /* enum code_state; read by the probe paths */
 	bool disabled, unoptimized;
+	bool pinned;              /* its jump cannot be taken out (kprewrite_init() said why) */
 	u32 npost;                /* kprobes with a post_handler: the point runs unoptimized */
 };
 
@@ -45,7 +46,7 @@ struct kprw_set {
 	 * (one of them all could exceed what the per-CPU allocator gives) */
 	u64 __percpu **chunks;
 	u32 nchunks;
-	u8 *orig;                 /* a module's sites' bytes as loaded; the kernel's, KASLR-fixed (KPRW_T_KASLR) */
+	u8 *orig;                 /* a module's sites' bytes as loaded; the kernel's, KASLR-fixed (KPRW_T_KASLR) and with the boot-patched sites (KPRW_T_FOLLOW) */
 };
 extern struct list_head kprw_sets;
 #define KPRW_CHUNK 256            /* points a per-CPU counter allocation (4 KiB) */

@@ -40,6 +40,9 @@
 #include <asm/setup.h>         /* kaslr_offset() */
 #include <asm/text-patching.h>
 #include <asm/ptrace.h>
+#include <asm/alternative.h>     /* cpu_wants_rethunk_at() */
+#include <asm/nospec-branch.h>   /* x86_return_thunk */
+#include <asm/insn.h>
 
 #include "internal.h"    /* struct kprw_point, shared with kretprobe.c */
 #include "kprw-core.h"   /* shared with the user runtime: enum code_state, specs, commands, table checks */
@@ -241,6 +244,8 @@ int kprw_apply(struct kprw_point *pt)
 
 	if (want == have)
 		return 0;
+	if (pt->pinned)
+		return -EBUSY;
 #ifdef CONFIG_KPROBES
 	/* The kernel's own kprobes patch text too, an optprobe's undoing
 	 * later, from a worker: let the pending work finish, and leave a site
@@ -676,13 +681,21 @@ KPRW_SHOW_WRITE_FOPS(knob);
 
 /* ------------------------------------------------------------ start-up */
 
-/* NULL when every offset of the table can be followed; else why. */
 /* KPRW_T_KASLR: where the masks start, from the header */
 static size_t kaslr_masks_at(const struct kprw_table *t)
 {
 	return ALIGN((size_t)t->strings_off + t->strings_size, 4);
 }
 
+/* KPRW_T_FOLLOW: where the records start, after the masks if any */
+static size_t follow_at(const struct kprw_table *t)
+{
+	return kaslr_masks_at(t) + (t->flags & KPRW_T_KASLR ? 8 * (size_t)t->nentries : 0);
+}
+
+#define FOLLOW_SIZE (sizeof(struct kprw_follow) * KPRW_FOLLOW_PER_ENTRY)
+
+/* NULL when every offset of the table can be followed; else why. */
 static const char *table_check(const struct kprw_table *t)
 {
 	const u8 *base = (const u8 *)t;
@@ -690,8 +703,8 @@ static const char *table_check(const struct kprw_table *t)
 	const struct kprw_entry *e = (const void *)(t + 1);
 	u32 i;
 
-	/* a kernel's table has no flag but KPRW_T_KASLR */
-	if (kprw_table_fault(t, KPRW_T_KASLR) != KPRW_TF_NONE)
+	/* a kernel's table has no flag but KPRW_T_KASLR and KPRW_T_FOLLOW */
+	if (kprw_table_fault(t, KPRW_T_KASLR | KPRW_T_FOLLOW) != KPRW_TF_NONE)
 		return "bad magic, unknown version, features this runtime lacks, or entry size";
 	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||
 	    t->strings_off > table_size || t->strings_size > table_size - t->strings_off ||
@@ -700,6 +713,9 @@ static const char *table_check(const struct kprw_table *t)
 	if ((t->flags & KPRW_T_KASLR) &&
 	    kaslr_masks_at(t) + 8 * (size_t)t->nentries > table_size)
 		return "the KASLR masks are outside the table";
+	if ((t->flags & KPRW_T_FOLLOW) &&
+	    follow_at(t) + FOLLOW_SIZE * (size_t)t->nentries > table_size)
+		return "the boot-patched sites' records are outside the table";
 	if (t->tramp_rel || base + t->state_rel != pool_state ||
 	    (u64)t->nentries * sizeof(struct kprw_state) > (u64)(pool_state_end - pool_state))
 		return "state outside the pool, or features this runtime lacks";
@@ -726,6 +742,17 @@ static const char *table_check(const struct kprw_table *t)
 			return "an entry's detour is outside the pool";
 		if (st->rt)
 			return "a state names a record already (the image must hold zero there)";
+		if (t->flags & KPRW_T_FOLLOW) {
+			const struct kprw_follow *fw = (const void *)(base + follow_at(t) + FOLLOW_SIZE * i);
+			int k;
+
+			for (k = 0; k < KPRW_FOLLOW_PER_ENTRY; k++)
+				if (fw[k].len && (e[i].verdict != KPRW_OPTIMIZED || fw[k].kind > KPRW_FOLLOW_REAIM ||
+						  (fw[k].kind == KPRW_FOLLOW_RETURN && fw[k].len != JMP32_INSN_SIZE) ||
+						  fw[k].dcr_off + fw[k].len > e[i].dcr_len ||
+						  ool + fw[k].copy_off + fw[k].len > pool_text_end))
+					return "a boot-patched site's record is outside its DCR or its copy";
+		}
 	}
 	return NULL;
 }
@@ -813,6 +840,132 @@ static void kaslr_fix(struct kprw_point *pt, u8 *to, const u8 *masks)
 	pt->orig = to;
 }
 
+/*
+ * A return site's bytes: what apply_returns() patches a jmp
+ * __x86_return_thunk at `at` to, c being its copy as the kernel patched it.
+ * Where the kernel says per address (ITS: a ret may stay in the upper half
+ * of a cache line only), as it would decide at the site; else the copy's
+ * choice, which is the CPU's (ret, or a jmp to the thunk it needs, aimed
+ * from the site).
+ */
+static bool return_site_bytes(u8 *b, unsigned long at, const u8 *c, unsigned int len)
+{
+	s32 rel;
+
+#ifdef KPRW_HAVE_RETHUNK_AT
+	if (cpu_wants_rethunk_at((void *)at)) {
+		rel = (s32)((unsigned long)x86_return_thunk - (at + JMP32_INSN_SIZE));
+		b[0] = JMP32_INSN_OPCODE;
+		memcpy(b + 1, &rel, 4);
+	} else {
+		b[0] = RET_INSN_OPCODE;
+		memset(b + 1, INT3_INSN_OPCODE, 4);
+	}
+	memset(b + JMP32_INSN_SIZE, INT3_INSN_OPCODE, len - JMP32_INSN_SIZE);
+	return true;
+#else
+	if (c[0] == JMP32_INSN_OPCODE) {
+		memcpy(&rel, c + 1, 4);
+		rel = (s32)((unsigned long)c + JMP32_INSN_SIZE + rel - (at + JMP32_INSN_SIZE));
+		b[0] = JMP32_INSN_OPCODE;
+		memcpy(b + 1, &rel, 4);
+		memcpy(b + JMP32_INSN_SIZE, c + JMP32_INSN_SIZE, len - JMP32_INSN_SIZE);
+		return true;
+	}
+	if (c[0] == RET_INSN_OPCODE) {
+		memcpy(b, c, len);
+		return true;
+	}
+	return false;
+#endif
+}
+
+/* Is insn a relative jmp or jcc (the only branches a KPRW_FOLLOW_REAIM
+ * form has: kprewrite checked its every form)? */
+static bool rel_jump(const struct insn *insn)
+{
+	u8 op = insn->opcode.bytes[0];
+
+	return op == JMP32_INSN_OPCODE || op == JMP8_INSN_OPCODE || (op & 0xf0) == 0x70 ||
+	       (op == 0x0f && (insn->opcode.bytes[1] & 0xf0) == 0x80);
+}
+
+/*
+ * An alternative's bytes at `at` (len of them), from its copy c as the
+ * kernel patched it: each RIP-relative displacement and each relative jump
+ * out of the copy aimed from `at` at the same target. False when one does
+ * not decode or does not reach (a rel8 jump out: kprewrite let only rel32
+ * ones through, which the kernel keeps so far from their targets).
+ */
+static bool reaim_bytes(u8 *b, unsigned long at, const u8 *c, unsigned int len)
+{
+	unsigned int off, n;
+	struct insn insn;
+
+	memcpy(b, c, len);
+	for (off = 0; off < len; off += n) {
+		const u8 *from = c + off;
+		long target, d;
+
+		if (insn_decode_kernel(&insn, from) < 0 || !insn.length || off + insn.length > len)
+			return false;
+		n = insn.length;
+		if (insn_rip_relative(&insn)) {
+			target = (long)from + n + insn.displacement.value;
+			d = target - (long)(at + off + n);
+			if (d != (s32)d)
+				return false;
+			memcpy(b + off + insn_offset_displacement(&insn), &(s32){ d }, 4);
+		} else if (rel_jump(&insn)) {
+			target = (long)from + n + insn.immediate.value;
+			if (target >= (long)c && target < (long)c + len)
+				continue;   /* within the site: relative to it alike */
+			d = target - (long)(at + off + n);
+			if (insn.immediate.nbytes == 4 && d == (s32)d)
+				memcpy(b + off + insn_offset_immediate(&insn), &(s32){ d }, 4);
+			else if (insn.immediate.nbytes == 1 && d == (s8)d)
+				b[off + insn_offset_immediate(&insn)] = (u8)d;
+			else
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * KPRW_T_FOLLOW: sites the kernel patches once at boot (a return site, an
+ * alternative) lay in pt's DCR, and the kernel's tables named their copies
+ * in the detour, which the kernel patched instead (before this initcall).
+ * The bytes put back on disable or unoptimize are what the kernel would
+ * have patched the site to: an alternative's are its copy's (reaim_bytes()
+ * where its forms have relative operands), a return site's
+ * return_site_bytes(). False when they cannot be made.
+ */
+static bool follow_fix(struct kprw_point *pt, u8 *to, const struct kprw_follow *fw)
+{
+	int k;
+
+	if (pt->orig != to)
+		memcpy(to, pt->orig, pt->len);
+	for (k = 0; k < KPRW_FOLLOW_PER_ENTRY; k++) {
+		const u8 *c = (const u8 *)pt->ool + fw[k].copy_off;
+		u8 *b = to + fw[k].dcr_off;
+
+		if (!fw[k].len)
+			continue;
+		if (fw[k].kind == KPRW_FOLLOW_COPY) {
+			memcpy(b, c, fw[k].len);
+		} else if (fw[k].kind == KPRW_FOLLOW_REAIM) {
+			if (!reaim_bytes(b, pt->addr + fw[k].dcr_off, c, fw[k].len))
+				return false;
+		} else if (!return_site_bytes(b, pt->addr + fw[k].dcr_off, c, fw[k].len)) {
+			return false;
+		}
+	}
+	pt->orig = to;
+	return true;
+}
+
 u32 kprw_set_optimized(const struct kprw_set *s)
 {
 	u32 i, n = 0;
@@ -841,7 +994,8 @@ static int __init kprewrite_init(void)
 		return 0;
 	}
 	if (kprw_set_alloc(&core_set, t->nentries) ||
-	    ((t->flags & KPRW_T_KASLR) && !(core_set.orig = kcalloc(t->nentries, KPRW_ORIG_MAX, GFP_KERNEL)))) {
+	    ((t->flags & (KPRW_T_KASLR | KPRW_T_FOLLOW)) &&
+	     !(core_set.orig = kcalloc(t->nentries, KPRW_ORIG_MAX, GFP_KERNEL)))) {
 		pr_err("out of memory: %u probes not armed\n", t->nentries);
 		return -ENOMEM;
 	}
@@ -849,8 +1003,18 @@ static int __init kprewrite_init(void)
 		struct kprw_point *pt = &core_set.points[i];
 
 		kprw_point_fill(&core_set, i, t);
-		if (core_set.orig)
+		if (t->flags & KPRW_T_KASLR)
 			kaslr_fix(pt, core_set.orig + i * KPRW_ORIG_MAX, (const u8 *)t + kaslr_masks_at(t) + 8 * i);
+		/* (the kernel patched the copies before this initcall) */
+		if ((t->flags & KPRW_T_FOLLOW) &&
+		    !follow_fix(pt, core_set.orig + i * KPRW_ORIG_MAX,
+				(const void *)((const u8 *)t + follow_at(t) + FOLLOW_SIZE * i))) {
+			/* the site keeps its jump, which stays right: the point
+			 * is never disabled or unoptimized in its bytes */
+			pr_err("%s+0x%x: what the kernel patched the moved site to cannot be put back at 0x%lx: "
+			       "the jump stays, enabled, as baked\n", pt->name, pt->offset, pt->addr);
+			pt->pinned = true;
+		}
 		/* the rewriter leaves int3 probes' sites as they were: an int3
 		 * met before this notifier existed would oops; armed below */
 		pt->code = pt->verdict == KPRW_OPTIMIZED ? CODE_OPTIMIZED : CODE_DISABLED;
