@@ -2,7 +2,7 @@
 # README's second command: install, build, run the whole test suite twice --
 # the normal build (./build) and the ASan+UBSan build (./build-san) -- and end
 # with "N passed, N failed[, N skipped]", the harness's own counts summed.
-# KP_SANITIZERS=0 skips the sanitizer run. Then `make check-kernel` (a small
+# KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make check-kernel` (a small
 # kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
 # and every return, their workloads' output compared with the originals';
@@ -37,6 +37,17 @@ if [ "${KP_SANITIZERS:-1}" != 0 ]; then
     else
         echo "asan+ubsan: the sanitizer build failed"; tail -n 30 "$top/build-san/build.out" 2>/dev/null
         failed=$((failed + 1)); status=1
+    fi
+fi
+
+# make distcheck: the tarball builds, passes make check and installs out of
+# tree, from a read-only source tree (KP_DISTCHECK=0 skips it)
+if [ "${KP_DISTCHECK:-1}" != 0 ]; then
+    if make -s -C "$top/build" distcheck >"$top/build/distcheck.log" 2>&1; then
+        passed=$((passed + 1)); echo "distcheck: 1 passed, 0 failed"
+    else
+        failed=$((failed + 1)); status=1; echo "distcheck: 0 passed, 1 failed"
+        tail -n 30 "$top/build/distcheck.log"
     fi
 fi
 
