@@ -4,11 +4,12 @@
  * Link with libkprewrite-rt (pkg-config kprewrite-rt).
  *
  * Handlers run on the probed thread, inside the detour. By default vector
- * registers are NOT saved: build handler files with the flags of
- * `pkg-config --cflags kprewrite-rt` (-mgeneral-regs-only) and call nothing
- * that uses SSE/AVX (most of libc's string and stdio functions do), or set
- * KPROBE_FLAG_FPU on the kprobe: the runtime then saves and restores the
- * whole extended state (XSAVE) around that probe's handlers.
+ * registers are NOT saved: build handler files with
+ * `pkg-config --variable=handler_cflags kprewrite-rt` (-mgeneral-regs-only)
+ * and call nothing that uses SSE/AVX (most of libc's string and stdio
+ * functions do), or set KPROBE_FLAG_FPU on the kprobe: the runtime then
+ * saves and restores the whole extended state (XSAVE) around the
+ * pre_handlers of its point (every kprobe there). See kprewrite-rt(3).
  */
 #ifndef KPREWRITE_KPROBES_H
 #define KPREWRITE_KPROBES_H

@@ -1,0 +1,33 @@
+#!/bin/sh
+# The pkg-config file from Meson, as a project that uses it would:
+# kprewrite installed into a stage, examples/meson set up with
+# dependency('kprewrite-rt'), built (a custom_target bakes the probes into a
+# copy of the linked program), run. Skipped where meson is not installed
+# (scripts/install-deps.sh installs it).
+. "$KP_SRCDIR/t/lib.sh"
+need meson ninja pkg-config cc
+D=$(tmpdir meson)
+make -s -C "$KP_BUILDDIR" install prefix="$D/stage" >"$D/install.log" 2>&1
+ok $? "make install into a stage ($(tail -n 1 "$D/install.log"))"
+# the staged .pc says the configured prefix: a pkg-config that points it
+# at the stage (PKG_CONFIG is the program Meson runs)
+printf '#!/bin/sh\nexec pkg-config --define-variable=prefix=%s "$@"\n' "$D/stage" > "$D/pkg-config"
+chmod +x "$D/pkg-config"
+export PKG_CONFIG="$D/pkg-config" PKG_CONFIG_PATH="$D/stage/lib/pkgconfig" PATH="$D/stage/bin:$PATH"
+mkdir -p "$D/src/meson"
+cp "$KP_SRCDIR/examples/wordfreq.c" "$KP_SRCDIR/examples/handlers.c" "$D/src/"
+cp "$KP_SRCDIR/examples/meson/meson.build" "$D/src/meson/"
+meson setup "$D/b" "$D/src/meson" >"$D/setup.log" 2>&1
+ok $? "meson setup: dependency('kprewrite-rt') found ($(grep -m 1 -iE 'error|not found' "$D/setup.log"))"
+like "Run-time dependency kprewrite-rt found: YES" "$(cat "$D/setup.log")" "through pkg-config"
+ninja -C "$D/b" >"$D/build.log" 2>&1
+ok $? "ninja builds it ($(grep -m 1 -iE 'error|failed' "$D/build.log"))"
+like "probes baked" "$(cat "$D/build.log")" "the custom_target baked the probes"
+text="the quick brown fox jumps over the lazy dog. The dog sleeps, the fox trots on."
+out=$(LD_LIBRARY_PATH="$D/stage/lib" "$D/b/wordfreq" "$text" 2>&1)
+like "count_word +16 hits" "$out" "the baked program counts its 16 words"
+like "classify_char +[1-9][0-9]* hits" "$out" "classify_char is baked"
+like "count_word handler: 5 words start with 't'" "$out" "the handlers (linked whole) ran"
+like "count_word +not baked" "$(LD_LIBRARY_PATH="$D/stage/lib" "$D/b/wordfreq-linked" "$text" 2>&1)" \
+    "the linked program, before the bake, has no probe"
+done_testing
