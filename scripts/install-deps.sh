@@ -4,7 +4,8 @@ set -e
 pkgs="build-essential autoconf automake libtool pkg-config libelf-dev libzydis-dev libzycore-dev
       binutils g++ valgrind perl strace clang libclang-rt-14-dev util-linux gdb liblief-dev
       linux-source-6.1 linux-source-6.12 qemu-system-x86 busybox-static bc bison flex libssl-dev cpio xz-utils kmod
-      pigz elfutils ripgrep fd-find fuse3 cmake meson ninja-build"
+      pigz elfutils ripgrep fd-find fuse3 cmake meson ninja-build
+      debhelper dh-autoreconf lintian fakeroot"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

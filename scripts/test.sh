@@ -2,7 +2,9 @@
 # README's second command: install, build, run the whole test suite twice --
 # the normal build (./build) and the ASan+UBSan build (./build-san) -- and end
 # with "N passed, N failed[, N skipped]", the harness's own counts summed.
-# KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make check-kernel` (a small
+# KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make
+# check-deb` (the Debian packages built, installed, demo run; KP_DEB=0
+# skips it), `make check-kernel` (a small
 # kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
 # and every return, their workloads' output compared with the originals';
@@ -49,6 +51,18 @@ if [ "${KP_DISTCHECK:-1}" != 0 ]; then
         failed=$((failed + 1)); status=1; echo "distcheck: 0 passed, 1 failed"
         tail -n 30 "$top/build/distcheck.log"
     fi
+fi
+
+# make check-deb: the Debian packages built from the tarball, lintian,
+# installed and the demo run against them, purged (KP_DEB=0 skips it)
+if [ "${KP_DEB:-1}" != 0 ]; then
+    make -s -C "$top/build" check-deb >/dev/null 2>&1
+    rc=$?
+    log=$top/build/check-deb.log
+    dpass=$(grep -c '^ok' "$log" 2>/dev/null); dfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
+    [ $rc -eq 0 ] || { status=1; [ "${dfail:-0}" -gt 0 ] || dfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
+    passed=$((passed + ${dpass:-0})); failed=$((failed + ${dfail:-0}))
+    echo "deb: ${dpass:-0} passed, ${dfail:-0} failed"
 fi
 
 if [ "${KP_KERNEL:-1}" != 0 ]; then

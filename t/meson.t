@@ -13,7 +13,10 @@ ok $? "make install into a stage ($(tail -n 1 "$D/install.log"))"
 # at the stage (PKG_CONFIG is the program Meson runs)
 printf '#!/bin/sh\nexec pkg-config --define-variable=prefix=%s "$@"\n' "$D/stage" > "$D/pkg-config"
 chmod +x "$D/pkg-config"
-export PKG_CONFIG="$D/pkg-config" PKG_CONFIG_PATH="$D/stage/lib/pkgconfig" PATH="$D/stage/bin:$PATH"
+# (LIBDIR: lib, or lib/x86_64-linux-gnu in a Debian package's build)
+pc=$(find "$D/stage" -name kprewrite-rt.pc | head -n 1)
+libdir=$(dirname "$(find "$D/stage" -name 'libkprewrite-rt.so.0' | head -n 1)")
+export PKG_CONFIG="$D/pkg-config" PKG_CONFIG_PATH="${pc%/*}" PATH="$D/stage/bin:$PATH"
 mkdir -p "$D/src/meson"
 cp "$KP_SRCDIR/examples/wordfreq.c" "$KP_SRCDIR/examples/handlers.c" "$D/src/"
 cp "$KP_SRCDIR/examples/meson/meson.build" "$D/src/meson/"
@@ -24,10 +27,10 @@ ninja -C "$D/b" >"$D/build.log" 2>&1
 ok $? "ninja builds it ($(grep -m 1 -iE 'error|failed' "$D/build.log"))"
 like "probes baked" "$(cat "$D/build.log")" "the custom_target baked the probes"
 text="the quick brown fox jumps over the lazy dog. The dog sleeps, the fox trots on."
-out=$(LD_LIBRARY_PATH="$D/stage/lib" "$D/b/wordfreq" "$text" 2>&1)
+out=$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)
 like "count_word +16 hits" "$out" "the baked program counts its 16 words"
 like "classify_char +[1-9][0-9]* hits" "$out" "classify_char is baked"
 like "count_word handler: 5 words start with 't'" "$out" "the handlers (linked whole) ran"
-like "count_word +not baked" "$(LD_LIBRARY_PATH="$D/stage/lib" "$D/b/wordfreq-linked" "$text" 2>&1)" \
+like "count_word +not baked" "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq-linked" "$text" 2>&1)" \
     "the linked program, before the bake, has no probe"
 done_testing
