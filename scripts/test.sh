@@ -53,27 +53,22 @@ if [ "${KP_DISTCHECK:-1}" != 0 ]; then
     fi
 fi
 
+# tap_target TARGET LABEL: make TARGET in build/, which writes TARGET.log
+# (TAP); its ok and not-ok lines counted
+tap_target() {
+    make -s -C "$top/build" "$1" >/dev/null 2>&1
+    rc=$?
+    log=$top/build/$1.log
+    tpass=$(grep -c '^ok' "$log" 2>/dev/null); tfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
+    [ $rc -eq 0 ] || { status=1; [ "${tfail:-0}" -gt 0 ] || tfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
+    passed=$((passed + ${tpass:-0})); failed=$((failed + ${tfail:-0}))
+    echo "$2: ${tpass:-0} passed, ${tfail:-0} failed"
+}
+
 # make check-deb: the Debian packages built from the tarball, lintian,
 # installed and the demo run against them, purged (KP_DEB=0 skips it)
-if [ "${KP_DEB:-1}" != 0 ]; then
-    make -s -C "$top/build" check-deb >/dev/null 2>&1
-    rc=$?
-    log=$top/build/check-deb.log
-    dpass=$(grep -c '^ok' "$log" 2>/dev/null); dfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
-    [ $rc -eq 0 ] || { status=1; [ "${dfail:-0}" -gt 0 ] || dfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
-    passed=$((passed + ${dpass:-0})); failed=$((failed + ${dfail:-0}))
-    echo "deb: ${dpass:-0} passed, ${dfail:-0} failed"
-fi
-
-if [ "${KP_KERNEL:-1}" != 0 ]; then
-    make -s -C "$top/build" check-kernel >/dev/null 2>&1
-    rc=$?
-    log=$top/build/check-kernel.log
-    kpass=$(grep -c '^ok' "$log" 2>/dev/null); kfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
-    [ $rc -eq 0 ] || { status=1; [ "${kfail:-0}" -gt 0 ] || kfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
-    passed=$((passed + ${kpass:-0})); failed=$((failed + ${kfail:-0}))
-    echo "kernel: ${kpass:-0} passed, ${kfail:-0} failed"
-fi
+[ "${KP_DEB:-1}" = 0 ] || tap_target check-deb deb
+[ "${KP_KERNEL:-1}" = 0 ] || tap_target check-kernel kernel
 
 if [ "${KP_CORPUS:-1}" != 0 ]; then
     log=$top/build/check-corpus.log

@@ -31,12 +31,9 @@ cmake --build "$D/b" >"$D/build1.log" 2>&1
 ok $? "it builds ($(grep -m 1 -iE 'error|exit' "$D/build1.log"))"
 like "kprewrite: baking probes into wordfreq" "$(cat "$D/build1.log")" "the POST_BUILD step ran"
 like "3 probes baked" "$(cat "$D/build1.log")" "count_word (and its return), word_hash, classify_char (from the probe file) baked"
-text="the quick brown fox jumps over the lazy dog. The dog sleeps, the fox trots on."
-out=$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)
-like "count_word +16 hits" "$out" "the program counts its 16 words through the baked probe"
-like "classify_char +[1-9][0-9]* hits" "$out" "classify_char (the probe file's) is baked"
-like "count_word handler: 5 words start with 't'" "$out" "the handlers (an OBJECT library, HANDLERS) ran"
-like "count_word call 16:" "$out" "count_word%return ran on each of the 16 calls"
+text=$example_text
+example_ran "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)" \
+    "CMake (classify_char from the probe file, handlers from an OBJECT library)"
 
 cmake --build "$D/b" >"$D/build2.log" 2>&1
 ok $? "a second build succeeds"

@@ -130,6 +130,14 @@ foff() {
         fi
     done
 }
+# table IMAGE: its probe table's file offset ($to), flags ($flags), and
+# where what follows the strings starts ($after: the masks, the records)
+table() {
+    to=$(foff "$1" "$(nm "$1" | awk '$3 == "kprewrite_pool_table" { print $1 }')")
+    flags=$(od -An -tu4 -j $((to + 40)) -N 4 "$1" | tr -d ' ')
+    so=$(od -An -tu4 -j $((to + 12)) -N 4 "$1" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$1" | tr -d ' ')
+    after=$((to + (so + ss + 3) / 4 * 4))
+}
 kr=$(nm "$D/kq" | awk '$3 == "kreloc" { print $1 }')
 pool_lo=$(nm "$D/kq" | awk '$3 == "kprewrite_pool_text" { print $1 }')
 pool_hi=$(nm "$D/kq" | awk '$3 == "kprewrite_pool_text_end" { print $1 }')
@@ -148,12 +156,9 @@ like "^ e9" "$(od -An -tx1 -j $(foff "$D/kq2" $kr) -N 1 "$D/kq2")" "the site hol
 like "kreloc\\(\\) is &kfn_sp: 1" "$(cat "$D/kq2.out")" "the copy computes what the original does"
 like "hits 1 0" "$(cat "$D/kq2.out")" "and the probe counted its one call"
 # the table: KPRW_T_KASLR (flags at byte 40), kreloc's masks after the strings
-tb=$(nm "$D/kq2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
-to=$(foff "$D/kq2" $tb)
-flags=$(od -An -tu4 -j $((to + 40)) -N 4 "$D/kq2" | tr -d ' ')
+table "$D/kq2"
 ok $([ $((flags & 128)) = 128 ]; echo $?) "the table has KPRW_T_KASLR (flags $flags)"
-so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/kq2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/kq2" | tr -d ' ')
-is "8 0" "$(od -An -tu4 -j $((to + (so + ss + 3) / 4 * 4)) -N 8 "$D/kq2" | awk '{ print $1, $2 }')" \
+is "8 0" "$(od -An -tu4 -j $after -N 8 "$D/kq2" | awk '{ print $1, $2 }')" \
    "kreloc's entry: a field to add the KASLR offset to at byte 3 (mask 8), none to subtract it from"
 like "its probes moved KASLR relocations into their detours: bake the vmlinux as it was linked" \
     "$("$KPREWRITE" --kernel --probe kfn -o "$D/kq3" "$D/kq2" 2>&1)" "baking it again is refused"
@@ -174,12 +179,9 @@ ks=$(nm "$D/k" | awk '$3 == "kretsite" { print $1 }')
 like "^ e9" "$(od -An -tx1 -j $(foff "$D/kr2" $ks) -N 1 "$D/kr2")" "the site holds the detour's jump"
 # the table: KPRW_T_FOLLOW (256), kretsite's record after the strings:
 # the site at DCR byte 2, its copy 2 bytes into the out-of-line copy, 5 long
-tb=$(nm "$D/kr2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
-to=$(foff "$D/kr2" $tb)
-flags=$(od -An -tu4 -j $((to + 40)) -N 4 "$D/kr2" | tr -d ' ')
+table "$D/kr2"
 ok $([ $((flags & 256)) = 256 ] && [ $((flags & 128)) = 0 ]; echo $?) "the table has KPRW_T_FOLLOW and not KPRW_T_KASLR (flags $flags)"
-so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/kr2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/kr2" | tr -d ' ')
-is "2 2 5 1 0 0 0 0" "$(od -An -tu1 -j $((to + (so + ss + 3) / 4 * 4)) -N 8 "$D/kr2" | awk '{ $1 = $1; print }')" \
+is "2 2 5 1 0 0 0 0" "$(od -An -tu1 -j $after -N 8 "$D/kr2" | awk '{ $1 = $1; print }')" \
    "kretsite's record: DCR byte 2, copy byte 2, 5 bytes, a return site (1); no second site"
 like "its probes moved boot-patched sites into their detours: bake the vmlinux as it was linked" \
     "$("$KPREWRITE" --kernel --probe kfn -o "$D/kr3" "$D/kr2" 2>&1)" "baking it again is refused"
@@ -205,10 +207,8 @@ like "kalt\\(\\) = 0, kalt2\\(\\) = 0 as linked" "$out" "baked: both return 0 th
 like "alternatives: 2 applied, 2 in the pool" "$out" "baked: the entries name the copies in the pool, where they are applied"
 like "kalt\\(\\) = 1, kalt2\\(\\) = 2, hits 2 2" "$out" \
     "baked: kalt() returns 1 and kalt2() 2 through the patched copies; each probe counted both calls"
-tb=$(nm "$D/ka2" | awk '$3 == "kprewrite_pool_table" { print $1 }')
-to=$(foff "$D/ka2" $tb)
-so=$(od -An -tu4 -j $((to + 12)) -N 4 "$D/ka2" | tr -d ' '); ss=$(od -An -tu4 -j $((to + 16)) -N 4 "$D/ka2" | tr -d ' ')
-recs=$(od -An -tu1 -j $((to + (so + ss + 3) / 4 * 4)) -N 16 "$D/ka2" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+table "$D/ka2"
+recs=$(od -An -tu1 -j $after -N 16 "$D/ka2" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
 is "0 0 5 0 0 0 0 0 0 0 5 2 0 0 0 0" "$recs" \
    "the records: kalt's site at DCR byte 0, 5 bytes, its copy's bytes put back (0); kalt2's re-aimed (2)"
 

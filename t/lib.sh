@@ -73,3 +73,12 @@ fuse_why() {
     if command -v fusermount3 >/dev/null 2>&1; then w="$w, fusermount3 installed"; else w="$w, no fusermount3 (package fuse3)"; fi
     echo "$w"
 }
+# The example (examples/wordfreq.c, handlers.c) with its probes baked:
+# example_ran OUTPUT HOW checks what it printed for example_text
+example_text="the quick brown fox jumps over the lazy dog. The dog sleeps, the fox trots on."
+example_ran() {
+    like "count_word +16 hits" "$1" "$2: the program counts its 16 words through the baked probe"
+    like "classify_char +[1-9][0-9]* hits" "$1" "$2: classify_char is baked"
+    like "count_word handler: 5 words start with 't'" "$1" "$2: the handlers ran"
+    like "count_word call 16:" "$1" "$2: count_word%return ran on each of the 16 calls"
+}
