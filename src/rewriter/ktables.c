@@ -112,6 +112,17 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
     return 0;
 }
 
+/* An alternative's replacement (KT_CHK_ALT_REPL entries): its address, from
+ * the s32 at +4 of entry e at eaddr, and its length (the byte after the
+ * instruction's length). */
+static uint64_t alt_repl(const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr, unsigned *len)
+{
+    int32_t r;
+    memcpy(&r, e + 4, 4);
+    *len = e[l->len_off + 1];
+    return eaddr + 4 + (int64_t)r;
+}
+
 /* Does every entry make sense with this layout? */
 static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                         const uint8_t *data, uint64_t vaddr, uint64_t size)
@@ -133,10 +144,8 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
                 return false;
         }
         if (d->check == KT_CHK_ALT_REPL && repl) {
-            int32_t r;
-            memcpy(&r, e + 4, 4);
-            uint64_t to = vaddr + off + 4 + (int64_t)r;
-            unsigned repllen = e[l->len_off + 1];
+            unsigned repllen;
+            uint64_t to = alt_repl(l, e, vaddr + off, &repllen);
             if (to < repl->addr || to + repllen > repl->addr + repl->size || e[l->len_off] < repllen)
                 return false;
         }
@@ -202,12 +211,36 @@ static uint8_t follows(const struct ctx *c, const struct ktable_desc *d, const s
         memcpy(&ft_flags, e + 8, 4);
     if ((ft_flags >> 16) & 2)   /* ALT_FLAG_DIRECT_CALL */
         return FOLLOW_NONE;
-    int32_t r;
-    memcpy(&r, e + 4, 4);
-    uint64_t repl = eaddr + 4 + (int64_t)r;
-    uint8_t a = alt_form(c->img, site, len, true), b = alt_form(c->img, repl, e[l->len_off + 1], false);
+    unsigned rlen;
+    uint64_t repl = alt_repl(l, e, eaddr, &rlen);
+    uint8_t a = alt_form(c->img, site, len, true), b = alt_form(c->img, repl, rlen, false);
     return a == FOLLOW_NONE || b == FOLLOW_NONE ? FOLLOW_NONE : a == FOLLOW_REAIM || b == FOLLOW_REAIM ? FOLLOW_REAIM
                                                                                                        : FOLLOW_COPY;
+}
+
+/* Code outside every function that may run and branch into functions:
+ * each direct branch of [addr, addr + len) (p, avail bytes readable) out of
+ * it is a control-flow target, named from `from` (0: the branch itself).
+ * An undecodable byte ends the walk, or with resync is skipped (padding). */
+static int branches_out(struct ctx *c, const uint8_t *p, size_t avail, uint64_t addr, uint64_t len, uint64_t from,
+                        uint8_t table, bool resync)
+{
+    struct x86_insn in;
+    for (uint64_t off = 0, n; p && off < len && off < avail; off += n) {
+        n = x86_decode(p + off, avail - off, addr + off, &in);
+        if (!n) {
+            if (!resync)
+                break;
+            n = 1;
+            continue;
+        }
+        if (x86_has_target(&in) && (in.target < addr || in.target >= addr + len)) {
+            struct kref t = { in.target, from ? from : addr + off, table };
+            if (!PUSH(c->targets, t))
+                return -1;
+        }
+    }
+    return 0;
 }
 
 /* An alternative's replacement runs where its site is once the kernel
@@ -216,24 +249,11 @@ static uint8_t follows(const struct ctx *c, const struct ktable_desc *d, const s
  * bytes). */
 static int repl_targets(struct ctx *c, const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr)
 {
-    int32_t r;
-    memcpy(&r, e + 4, 4);
-    uint64_t repl = eaddr + 4 + (int64_t)r;
-    unsigned len = e[l->len_off + 1];
-    size_t avail;
+    unsigned len;
+    uint64_t repl = alt_repl(l, e, eaddr, &len);
+    size_t avail = 0;
     const uint8_t *p = image_read(c->img, repl, &avail);
-    struct x86_insn in;
-    for (unsigned off = 0, n; p && off < len && off < avail; off += n) {
-        n = x86_decode(p + off, avail - off, repl + off, &in);
-        if (!n)
-            break;
-        if (x86_has_target(&in) && (in.target < repl || in.target >= repl + len)) {
-            struct kref t = { in.target, eaddr, KT_ALTINSTR };
-            if (!PUSH(c->targets, t))
-                return -1;
-        }
-    }
-    return 0;
+    return branches_out(c, p, avail, repl, len, eaddr, KT_ALTINSTR, false);
 }
 
 /* The table d at data (vaddr, size bytes). */
@@ -331,21 +351,9 @@ static int read_branching_code(struct ctx *c)
 {
     for (size_t i = 0; i < x86_nkcode_branching; i++) {
         const struct section *s = image_section_by_name(c->img, x86_kcode_branching[i]);
-        struct x86_insn in;
-        if (!s || !s->data || !s->size)
-            continue;
-        for (uint64_t off = 0, n; off < s->size; off += n) {
-            n = x86_decode(s->data + off, s->size - off, s->addr + off, &in);
-            if (!n) {
-                n = 1;   /* (padding) */
-                continue;
-            }
-            if (x86_has_target(&in) && (in.target < s->addr || in.target >= s->addr + s->size)) {
-                struct kref t = { in.target, s->addr + off, KT_CODE_BRANCHING };
-                if (!PUSH(c->targets, t))
-                    return -1;
-            }
-        }
+        if (s && s->data && s->size &&
+            branches_out(c, s->data, s->size, s->addr, s->size, 0, KT_CODE_BRANCHING, true) < 0)
+            return -1;
     }
     return 0;
 }
