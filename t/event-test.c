@@ -321,10 +321,9 @@ static void test_lines(void)
     kprw_event_fetch(&ev, &env, rec);
     h->tid = 597;
     h->cpu = 1;
-    h->ts = 41519442123ull;
     char out[512];
     struct kprw_sbuf b = { out, 0, sizeof out };
-    kprw_event_print_line(&ev, rec, "bash", "myprobe", "vfs_read+0x0", &fenv, &b);
+    kprw_event_print_line(&ev, rec, 41519442123ull, "bash", "myprobe", "vfs_read+0x0", &fenv, &b);
     kprw_sb_end(&b);
     is_string("            bash-597     [001]    41.519442: myprobe: (vfs_read+0x0) fd=3 buf=\"hello\"\n", out,
               "a trace_pipe line, in ftrace's columns");
@@ -332,14 +331,13 @@ static void test_lines(void)
     kprw_event_fetch(&ev, &env, rec);
     h->tid = 12345678;
     h->cpu = 123;
-    h->ts = 123456789012345ull;
     b = (struct kprw_sbuf){ out, 0, sizeof out };
-    kprw_event_print_line(&ev, rec, "a-very-long-thread-name", "myret", "ksys_read+0x9a <- vfs_read", &fenv, &b);
+    kprw_event_print_line(&ev, rec, 123456789012345ull, "a-very-long-thread-name", "myret", "ksys_read+0x9a <- vfs_read", &fenv, &b);
     kprw_sb_end(&b);
     is_string("a-very-long-thread-name-12345678 [123] 123456.789012: myret: (ksys_read+0x9a <- vfs_read) ret=42\n", out,
               "long fields widen their columns");
     b = (struct kprw_sbuf){ out, 0, 10 };
-    kprw_event_print_line(&ev, rec, "bash", "myret", "x", &fenv, &b);
+    kprw_event_print_line(&ev, rec, 0, "bash", "myret", "x", &fenv, &b);
     ok(!kprw_sb_end(&b) && strlen(out) == 9, "a line that does not fit is cut, never overrun");
     b = (struct kprw_sbuf){ out, 0, sizeof out };
     kprw_event_default_name(false, "vfs_read", 0, 0, &b);
@@ -351,6 +349,23 @@ static void test_lines(void)
     kprw_event_default_name(false, "_ZN3foo3barEv.cold", 12, 0, &b);
     kprw_sb_end(&b);
     is_string("p_vfs_read_0 r_fde_0x1a2b_0 p_0x4010a0 p__ZN3foo3barEv_cold_12", out, "default event names, as the kernel's");
+}
+
+static void test_json(void)
+{
+    setup();
+    strcpy(mem + 200, "a \"q\"\n");
+    regs[X86_R10] = (uintptr_t)(mem + 200);
+    struct kprw_event ev;
+    struct kprw_ev_error err;
+    ok(parse("f fd=%di:s32 n=%dx:u64 h=%di s=%r10:string bad=+0(%r8):u8 a=+96(%si):u8[2]", &ev, &err), "parse for JSON");
+    kprw_event_fetch(&ev, &env, rec);
+    char out[512];
+    struct kprw_sbuf b = { out, 0, sizeof out };
+    kprw_event_json_args(&ev, rec, &fenv, &b);
+    kprw_sb_end(&b);
+    is_string("\"fd\":3,\"n\":100,\"h\":\"0x3\",\"s\":\"a \\\"q\\\"\\u000a\",\"bad\":null,\"a\":\"{1,2}\"", out,
+              "JSON arguments: numbers, hex and strings escaped, null for a fault");
 }
 
 static void test_hist(void)
@@ -390,6 +405,7 @@ int main(void)
     test_bind();
     test_filters();
     test_lines();
+    test_json();
     test_hist();
     return tap_done();
 }

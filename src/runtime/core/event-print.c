@@ -140,8 +140,8 @@ void kprw_event_print_args(const struct kprw_event *ev, const uint8_t *rec, cons
     }
 }
 
-void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, const char *comm, const char *event,
-                           const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b)
+void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
+                           const char *event, const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b)
 {
     const struct kprw_rec *h = (const void *)rec;
     kprw_sb_field(b, comm, kprw_strlen(comm), 16, true);
@@ -154,9 +154,9 @@ void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, cons
         kprw_sb_char(b, '0');
     kprw_sb_u64(b, h->cpu);
     kprw_sb_str(b, "] ");
-    u64_field(b, h->ts / 1000000000u, 5, true);
+    u64_field(b, ts_ns / 1000000000u, 5, true);
     kprw_sb_char(b, '.');
-    uint64_t us = h->ts / 1000 % 1000000;
+    uint64_t us = ts_ns / 1000 % 1000000;
     for (uint64_t d = 100000; d > 1 && us < d; d /= 10)
         kprw_sb_char(b, '0');
     kprw_sb_u64(b, us);
@@ -167,6 +167,60 @@ void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, cons
     kprw_sb_char(b, ')');
     kprw_event_print_args(ev, rec, env, b);
     kprw_sb_char(b, '\n');
+}
+
+void kprw_sb_json(struct kprw_sbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            kprw_sb_char(b, '\\');
+            kprw_sb_char(b, (char)c);
+        } else if (c < 0x20) {
+            kprw_sb_str(b, "\\u00");
+            kprw_sb_char(b, "0123456789abcdef"[c >> 4]);
+            kprw_sb_char(b, "0123456789abcdef"[c & 15]);
+        } else {
+            kprw_sb_char(b, (char)c);
+        }
+    }
+}
+
+void kprw_event_json_args(const struct kprw_event *ev, const uint8_t *rec, const struct kprw_fmt_env *env,
+                          struct kprw_sbuf *b)
+{
+    char tmp[KPRW_EV_STRING_MAX + 64];
+    for (unsigned k = 0; k < ev->nargs; k++) {
+        const struct kprw_farg *f = &ev->args[k];
+        if (k)
+            kprw_sb_char(b, ',');
+        kprw_sb_char(b, '"');
+        kprw_sb_str(b, f->name);
+        kprw_sb_str(b, "\":");
+        bool number = !f->count && (f->type == KPRW_FT_U || f->type == KPRW_FT_S);
+        if (kprw_rec_fault(ev, rec, k)) {
+            kprw_sb_str(b, "null");
+        } else if (number) {
+            print_value(f, rec + f->off, env, b);
+        } else {
+            struct kprw_sbuf t = { tmp, 0, sizeof tmp };
+            if (f->type == KPRW_FT_STRING) {
+                kprw_sb_str(&t, kprw_rec_string(ev, rec, k));
+            } else if (f->count) {
+                for (unsigned e = 0; e < f->count; e++) {
+                    kprw_sb_char(&t, e ? ',' : '{');
+                    print_value(f, rec + f->off + e * f->size, env, &t);
+                }
+                kprw_sb_char(&t, '}');
+            } else {
+                print_value(f, rec + f->off, env, &t);
+            }
+            kprw_sb_end(&t);
+            kprw_sb_char(b, '"');
+            kprw_sb_json(b, tmp);
+            kprw_sb_char(b, '"');
+        }
+    }
 }
 
 void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, uint64_t addr, struct kprw_sbuf *b)

@@ -205,9 +205,16 @@ void kprw_event_print_args(const struct kprw_event *ev, const uint8_t *rec, cons
                            struct kprw_sbuf *b);
 /* One line of trace_pipe, newline included:
  *   COMM-TID [CPU] SECS.USECS: EVENT: (WHERE) NAME=VALUE ...
- * where = "SYM+0xOFF" for a probe, "CALLER+0xOFF <- SYM" for a return. */
-void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, const char *comm, const char *event,
-                           const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b);
+ * where = "SYM+0xOFF" for a probe, "CALLER+0xOFF <- SYM" for a return;
+ * ts_ns the record's time in nanoseconds. */
+void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
+                           const char *event, const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b);
+/* A string as a JSON string's contents (quotes and controls escaped). */
+void kprw_sb_json(struct kprw_sbuf *b, const char *s);
+/* The arguments as a JSON object's members: "NAME":VALUE,... (numbers for
+ * u and s, strings for the rest; null for a fault). */
+void kprw_event_json_args(const struct kprw_event *ev, const uint8_t *rec, const struct kprw_fmt_env *env,
+                          struct kprw_sbuf *b);
 /* The event name the kernel would give a definition without one:
  * p_SYM_OFF / r_SYM_OFF, or p_0xADDR (non-alphanumerics become '_'). */
 void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, uint64_t addr, struct kprw_sbuf *b);

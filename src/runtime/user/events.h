@@ -1,0 +1,65 @@
+/*
+ * Events in the user runtime: a definition (runtime/core/event.h) bound to
+ * a point is an instance, which records into the thread's buffer
+ * (tracebuf.h) from the point's handlers, and may keep a histogram. The
+ * readers (trace-read.c) turn records back into text, JSON or folded
+ * stacks.
+ */
+#ifndef KPREWRITE_EVENTS_H
+#define KPREWRITE_EVENTS_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kprewrite/kprobes.h"
+#include "runtime/core/event.h"
+
+struct point;
+
+/* A histogram: log2 buckets of a value (a return event's latency in ns,
+ * or an argument's value), for each key (an argument's value, or one key
+ * when not keyed). Keys live in a fixed open-addressing table: a key that
+ * finds no room counts in `other`. */
+#define EV_HIST_KEYS 256
+struct ev_hist {
+    int16_t of;                        /* the argument whose value is counted; -1: latency */
+    int16_t by;                        /* the argument that keys it; -1: none */
+    _Atomic uint64_t other;            /* hits whose key found no room */
+    struct ev_hist_key {
+        _Atomic uint64_t key;          /* the key's value (a string's hash) */
+        _Atomic uint32_t used;         /* 0 free, 1 being set, 2 set */
+        char str[32];                  /* a string key's first bytes */
+        _Atomic uint64_t buckets[KPRW_HIST_BUCKETS];
+    } keys[EV_HIST_KEYS];
+};
+
+struct ev_inst {
+    union {                            /* registered on the point: the handler that records */
+        struct kprobe kp;
+        struct kretprobe rp;
+    } u;
+    const struct kprw_event *def;
+    struct point *pt;
+    uint32_t id;                       /* records' id */
+    bool is_return;
+    _Atomic bool enabled;
+    bool gone;                         /* untraced: kept, for records still unread */
+    char name[KPRW_EV_NAME_MAX];       /* the event's name */
+    char where[320];                   /* the point: SYM+0xOFF */
+    const char *sym;                   /* the point's function */
+    _Atomic uint64_t recorded, dropped, filtered;
+    struct ev_hist *_Atomic hist;
+};
+
+/* The instance a record names (NULL: none); reader side, lock-free:
+ * instances are never freed. */
+struct ev_inst *ev_by_id(uint32_t id);
+uint32_t ev_count(void);
+
+/* Does SPEC name the instance's point (runtime/core's spec match) or the
+ * event (its name, a glob)? */
+bool ev_inst_matches(const struct ev_inst *in, const char *spec);
+
+/* Symbolize an address for a reader: "sym+0xoff/0xsize" or "sym". */
+bool ev_symbolize(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b);
+#endif
