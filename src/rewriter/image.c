@@ -1,6 +1,6 @@
 /* Opening and validating ELF images with libelf. */
 #include "image.h"
-#include "../arch/x86/psabi.h"
+#include "../arch/isa.h"
 #include "../util/array.h"
 
 #include <errno.h>
@@ -37,7 +37,8 @@ static int cmp_addr(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* .note.gnu.property: does the image claim IBT (indirect branches land on endbr64)? */
+/* .note.gnu.property: does the image claim that indirect branches land on
+ * markers (x86's IBT: on endbr64)? Its ISA says which property says so. */
 static bool read_ibt(const struct image *img)
 {
     const struct section *s = image_section_by_name(img, ".note.gnu.property");
@@ -57,10 +58,10 @@ static bool read_ibt(const struct image *img)
                 memcpy(&pt, q, 4); memcpy(&psz, q + 4, 4);
                 if (psz > (size_t)(d + descsz - q - 8))
                     return false;
-                if (pt == X86_PROPERTY_FEATURE_1_AND && psz >= 4) {
+                if (pt == img->isa->landing_pad_property && psz >= 4) {
                     uint32_t v;
                     memcpy(&v, q + 8, 4);
-                    return v & X86_FEATURE_1_IBT;
+                    return v & img->isa->landing_pad_bit;
                 }
                 q += 8 + ((psz + 7u) & ~7u);
             }
@@ -151,22 +152,24 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
     if (img->map[EI_CLASS] != ELFCLASS64) {
         const char *cls = img->map[EI_CLASS] == ELFCLASS32 ? "32-bit" : "unknown-class";
         image_close(img);
-        return fail(err, errlen, "%s: %s ELF is not supported (x86-64 only)", path, cls);
+        snprintf(err, errlen, "%s: %s ELF is not supported (%s only)", path, cls, isa_names());
+        return -1;
     }
     if (img->map[EI_DATA] != ELFDATA2LSB) {
         image_close(img);
-        return fail(err, errlen, "%s: big-endian ELF is not supported (x86-64 only)%s", path, "");
+        return fail(err, errlen, "%s: big-endian ELF is not supported (%s only)", path, isa_names());
     }
     img->elf = elf_memory((char *)img->map, img->map_size);
     if (!img->elf || elf_kind(img->elf) != ELF_K_ELF || !gelf_getehdr(img->elf, &img->ehdr)) {
         image_close(img);
         return fail(err, errlen, "%s: malformed ELF header: %s", path, elf_errmsg(-1));
     }
-    if (img->ehdr.e_machine != X86_ELF_MACHINE) {
-        char m[32];
-        snprintf(m, sizeof m, "e_machine %u", img->ehdr.e_machine);
+    img->isa = isa_for_machine(img->ehdr.e_machine);
+    if (!img->isa) {
+        unsigned m = img->ehdr.e_machine;
         image_close(img);
-        return fail(err, errlen, "%s: unsupported machine (%s): x86-64 only", path, m);
+        snprintf(err, errlen, "%s: unsupported machine (e_machine %u): %s only", path, m, isa_names());
+        return -1;
     }
     if (img->ehdr.e_type == ET_REL) {
         image_close(img);

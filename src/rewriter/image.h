@@ -9,6 +9,8 @@
 
 enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
 
+struct isa;
+
 struct section {
     const char *name;
     uint64_t addr, size, offset, flags, entsize;
@@ -27,7 +29,8 @@ struct image {
     Elf *elf;
     GElf_Ehdr ehdr;
     enum image_kind kind;
-    bool ibt;                /* GNU property: IBT-compatible code */
+    const struct isa *isa;   /* its instruction set (src/arch/isa.h), by e_machine */
+    bool ibt;                /* GNU property: indirect branches land on markers (IBT) */
     /* a relocation in a probe's DCR moves with its copy (a kernel module's
      * preview, kmodule.c): it reserves no code */
     bool relocs_follow;

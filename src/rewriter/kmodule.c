@@ -617,7 +617,7 @@ static bool rela_to(struct kwrite *w, struct relas *r, uint64_t off, uint64_t ta
 
 /* A PC-relative field of an entry's code: within the pool it is right
  * already; elsewhere it needs the loader. */
-static bool code_ref(void *ctx, const struct x86_code_ref *c)
+static bool code_ref(void *ctx, const struct isa_code_ref *c)
 {
     struct kwrite *w = ctx;
     uint64_t text = w->ps->text->addr;

@@ -1,0 +1,63 @@
+/*
+ * An ISA, as the rewriter sees it: the questions it asks about an
+ * instruction set's encodings and ELF conventions, answered by one
+ * directory of src/arch/ each (src/arch/x86/isa.c for x86-64). The
+ * rewriter finds the ISA of an image by its e_machine (isa_for_machine)
+ * and asks img->isa; no file outside src/arch/<isa>/ holds an encoding,
+ * an instruction length or a relocation type of its own.
+ *
+ * (Decoding, relocating and emitting are still asked of the x86 layer by
+ * name, src/arch/x86/decode.h and detour.h: the next step puts them here.)
+ */
+#ifndef KPREWRITE_ISA_H
+#define KPREWRITE_ISA_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One PC-relative field of code: at `field` (an address), `width` bytes,
+ * read by the CPU from the end of its instruction (`insn_end`), aiming at
+ * `target`. */
+struct isa_code_ref {
+    uint64_t field, insn_end, target;
+    unsigned width;
+};
+
+struct isa {
+    const char *name;                /* in messages: "x86-64" */
+    uint16_t elf_machine;            /* e_machine */
+    /* the site: the jump a jump-optimized probe's site holds (its DCR is
+     * at least that long), and the short one that reaches a trampoline
+     * near a site shorter than that (0: none) */
+    unsigned jump_len, short_jump_len;
+    /* n bytes no code runs, which trap if run (the fill of unused pool text) */
+    void (*fill)(uint8_t *p, size_t n);
+    /* the call ABI as unwind data tells it: at a function's entry, entered
+     * by a call, the CFA is DWARF register cfa_sp_reg + call_cfa_off */
+    unsigned cfa_sp_reg, call_cfa_off;
+    /* .note.gnu.property: the feature word that says indirect branches
+     * land on markers (x86's IBT), and its bit */
+    uint32_t landing_pad_property, landing_pad_bit;
+    /* relocations: the type that does nothing; how many bytes of code a
+     * relocation applied at load (TEXTREL, KASLR) writes (0: none; its
+     * *pc_relative: it survives moving the whole text) */
+    uint32_t reloc_none;
+    unsigned (*reloc_size)(uint32_t type, bool *pc_relative);
+    /* a kernel module's relocations: the types the rewriter writes
+     * (S + A - P of 4 bytes, the same for a call, of 8 bytes), how many
+     * bytes a type writes (-1: one the module loader does not apply), and
+     * applying one (false: not a module's, or the value does not fit) */
+    uint32_t reloc_pc32, reloc_plt32, reloc_pc64;
+    int (*module_reloc_width)(uint32_t type, bool *pc_relative);
+    bool (*module_reloc_apply)(uint32_t type, uint64_t S, int64_t A, uint64_t P, uint8_t *field);
+    /* every PC-relative field of the len bytes of code at `at`, in order,
+     * to fn (stops at fn's false); false when the code does not decode */
+    bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,
+                      bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx);
+};
+
+/* The ISA of ELF machine m, or NULL when kprewrite has none. */
+const struct isa *isa_for_machine(unsigned m);
+/* The names of the ISAs there are, for messages ("x86-64"). */
+const char *isa_names(void);
+#endif
