@@ -8,8 +8,7 @@
 #include "plan.h"
 #include "table.h"
 #include "../arch/x86/decode.h"
-#include "../arch/x86/elfrel.h"
-#include "../arch/x86/psabi.h"
+#include "../arch/isa.h"
 #include "../util/array.h"
 
 #include <elf.h>
@@ -42,6 +41,7 @@ struct kmodule {
     size_t size;
     unsigned mode;
     Elf64_Ehdr eh;
+    const struct isa *isa;     /* its instruction set, by e_machine */
     Elf64_Shdr *sh;            /* the file's section headers */
     size_t n;                  /* how many */
     uint64_t *addr;            /* each allocated section's preview address (0: not allocated) */
@@ -111,15 +111,16 @@ static bool sym_value(const struct kmodule *km, size_t i, uint64_t *v)
 }
 
 /* The file's structure, checked: every section in the file, one symbol
- * table, x86-64, no signature, no pool yet. */
+ * table, a machine kprewrite knows, no signature, no pool yet. */
 static int check_file(struct kmodule *km, char *err, size_t errlen)
 {
     const char *p = km->path;
     if (km->size < sizeof km->eh)
         return fail(err, errlen, "%s: %s", p, "truncated ELF header");
     memcpy(&km->eh, km->file, sizeof km->eh);
-    if (km->eh.e_machine != X86_ELF_MACHINE || km->eh.e_ident[EI_DATA] != ELFDATA2LSB)
-        return fail(err, errlen, "%s: %s", p, "unsupported machine: x86-64 only");
+    km->isa = isa_for_machine(km->eh.e_machine);
+    if (!km->isa || km->eh.e_ident[EI_DATA] != ELFDATA2LSB)
+        return fail(err, errlen, "%s: unsupported machine: %s only", p, isa_names());
     if (km->eh.e_shentsize != sizeof(Elf64_Shdr) || km->eh.e_shnum == 0 || km->eh.e_shoff > km->size ||
         (uint64_t)km->eh.e_shnum * sizeof(Elf64_Shdr) > km->size - km->eh.e_shoff ||
         km->eh.e_shstrndx >= km->eh.e_shnum)
@@ -158,7 +159,7 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
             km->strtab = s->sh_link;
         }
         if (s->sh_type == SHT_REL && (km->sh[s->sh_info < km->n ? s->sh_info : 0].sh_flags & SHF_ALLOC))
-            return fail(err, errlen, "%s: %s", p, "SHT_REL relocations (x86-64 modules carry RELA)");
+            return fail(err, errlen, "%s: SHT_REL relocations (%s modules carry RELA)", p, km->isa->name);
         if (strcmp(sec_name(km, i), KPRW_SEC_TABLE) == 0)
             return fail(err, errlen, "%s: %s", p, "the module holds baked probes already: bake every probe "
                         "into the module as it was built");
@@ -446,7 +447,7 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
             uint32_t type = (uint32_t)ELF64_R_TYPE(rel.r_info);
             size_t si = ELF64_R_SYM(rel.r_info);
             bool pcrel;
-            int w = x86_module_reloc_width(type, &pcrel);
+            int w = km->isa->module_reloc_width(type, &pcrel);
             uint64_t S = 0;
             if (w < 0 || si >= km->nsyms || (si && !sym_value(km, si, &S)) ||
                 rel.r_offset > km->sh[t].sh_size || (uint64_t)w > km->sh[t].sh_size - rel.r_offset) {
@@ -456,7 +457,7 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
                 goto out;
             }
             uint64_t P = km->addr[t] + rel.r_offset;
-            if (!x86_module_reloc_apply(type, S, rel.r_addend, P, o.buf + o.sh[t].sh_offset + rel.r_offset)) {
+            if (!km->isa->module_reloc_apply(type, S, rel.r_addend, P, o.buf + o.sh[t].sh_offset + rel.r_offset)) {
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s does not fit", km->path,
                          sec_name(km, t), (unsigned long long)rel.r_offset, type, sym_name(km, &km->syms[si]));
                 goto out;
@@ -603,7 +604,7 @@ static bool rela_to(struct kwrite *w, struct relas *r, uint64_t off, uint64_t ta
     if (target >= data && target - data <= w->ps->data->size)
         return rela_add(w, r, off, w->sym_state, type, (int64_t)(target - data) + bias);
     if (target == km->dispatch)
-        return rela_add(w, r, off, w->sym_dispatch, type == X86_RELOC_PC32 ? X86_RELOC_PLT32 : type, bias);
+        return rela_add(w, r, off, w->sym_dispatch, type == km->isa->reloc_pc32 ? km->isa->reloc_plt32 : type, bias);
     size_t s = section_of(km, target);
     if (s == km->n || !w->secsym[s]) {
         snprintf(w->err, w->errlen, "%s: %s: internal error: the pool refers to 0x%llx, in no section the module "
@@ -631,7 +632,8 @@ static bool code_ref(void *ctx, const struct isa_code_ref *c)
         return false;
     }
     /* S + A - P = target - insn_end */
-    return rela_to(w, &w->text, c->field - text, c->target, -(int64_t)(c->insn_end - c->field), X86_RELOC_PC32);
+    return rela_to(w, &w->text, c->field - text, c->target, -(int64_t)(c->insn_end - c->field),
+                   w->km->isa->reloc_pc32);
 }
 
 /* The module's relocations in [at, at + len) of section t, to fn. */
@@ -646,7 +648,7 @@ static bool each_reloc(const struct kmodule *km, size_t t, uint64_t at, uint64_t
             Elf64_Rela rel;
             memcpy(&rel, km->file + r->sh_offset + k * sizeof rel, sizeof rel);
             bool pc;
-            int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(rel.r_info), &pc);
+            int width = km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(rel.r_info), &pc);
             if (width > 0 && rel.r_offset + (uint64_t)width > at && rel.r_offset < at + len && !fn(ctx, &rel))
                 return false;
         }
@@ -671,7 +673,7 @@ static bool move_reloc(void *ctx, const Elf64_Rela *r)
     struct move_ctx *m = ctx;
     struct kwrite *w = m->w;
     bool pc;
-    int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(r->r_info), &pc);
+    int width = w->km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(r->r_info), &pc);
     uint64_t rel = r->r_offset - m->site_off;   /* from the site (wraps when before it) */
     for (int b = 0; b < width; b++)
         if (rel + (uint64_t)b < m->len)
@@ -743,7 +745,7 @@ static bool entry_relocs(struct kwrite *w, const struct emit_env *env, const str
     }
     w->nmoved = 0;
     if (!each_reloc(w->km, t, m.site_off, m.len, move_reloc, &m) ||
-        !x86_code_refs(code, len, w->ps->text->addr + pc->off, code_ref, w)) {
+        !w->km->isa->code_refs(code, len, w->ps->text->addr + pc->off, code_ref, w)) {
         if (!w->err[0])
             snprintf(w->err, w->errlen, "%s: %s: internal error: the code does not decode", w->km->path, what);
         return false;
@@ -767,7 +769,7 @@ static size_t table_finish(struct kwrite *w, const struct bake_plan *plan, const
     t->flags |= KPRW_T_MODULE;
     t->link_addr = 0;
     t->state_rel = 0;
-    if (!rela_add(w, &w->table, offsetof(struct kprw_table, state_rel), w->sym_state, X86_RELOC_PC64,
+    if (!rela_add(w, &w->table, offsetof(struct kprw_table, state_rel), w->sym_state, w->km->isa->reloc_pc64,
                   (int64_t)offsetof(struct kprw_table, state_rel)))
         return 0;
     for (size_t k = 0; k < plan->nentries; k++) {
@@ -777,9 +779,9 @@ static size_t table_finish(struct kwrite *w, const struct bake_plan *plan, const
         uint64_t code = w->ps->text->addr + pe->off + pe->code_off;
         e[k].site_rel = e[k].code_rel = 0;
         if (!rela_to(w, &w->table, base + offsetof(struct kprw_entry, site_rel), p->addr,
-                     (int64_t)(base + offsetof(struct kprw_entry, site_rel)), X86_RELOC_PC32) ||
+                     (int64_t)(base + offsetof(struct kprw_entry, site_rel)), w->km->isa->reloc_pc32) ||
             !rela_to(w, &w->table, base + offsetof(struct kprw_entry, code_rel), code,
-                     (int64_t)(base + offsetof(struct kprw_entry, code_rel)), X86_RELOC_PC32))
+                     (int64_t)(base + offsetof(struct kprw_entry, code_rel)), w->km->isa->reloc_pc32))
             return 0;
         memcpy(tab + used + 4 * k, &masks[k], 4);
     }
@@ -932,7 +934,7 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
      * holding zero (x86 apply_relocate_add(): "existing value is nonzero") */
     for (size_t i = 0; i < w.text.n; i++) {
         bool pc;
-        int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info), &pc);
+        int width = km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info), &pc);
         memset(out + ps.text->offset + w.text.v[i].r_offset, 0, width > 0 ? (size_t)width : 0);
     }
     size_t table_size = plan.table_size + 4 * plan.nentries + 8;

@@ -2,7 +2,7 @@
 #include "ktables.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/kernel-tables.h"
-#include "../arch/x86/psabi.h"
+#include "../arch/isa.h"
 #include "../util/array.h"
 #include "krelocs.h"
 
@@ -447,7 +447,7 @@ static int read_relocs(struct ctx *c, struct kfacts *kf, char *err, size_t errle
         for (size_t k = 0; k < rela_count(s); k++) {
             Elf64_Rela r = rela_get(s, k);
             bool pcrel;
-            unsigned len = x86_reloc_size(ELF64_R_TYPE(r.r_info), &pcrel);
+            unsigned len = c->img->isa->reloc_size(ELF64_R_TYPE(r.r_info), &pcrel);
             if (!len)
                 continue;
             /* as arch/x86/tools/relocs decides: relative references need
