@@ -30,6 +30,9 @@ struct isa {
      * at least that long), and the short one that reaches a trampoline
      * near a site shorter than that (0: none) */
     unsigned jump_len, short_jump_len;
+    /* what a short branch reaches: from its end back short_back bytes, and
+     * ahead short_ahead bytes (a rel8: 128, 127) */
+    unsigned short_back, short_ahead;
     /* n bytes no code runs, which trap if run (the fill of unused pool text) */
     void (*fill)(uint8_t *p, size_t n);
     /* the call ABI as unwind data tells it: at a function's entry, entered
@@ -55,6 +58,13 @@ struct isa {
     bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,
                       bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx);
 };
+
+/* Is a CFA of DWARF register reg + off the one at a function's entry,
+ * entered by a call? */
+static inline bool isa_cfa_at_call_entry(const struct isa *isa, unsigned reg, int64_t off)
+{
+    return reg == isa->cfa_sp_reg && off == (int64_t)isa->call_cfa_off;
+}
 
 /* The ISA of ELF machine m, or NULL when kprewrite has none. */
 const struct isa *isa_for_machine(unsigned m);

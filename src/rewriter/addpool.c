@@ -49,7 +49,7 @@
  */
 #include "addpool.h"
 #include "addpool-plan.h"
-#include "../arch/x86/detour.h"
+#include "../arch/isa.h"
 #include "kprewrite/abi.h"
 
 #include <stdio.h>
@@ -484,7 +484,7 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     if (!b)
         return addpool_fail(err, errlen, img->path, "out of memory adding a pool");
     memcpy(b, img->map, L.keep);
-    x86_fill_int3(b + L.fx + L.off_tx, L.tx);
+    img->isa->fill(b + L.fx + L.off_tx, L.tx);
     for (int i = 0; i < 2; i++)
         if (L.blk[i].bs < L.blk[i].be)
             memcpy(b + L.fx + L.blk[i].off, img->map + L.blk[i].fs, L.blk[i].be - L.blk[i].bs);

@@ -2,6 +2,7 @@
 #include "emit.h"
 #include "kaslr.h"
 #include "fentry.h"
+#include "../arch/isa.h"
 #include "../arch/x86/decode.h"
 
 #include <stdio.h>
@@ -313,7 +314,7 @@ static int emit_pieces(const struct emit_env *env, const struct bake_plan *plan,
 {
     const struct image *img = env->img;
     uint8_t *text = out + ps->text->offset;
-    x86_fill_int3(text, ps->text->size);
+    img->isa->fill(text, ps->text->size);
     for (size_t i = 0; i < plan->npieces; i++) {
         const struct piece *pc = &plan->pieces[i];
         if (pc->off + pc->len > ps->text->size) {

@@ -5,6 +5,7 @@
  * unproven one, which taints its function's family. See doc/analysis.md.
  */
 #include "analysis.h"
+#include "../arch/isa.h"
 #include "../arch/x86/jumptable.h"
 #include "../util/array.h"
 
@@ -72,13 +73,14 @@ static bool in_family(const struct state *s, size_t head, uint64_t vaddr)
     return f && f->parent == head;
 }
 
-/* Is the frame at insns' address as it was at the function's entry (CFA =
- * %rsp + 8, by the function's own .eh_frame)? An indirect jump there is a
- * sibling call, as objtool decides. */
+/* Is the frame at insns' address as it was at the function's entry (the
+ * CFA where a call leaves it, x86-64: %rsp + 8, by the function's own
+ * .eh_frame)? An indirect jump there is a sibling call, as objtool
+ * decides. */
 static bool frame_at_entry(const struct state *s, uint64_t addr)
 {
     struct eh_cfa c = symbols_cfa_at(s->sy, addr);
-    return c.known && c.reg == 7 && c.off == 8;
+    return c.known && isa_cfa_at_call_entry(s->img->isa, c.reg, c.off);
 }
 
 /* The indirect jumps of one function: recover tables, prove where the

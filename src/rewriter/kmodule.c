@@ -427,7 +427,7 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
         if (k && (s.sh_offset = out_data(&o, NULL, sizes[k], 64)) == SIZE_MAX)
             goto out;
         if (k == 1)
-            memset(o.buf + s.sh_offset, 0xcc, sizes[k]);
+            km->isa->fill(o.buf + s.sh_offset, sizes[k]);   /* the pool's text */
         if (!out_section(&o, s))
             goto out;
     }

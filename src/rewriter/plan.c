@@ -7,6 +7,7 @@
 #include "plan.h"
 #include "emit.h"
 #include "ktables.h"
+#include "../arch/isa.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -160,8 +161,9 @@ static int plan_retargets(struct planner *pl, size_t i, size_t off, const struct
         if (t->kind == RT_BRANCH8) {
             /* aimed at a trampoline (checked first: the branch's message) */
             struct plan_fixup tr = { .at = t->tramp, .target = f.target, .to_text = true, .branch = t->at, .probe = i,
-                                     .len = X86_JMP32_LEN, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
-            uint8_t b[X86_JMP32_LEN];
+                                     .len = (uint8_t)pl->img->isa->jump_len, .kind = KPRW_FIX_TRAMPOLINE,
+                                     .how = FIX_JMP32 };
+            uint8_t b[KPRW_ORIG_MAX];
             if (!fixup_bytes(&pl->env, &tr, b, pl->err, pl->errlen))
                 return -1;
             f.target = t->tramp;
@@ -316,7 +318,7 @@ static int plan_entry(struct planner *pl, size_t i, size_t k, bool twinned)
     size_t fix = pl->plan->nfixups;
     if (opt && (p->notes & NOTE_JUMP8)) {
         struct plan_fixup f = { .at = p->tramp, .target = pe->off + pe->entry_off, .to_text = true, .probe = i,
-                                .len = X86_JMP32_LEN, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
+                                .len = (uint8_t)pl->img->isa->jump_len, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
         if (add_fixup(pl, f) < 0)
             return -1;
     }
