@@ -15,12 +15,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ktable_desc;
+struct ktable_layout;
+struct kcode_range;
+
 /* One PC-relative field of code: at `field` (an address), `width` bytes,
  * read by the CPU from the end of its instruction (`insn_end`), aiming at
  * `target`. */
 struct isa_code_ref {
     uint64_t field, insn_end, target;
     unsigned width;
+};
+
+/* What a kernel of the ISA holds that the rewriter reads (the kernel image
+ * kinds, src/rewriter/ktables.c), in the form src/arch/ktable.h describes. */
+struct isa_kernel {
+    /* the patch and search tables that name code sites: where each is and
+     * its entry layouts */
+    const struct ktable_desc *tables;
+    size_t ntables;
+    /* code no table names that must keep its bytes */
+    const struct kcode_range *keep;
+    size_t nkeep;
+    /* sections of code outside every function that branch into functions */
+    const char *const *branching;
+    size_t nbranching;
+    /* prefixes of the symbols a compiler puts on a function's padding: no
+     * function's entry */
+    const char *const *padding_prefixes;
+    size_t npadding_prefixes;
+    /* the length of a jump-label site at p (p may be NULL) */
+    unsigned (*jump_label_len)(const uint8_t *p, size_t avail);
+    /* does a BUG() site start at p? */
+    bool (*is_bug_site)(const uint8_t *p, size_t avail);
+    /* an alternative (entry e at eaddr, in layout l): its replacement's
+     * address and *len */
+    uint64_t (*alt_replacement)(const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr, unsigned *len);
+    /* is it one the kernel patches by the site's address (a direct call),
+     * which no copy can stand for? */
+    bool (*alt_by_address)(const struct ktable_layout *l, const uint8_t *e);
+    /* what an alternative's form (its original, or a replacement), the len
+     * bytes at p of address at, needs to be put back at another address:
+     * FOLLOW_COPY, FOLLOW_REAIM or FOLLOW_NONE (ktable.h) */
+    uint8_t (*alt_form)(const uint8_t *p, unsigned len, uint64_t at, bool original);
+    /* is the return site at p (len bytes) the one jump the kernel patches
+     * wherever the site is (FOLLOW_RETURN)? */
+    bool (*return_site_moves)(const uint8_t *p, size_t avail, uint64_t site, unsigned len);
+    /* what ftrace leaves at a function's entry site after boot (a nop),
+     * which a probe that takes the site over runs in its place */
+    const uint8_t *fentry_nop;
+    unsigned fentry_nop_len;
 };
 
 struct isa {
@@ -57,6 +101,7 @@ struct isa {
      * to fn (stops at fn's false); false when the code does not decode */
     bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,
                       bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx);
+    const struct isa_kernel *kernel;  /* NULL: kprewrite bakes no kernel of the ISA */
 };
 
 /* Is a CFA of DWARF register reg + off the one at a function's entry,

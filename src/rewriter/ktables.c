@@ -1,7 +1,6 @@
 /* One table-driven reader for every vmlinux table that names code sites. */
 #include "ktables.h"
 #include "../arch/x86/decode.h"
-#include "../arch/x86/kernel-tables.h"
 #include "../arch/isa.h"
 #include "../util/array.h"
 #include "krelocs.h"
@@ -30,10 +29,11 @@ const char *ktable_name(enum ktable_id id)
     return id < KT__COUNT ? names[id] : "?";
 }
 
-bool ktable_padding_symbol(const char *name)
+bool ktable_padding_symbol(const struct image *img, const char *name)
 {
-    for (size_t i = 0; i < x86_nkpadding_prefixes; i++)
-        if (strncmp(name, x86_kpadding_prefixes[i], strlen(x86_kpadding_prefixes[i])) == 0)
+    const struct isa_kernel *k = img->isa->kernel;
+    for (size_t i = 0; k && i < k->npadding_prefixes; i++)
+        if (strncmp(name, k->padding_prefixes[i], strlen(k->padding_prefixes[i])) == 0)
             return true;
     return false;
 }
@@ -104,7 +104,7 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
     case KT_LEN_FIELD: return e[l->len_off];
     case KT_LEN_JUMP_LABEL:
         p = image_read(c->img, site, &avail);
-        return x86_jump_label_len(p, avail);
+        return c->img->isa->kernel->jump_label_len(p, avail);
     case KT_LEN_INSN:
         p = image_read(c->img, site, &avail);
         return p ? x86_decode(p, avail, site, &in) : 0;
@@ -112,15 +112,12 @@ static unsigned site_len(const struct ctx *c, const struct ktable_desc *d, const
     return 0;
 }
 
-/* An alternative's replacement (KT_CHK_ALT_REPL entries): its address, from
- * the s32 at +4 of entry e at eaddr, and its length (the byte after the
- * instruction's length). */
-static uint64_t alt_repl(const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr, unsigned *len)
+/* An alternative's replacement (KT_CHK_ALT_REPL entries): its address and
+ * length, as the ISA lays its entries out. */
+static uint64_t alt_repl(const struct ctx *c, const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr,
+                         unsigned *len)
 {
-    int32_t r;
-    memcpy(&r, e + 4, 4);
-    *len = e[l->len_off + 1];
-    return eaddr + 4 + (int64_t)r;
+    return c->img->isa->kernel->alt_replacement(l, e, eaddr, len);
 }
 
 /* Does every entry make sense with this layout? */
@@ -137,15 +134,15 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
             continue;   /* linker padding: the kernel skips NULL entries too */
         if (!image_is_exec_addr(c->img, site))
             return false;
-        if (d->check == KT_CHK_UD) {
+        if (d->check == KT_CHK_BUG) {
             size_t avail;
             const uint8_t *p = image_read(c->img, site, &avail);
-            if (!x86_is_ud_site(p, avail))
+            if (!c->img->isa->kernel->is_bug_site(p, avail))
                 return false;
         }
         if (d->check == KT_CHK_ALT_REPL && repl) {
             unsigned repllen;
-            uint64_t to = alt_repl(l, e, vaddr + off, &repllen);
+            uint64_t to = alt_repl(c, l, e, vaddr + off, &repllen);
             if (to < repl->addr || to + repllen > repl->addr + repl->size || e[l->len_off] < repllen)
                 return false;
         }
@@ -154,65 +151,41 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
 }
 
 /* What an alternative's form (its original, or a replacement) at [at, at +
- * len) of img needs to be put back at another address: FOLLOW_COPY when it
- * is position-independent; FOLLOW_REAIM when its only relative operands
- * are RIP-relative displacements and rel32 branches (jmp, jcc) out of it,
- * which the kernel aims from wherever it puts the form, and which the
- * runtime can aim again from the site; FOLLOW_NONE when it does not decode,
- * is a call (a kernel's DCR holds none), or has a rel8 branch out of it (or
- * the original any rel8 branch: copied out of line it would grow). */
+ * len) of img needs to be put back at another address (FOLLOW_*): the
+ * ISA's answer, FOLLOW_NONE when it is not in the file. */
 static uint8_t alt_form(const struct image *img, uint64_t at, unsigned len, bool original)
 {
     size_t avail;
     const uint8_t *p = image_read(img, at, &avail);
-    struct x86_insn in;
-    uint8_t how = FOLLOW_COPY;
     if (!p || avail < len)
         return FOLLOW_NONE;
-    for (unsigned off = 0, n; off < len; off += n) {
-        n = x86_decode(p + off, len - off, at + off, &in);
-        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND)
-            return FOLLOW_NONE;
-        if (in.flags & XF_RIPREL)
-            how = FOLLOW_REAIM;
-        if (!x86_has_target(&in))
-            continue;
-        bool inside = in.target >= at && in.target < at + len;
-        bool rel32 = (in.kind == XK_JMP && n == 5) || (in.kind == XK_JCC && n == 6);
-        if (original ? !rel32 : !inside && !rel32)
-            return FOLLOW_NONE;
-        if (!inside || original)
-            how = FOLLOW_REAIM;
-    }
-    return how;
+    return img->isa->kernel->alt_form(p, len, at, original);
 }
 
 /* Can a site of a KT_ACT_FOLLOW table move into a copy, and how is it put
- * back (FOLLOW_*)? A return site is one jmp rel32 (to the return thunk):
- * its copy is the same jmp, which apply_returns() patches. An alternative
- * moves where alt_form() says its original and replacement can, and it is
- * not a call the kernel makes up (6.12's ALT_FLAG_DIRECT_CALL). The kernel
- * patches the copy as it would the site (by CPU feature, not by address). */
+ * back (FOLLOW_*)? A return site moves when the ISA says the kernel
+ * patches its copy as it would the site (x86-64: one jmp rel32 to the
+ * return thunk, which apply_returns() patches). An alternative moves where
+ * alt_form() says its original and replacement can, and it is not one the
+ * kernel patches by the site's address (6.12's ALT_FLAG_DIRECT_CALL). The
+ * kernel patches the copy as it would the site (by CPU feature, not by
+ * address). */
 static uint8_t follows(const struct ctx *c, const struct ktable_desc *d, const struct ktable_layout *l,
                        const uint8_t *e, uint64_t eaddr, uint64_t site, unsigned len)
 {
+    const struct isa_kernel *k = c->img->isa->kernel;
     size_t avail;
     const uint8_t *p = image_read(c->img, site, &avail);
-    struct x86_insn in;
     if (!p)
         return FOLLOW_NONE;
     if (d->id == KT_RETURN)
-        return len == X86_JMP32_LEN && x86_decode(p, avail, site, &in) == X86_JMP32_LEN &&
-               in.kind == XK_JMP && in.rel_size == 32 ? FOLLOW_RETURN : FOLLOW_NONE;
+        return k->return_site_moves(p, avail, site, len) ? FOLLOW_RETURN : FOLLOW_NONE;
     if (d->id != KT_ALTINSTR || d->check != KT_CHK_ALT_REPL)
         return FOLLOW_NONE;
-    uint32_t ft_flags = 0;
-    if (l->entsize == 14)
-        memcpy(&ft_flags, e + 8, 4);
-    if ((ft_flags >> 16) & 2)   /* ALT_FLAG_DIRECT_CALL */
+    if (k->alt_by_address(l, e))
         return FOLLOW_NONE;
     unsigned rlen;
-    uint64_t repl = alt_repl(l, e, eaddr, &rlen);
+    uint64_t repl = alt_repl(c, l, e, eaddr, &rlen);
     uint8_t a = alt_form(c->img, site, len, true), b = alt_form(c->img, repl, rlen, false);
     return a == FOLLOW_NONE || b == FOLLOW_NONE ? FOLLOW_NONE : a == FOLLOW_REAIM || b == FOLLOW_REAIM ? FOLLOW_REAIM
                                                                                                        : FOLLOW_COPY;
@@ -250,7 +223,7 @@ static int branches_out(struct ctx *c, const uint8_t *p, size_t avail, uint64_t 
 static int repl_targets(struct ctx *c, const struct ktable_layout *l, const uint8_t *e, uint64_t eaddr)
 {
     unsigned len;
-    uint64_t repl = alt_repl(l, e, eaddr, &len);
+    uint64_t repl = alt_repl(c, l, e, eaddr, &len);
     size_t avail = 0;
     const uint8_t *p = image_read(c->img, repl, &avail);
     return branches_out(c, p, avail, repl, len, eaddr, KT_ALTINSTR, false);
@@ -346,11 +319,13 @@ static int read_table(struct ctx *c, const struct ktable_desc *d, struct kfacts 
 }
 
 /* The branches out of the code sections outside functions that jump into
- * them (x86_kcode_branching): decoded straight through (stubs, no data). */
+ * them (the ISA's kernel->branching): decoded straight through (stubs, no
+ * data). */
 static int read_branching_code(struct ctx *c)
 {
-    for (size_t i = 0; i < x86_nkcode_branching; i++) {
-        const struct section *s = image_section_by_name(c->img, x86_kcode_branching[i]);
+    const struct isa_kernel *k = c->img->isa->kernel;
+    for (size_t i = 0; i < k->nbranching; i++) {
+        const struct section *s = image_section_by_name(c->img, k->branching[i]);
         if (s && s->data && s->size &&
             branches_out(c, s->data, s->size, s->addr, s->size, 0, KT_CODE_BRANCHING, true) < 0)
             return -1;
@@ -510,8 +485,8 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
-    for (size_t i = 0; i < x86_nkcode_keep; i++) {
-        const struct kcode_range *k = &x86_kcode_keep[i];
+    for (size_t i = 0; i < c->img->isa->kernel->nkeep; i++) {
+        const struct kcode_range *k = &c->img->isa->kernel->keep[i];
         uint64_t a = 0, b = 0;
         if (!symbols_addr_of(c->sy, k->start, &a))
             continue;
@@ -529,7 +504,7 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
-        if (ktable_padding_symbol(fn->name)) {
+        if (ktable_padding_symbol(c->img, fn->name)) {
             struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0 };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
@@ -598,8 +573,13 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
     /* Kernel tables only mean something in a vmlinux; a user program that
      * happened to name a section __ex_table must not be read as one. */
     if (img->kind == IMG_VMLINUX) {
-        for (size_t i = 0; i < x86_nktables; i++)
-            if (read_table(&c, &x86_ktables[i], kf, err, errlen) < 0)
+        const struct isa_kernel *k = img->isa->kernel;
+        if (!k) {
+            snprintf(err, errlen, "%s: kprewrite reads no %s kernel", img->path, img->isa->name);
+            goto fail;
+        }
+        for (size_t i = 0; i < k->ntables; i++)
+            if (read_table(&c, &k->tables[i], kf, err, errlen) < 0)
                 goto fail;
         if (read_blacklist_ranges(&c, err, errlen) < 0)
             goto fail;

@@ -7,18 +7,7 @@
 #define KPREWRITE_KTABLES_H
 #include "image.h"
 #include "symbols.h"
-
-enum ktable_id {
-    KT_EX_TABLE, KT_ALTINSTR, KT_SMP_LOCKS, KT_JUMP_TABLE, KT_STATIC_CALL, KT_RETPOLINE,
-    KT_RETURN, KT_CALL_SITES, KT_IBT_SEAL, KT_CFI_SITES, KT_PARAINSTR, KT_BUG_TABLE,
-    KT_MCOUNT, KT_KPROBE_BLACKLIST, KT_RELOC, KT_RUNTIME_CONST,
-    KT_CODE_BRANCHING,     /* code outside functions that branches into them (.altinstr_aux) */
-    /* blacklist sources that are address ranges rather than tables */
-    KT_KPROBES_TEXT, KT_NOINSTR_TEXT, KT_ENTRY_TEXT, KT_INIT_TEXT, KT_EXIT_TEXT,
-    KT_STATIC_CALL_TEXT, KT_HEAD_TEXT, KT_CFI_PREAMBLE,
-    KT_ARCH_CODE,          /* code the architecture says must keep its bytes */
-    KT__COUNT
-};
+#include "../arch/ktable.h"   /* the tables' ids and descriptions */
 
 struct krange {
     uint64_t start;
@@ -34,14 +23,6 @@ struct krange {
     uint8_t follow;
     uint64_t field;        /* follow: the entry's s32 naming the site */
 };
-
-/* How a followed site is put back when its probe's site is restored (the
- * kernel patched the copy): the copy's bytes as they are (an alternative
- * whose every form is position-independent), as the kernel patches a
- * return site at the site's address, or the copy's bytes with their
- * RIP-relative and rel32 branch operands aimed from the site again.
- * abi.h's KPRW_FOLLOW_*. */
-enum { FOLLOW_NONE, FOLLOW_COPY, FOLLOW_RETURN, FOLLOW_REAIM };
 
 /* A control-flow target named by a table entry (jump-label target, fixup). */
 struct kref {
@@ -67,56 +48,11 @@ struct kfacts {
     unsigned entsize[KT__COUNT];
 };
 
-/* Code that no table names but that must keep its bytes (arch data): from
- * the symbol start to the symbol end, or (end NULL) the function start is. */
-struct kcode_range { const char *start, *end; };
-
-/* How a table is read: the generic reader (ktables.c) takes a description
- * of each table from the architecture (src/arch/x86/kernel-tables.c). */
-enum ktable_site { KT_SITE_REL32, KT_SITE_ABS64 };   /* s32 relative to the field, or an address */
-enum ktable_len {
-    KT_LEN_FIXED,         /* fixed_len bytes */
-    KT_LEN_FIELD,         /* the entry's byte at len_off */
-    KT_LEN_INSN,          /* the instruction there */
-    KT_LEN_JUMP_LABEL,    /* the architecture's jump-label site (its short or long form) */
-};
-enum ktable_action {
-    KT_ACT_RESERVE,       /* the site keeps its bytes */
-    KT_ACT_EXTABLE,       /* the instruction may fault to a fixup */
-    KT_ACT_BLACKLIST,     /* the function there is not probed */
-    KT_ACT_FOLLOW,        /* as RESERVE, but a site patched once at boot that its copy
-                             can stand for may move into a detour's copy, its entry
-                             re-pointed (krange.follow) */
-};
-enum ktable_check {
-    KT_CHK_NONE,
-    KT_CHK_UD,            /* every site is a BUG() trap (ud) */
-    KT_CHK_ALT_REPL,      /* the replacement (s32 at +4, its length after len_off's byte)
-                             lies in .altinstr_replacement */
-};
-
-/* One candidate layout: entry size and, for KT_LEN_FIELD, where the length byte is. */
-struct ktable_layout { uint8_t entsize, len_off; };
-
-struct ktable_desc {
-    enum ktable_id id;
-    const char *section;               /* section name, when the table has its own; "PREFIX*":
-                                          every section whose name starts with PREFIX is one */
-    const char *start_sym, *stop_sym;  /* bounds when it lives inside another section */
-    struct ktable_layout layouts[4];   /* tried in order; entsize 0 ends the list */
-    enum ktable_site enc;
-    uint8_t site_off;
-    enum ktable_len len_mode;
-    uint8_t fixed_len;
-    int8_t target_off;                 /* rel32 field naming a control-flow target, or -1 */
-    enum ktable_action action;
-    enum ktable_check check;
-};
-
 /* Name of a table as printed in reasons (reserved:<name>). */
 const char *ktable_name(enum ktable_id id);
-/* Is name a symbol of a function's padding in a kernel (__pfx_, __cfi_)? */
-bool ktable_padding_symbol(const char *name);
+/* Is name a symbol of a function's padding in a kernel of img's ISA (x86:
+ * __pfx_, __cfi_)? */
+bool ktable_padding_symbol(const struct image *img, const char *name);
 
 /* Read every table present in img, and its KASLR relocation sites: from
  * relocs (a vmlinux.relocs) when not NULL, else from its .rela sections (a

@@ -154,7 +154,7 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                  * not, nor a kernel's padding symbols (__pfx_, __cfi_) */
                 struct probe stub;
                 if (stub_section(img, ne->addr, &stub) ||
-                    (img->kind == IMG_VMLINUX && ktable_padding_symbol(ne->name)))
+                    (img->kind == IMG_VMLINUX && ktable_padding_symbol(img, ne->name)))
                     continue;
                 matched++;
                 if (globbed[ne->func] & bit)

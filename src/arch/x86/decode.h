@@ -10,6 +10,7 @@
 
 #include "site.h"         /* X86_JMP32_LEN, X86_JMP8_LEN: the site's jumps */
 #define X86_MAX_INSN_LEN 15
+#define X86_JCC32_LEN 6   /* 0f 8x rel32 */
 
 enum x86_kind {
     XK_OTHER,

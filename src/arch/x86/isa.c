@@ -2,6 +2,7 @@
 #include "../isa.h"
 #include "detour.h"
 #include "elfrel.h"
+#include "kernel-tables.h"
 #include "psabi.h"
 #include "site.h"
 
@@ -25,4 +26,5 @@ const struct isa isa_x86_64 = {
     .module_reloc_width = x86_module_reloc_width,
     .module_reloc_apply = x86_module_reloc_apply,
     .code_refs = x86_code_refs,
+    .kernel = &x86_kernel,
 };
