@@ -76,10 +76,11 @@ size_t emit_piece(const struct emit_env *env, const struct piece *pc, uint8_t *o
 const uint8_t *probe_bytes(const struct image *img, const struct probe *p, uint8_t *nopped, size_t *avail)
 {
     const uint8_t *orig = image_read(img, p->addr, avail);
-    if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && *avail >= sizeof x86_nop5) {
+    const struct isa_kernel *k = img->isa->kernel;
+    if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && k && *avail >= k->fentry_nop_len) {
         size_t n = *avail < KPRW_ORIG_MAX ? *avail : KPRW_ORIG_MAX;
         memcpy(nopped, orig, n);
-        memcpy(nopped, x86_nop5, sizeof x86_nop5);
+        memcpy(nopped, k->fentry_nop, k->fentry_nop_len);
         *avail = n;
         return nopped;
     }
@@ -277,7 +278,7 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
     size_t avail;
     const uint8_t *site = image_read(env->img, p->addr, &avail);
     /* a taken-over fentry site: ftrace must never see it again */
-    if (site && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= sizeof x86_nop5 &&
+    if (site && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= env->img->isa->kernel->fentry_nop_len &&
         fentry_take_over(env->img, out, p->addr, err, errlen) < 0)
         return -1;
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX], nopped[KPRW_ORIG_MAX];
