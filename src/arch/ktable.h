@@ -52,6 +52,9 @@ enum ktable_action {
     KT_ACT_FOLLOW,        /* as RESERVE, but a site patched once at boot that its copy
                              can stand for may move into a detour's copy, its entry
                              re-pointed (krange.follow) */
+    KT_ACT_TAKEOVER,      /* as RESERVE, but a probe whose DCR is exactly the site may
+                             take it over, its entry dropped (krange.takeover: ftrace's
+                             fentry call) */
 };
 enum ktable_check {
     KT_CHK_NONE,

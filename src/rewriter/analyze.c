@@ -446,7 +446,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     p->follow_first = kfacts_follow_in(s->kf, p->addr, pi.len, &fs, 1) ? fs->table + 1 : 0;
     const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len, p->addr, UINT64_MAX);
     if (rs) {
-        if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == s->img->isa->jump_len) {
+        if (rs->takeover && rs->start == p->addr && pi.len == s->img->isa->jump_len) {
             p->notes |= NOTE_FENTRY_TAKEOVER;
         } else {
             probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);

@@ -6,7 +6,7 @@
  */
 #include "plan.h"
 #include "emit.h"
-#include "ktables.h"
+#include "facts.h"
 #include "../arch/isa.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
