@@ -3,6 +3,7 @@
 #include "taken.h"
 #include "ehframe.h"
 #include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "../util/array.h"
@@ -336,7 +337,7 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     const struct ref *end = s->refs.v + s->refs.n;
     for (; r < end && r->target < hi; r++) {
         struct retarget t = { .at = r->from, .target = r->target };
-        if (s->img->kind == IMG_VMLINUX) {
+        if (!s->img->hooks->retargets) {
             why = "";
             break;
         }
@@ -490,7 +491,7 @@ static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, c
         unsigned l8 = 0;
         for (*j = i; *j < f->n && l8 < short_jump; (*j)++)
             l8 += f->insns[*j].len;
-        if (s->img->kind != IMG_VMLINUX && short_jump && l8 >= short_jump) {
+        if (s->img->hooks->short_jumps && short_jump && l8 >= short_jump) {
             *len = l8;
             dcr_text(s, p, fn, f, i, *j, *len);
             p->code_len = p->dcr_len;
@@ -597,7 +598,7 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
     if (!retargets(s, p, fn, f, i, j, len))
         return false;
     if (has_call) {
-        if (s->img->kind == IMG_VMLINUX || call_inside) {
+        if (!s->img->hooks->call_in_dcr || call_inside) {
             probe_set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
             return false;
         }

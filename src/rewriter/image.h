@@ -10,6 +10,7 @@
 enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
 
 struct isa;
+struct kind_hooks;
 
 struct section {
     const char *name;
@@ -30,11 +31,10 @@ struct image {
     GElf_Ehdr ehdr;
     enum image_kind kind;
     const struct isa *isa;   /* its instruction set (src/arch/isa.h), by e_machine */
+    /* its kind's rules and hooks (kind.h), set by whoever opened it:
+     * kind_open, kind_attach (kinds.h) */
+    const struct kind_hooks *hooks;
     bool ibt;                /* GNU property: indirect branches land on markers (IBT) */
-    /* a relocation in a probe's DCR moves with its copy (a kernel module's
-     * preview, kmodule.c): it reserves no code */
-    bool relocs_follow;
-    bool kmodule;            /* a kernel module's preview (kmodule.c) */
     struct section *secs;
     size_t nsecs;
     /* Allocated sections with file bytes, sorted by address, for reads. */

@@ -6,6 +6,7 @@
  */
 #include "analysis.h"
 #include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/jumptable.h"
 #include "../util/array.h"
 
@@ -19,12 +20,13 @@ static bool got_slot(const struct image *img, uint64_t slot)
     return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
 }
 
-/* The code addresses the image materializes (taken.c), built once. User
- * images only: a kernel computes addresses in ways this does not see (its
- * tables, alternatives), so there every unproven jump stays one. */
+/* The code addresses the image materializes (taken.c), built once. Where
+ * its kind allows (user images): a kernel computes addresses in ways this
+ * does not see (its tables, alternatives), so there every unproven jump
+ * stays one. */
 const struct taken *taken_set(struct state *s)
 {
-    if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
+    if (!s->img->hooks->taken_proofs || s->taken_state < 0)
         return NULL;
     if (s->taken_state == 0) {
         char e[200];
@@ -90,7 +92,7 @@ int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, siz
                           uint64_t *local, size_t nlocal)
 {
     const struct func *fn = &s->sy->funcs[fi];
-    bool user = s->img->kind != IMG_VMLINUX, strict = s->taken_state < 0 && user;
+    bool user = s->img->hooks->taken_proofs, strict = s->taken_state < 0 && user;
     struct jt_ctx jc = { s->img, s->sy, fn->parent };
     sort_array(local, nlocal, sizeof *local, cmp_u64);
     for (size_t k = 0; k < n; k++) {

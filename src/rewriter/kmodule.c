@@ -3,6 +3,7 @@
  * preview, and the module written back with the pool and its relocations.
  */
 #include "kmodule.h"
+#include "kinds.h"
 #include "atomic-write.h"
 #include "emit.h"
 #include "plan.h"
@@ -489,9 +490,8 @@ static int open_preview(struct kmodule *km, const struct pool_req *pool, struct 
         return -1;
     if (image_open_mem(img, km->path, buf, size, km->mode, err, errlen) < 0)
         return -1;
-    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's rules, tables and detours */
-    img->relocs_follow = true;  /* the loader relocates a copied instruction as the original */
-    img->kmodule = true;
+    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's tables and detours */
+    img->hooks = &kind_module;   /* the kernel's rules; the loader relocates a copied instruction as the original */
     return 0;
 }
 

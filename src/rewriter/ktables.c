@@ -374,9 +374,10 @@ static int read_relocs_file(struct facts_build *c, struct kfacts *kf, const char
  * original); an error for a vmlinux whose .rela sections of code were
  * stripped; else the generic reader's, with the kernel's inverse per-cpu
  * relocations, the 4-byte ones movable into a detour's copy. */
-static int read_relocs(struct facts_build *c, struct kfacts *kf, char *err, size_t errlen)
+static int read_relocs(struct facts_build *c, struct kfacts *kf, bool module, char *err, size_t errlen)
 {
-    if (c->img->relocs_follow)
+    static const struct reloc_rules kernel = { percpu_ref, true };
+    if (module)
         return 0;
     if (c->img->kind == IMG_VMLINUX && relocs_stripped(c->img)) {
         snprintf(err, errlen, "%s: its code's relocations were stripped (the arch's post-link step, as "
@@ -384,12 +385,11 @@ static int read_relocs(struct facts_build *c, struct kfacts *kf, char *err, size
                  c->img->path);
         return -1;
     }
-    const struct reloc_rules kernel = { percpu_ref, true }, user = { NULL, false };
-    return facts_read_relocs(c, kf, c->img->kind == IMG_VMLINUX ? &kernel : &user, err, errlen);
+    return facts_read_relocs(c, kf, &kernel, err, errlen);
 }
 
 /* Ranges that are blacklisted as a whole: by section, or by start/end symbols. */
-static int read_blacklist_ranges(struct facts_build *c, char *err, size_t errlen)
+static int read_blacklist_ranges(struct facts_build *c, bool module, char *err, size_t errlen)
 {
     static const struct { enum ktable_id id; const char *sec, *a, *b; } ranges[] = {
         { KT_KPROBES_TEXT, ".kprobes.text", "__kprobes_text_start", "__kprobes_text_end" },
@@ -413,7 +413,7 @@ static int read_blacklist_ranges(struct facts_build *c, char *err, size_t errlen
     for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
         const struct section *s = image_section_by_name(c->img, ranges[i].sec);
         uint64_t a = 0, b = 0;
-        if (ranges[i].id == KT_EXIT_TEXT && c->img->kmodule)
+        if (ranges[i].id == KT_EXIT_TEXT && module)
             continue;
         if (s && s->size) {
             a = s->addr; b = s->addr + s->size;
@@ -458,7 +458,7 @@ oom:
 }
 
 int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols *sy,
-                const char *relocs, char *err, size_t errlen)
+                const char *relocs, bool module, char *err, size_t errlen)
 {
     struct facts_build c = { .img = img, .sy = sy };
 
@@ -474,14 +474,14 @@ int kfacts_load(struct kfacts *kf, const struct image *img, const struct symbols
         for (size_t i = 0; i < k->ntables; i++)
             if (read_table(&c, &k->tables[i], kf, err, errlen) < 0)
                 goto fail;
-        if (read_blacklist_ranges(&c, err, errlen) < 0)
+        if (read_blacklist_ranges(&c, module, err, errlen) < 0)
             goto fail;
         if (read_branching_code(&c) < 0) {
             snprintf(err, errlen, "%s: out of memory", img->path);
             goto fail;
         }
     }
-    if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, err, errlen)) < 0)
+    if ((relocs ? read_relocs_file(&c, kf, relocs, err, errlen) : read_relocs(&c, kf, module, err, errlen)) < 0)
         goto fail;
     return facts_build_finish(kf, &c, err, errlen);
 fail:

@@ -1,6 +1,7 @@
 /* The tactics that need every verdict first (see analysis.h). */
 #include "analysis.h"
 #include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 #include "kprewrite/abi.h"
@@ -144,7 +145,7 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
 {
     struct state *s = r->s;
     const struct symbols *sy = s->sy;
-    if (s->img->kind == IMG_VMLINUX)
+    if (!s->img->hooks->evictions)
         return 0;
     /* the functions overlapping [lo - jump, hi]: a window starts with the
      * jump to its stub, its first slot right after */

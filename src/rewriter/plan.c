@@ -8,6 +8,7 @@
 #include "emit.h"
 #include "facts.h"
 #include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -38,7 +39,7 @@ static int oom(struct planner *pl)
 
 struct plan_calls plan_calls_of(const struct image *img, const struct pool_sections *ps)
 {
-    struct plan_calls c = { .kernel = img->kind == IMG_VMLINUX, .added = ps->added, .shared = ps->shared_detours };
+    struct plan_calls c = { .kernel = img->hooks->kernel_contract, .added = ps->added, .shared = ps->shared_detours };
     if (!c.kernel) {
         c.kret = ps->slot->size >= KPRW_SLOTS_KRET_ENTRY;
         c.kret_return = ps->slot->size >= KPRW_SLOTS_KRET_RETURN;

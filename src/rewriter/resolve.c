@@ -1,6 +1,6 @@
 /* Resolving probe specs to probe points. */
 #include "resolve.h"
-#include "ktables.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -154,7 +154,7 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                  * not, nor a kernel's padding symbols (__pfx_, __cfi_) */
                 struct probe stub;
                 if (stub_section(img, ne->addr, &stub) ||
-                    (img->kind == IMG_VMLINUX && ktable_padding_symbol(img, ne->name)))
+                    (img->hooks->padding_symbol && img->hooks->padding_symbol(img, ne->name)))
                     continue;
                 matched++;
                 if (globbed[ne->func] & bit)

@@ -1,6 +1,7 @@
 /* Function bounds and names: .symtab, .dynsym, System.map, .eh_frame. */
 #include "symbols.h"
 #include "ehframe.h"
+#include "kind.h"
 #include "kprewrite/abi.h"
 #include "../util/array.h"
 
@@ -70,7 +71,7 @@ static int read_symtab(const struct image *img, const struct section *s, struct 
             continue;
         bool fn = type == STT_FUNC || type == STT_GNU_IFUNC;
         /* Kernel assembly (SYM_CODE_START) leaves some entry points untyped. */
-        if (!fn && type == STT_NOTYPE && img->kind == IMG_VMLINUX && sym.st_size > 0 &&
+        if (!fn && type == STT_NOTYPE && img->hooks->untyped_functions && sym.st_size > 0 &&
             strncmp(name, ".L", 2) != 0)
             fn = true;
         if (!fn || !image_is_exec_addr(img, sym.st_value))
