@@ -354,25 +354,16 @@ static bool out_close(struct elf_out *o, const struct kmodule *km, const struct 
     return true;
 }
 
-/* The preview: sections at their preview addresses with relocations
- * applied, symbols valued there, an extern area for the undefined ones,
- * and (pool sizes given) the pool with the symbols a kernel's has. */
-static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_t **buf, size_t *size,
-                         char *err, size_t errlen)
+struct syms { Elf64_Sym *v; size_t n, cap; };
+
+/* The preview's symbols: the module's at their preview values (undefined
+ * ones in the extern area), then kprewrite_dispatch there when the module
+ * does not name it, and (pool sizes given) the pool's symbols a kernel's
+ * has, its three sections at pool_at; their names added to str. false:
+ * out of memory. */
+static bool preview_symbols(const struct kmodule *km, const struct pool_req *pool, struct syms *syms,
+                            struct names *str, uint64_t pool_at[3])
 {
-    struct elf_out o = { .err = err, .errlen = errlen };
-    struct names shstr, str;
-    Elf64_Sym *syms = NULL;
-    size_t nsyms = 0, capsyms = 0;
-    int rc = -1;
-    if (!names_init(&shstr, km, km->eh.e_shstrndx) || !names_init(&str, km, km->strtab) ||
-        !out_reserve(&o, sizeof(Elf64_Ehdr))) {
-        snprintf(err, errlen, "%s: out of memory", km->path);
-        goto out;
-    }
-    o.size = sizeof(Elf64_Ehdr);
-    memset(o.buf, 0, o.size);
-    /* symbols at their preview values */
     for (size_t i = 0; i < km->nsyms; i++) {
         Elf64_Sym s = km->syms[i];
         uint64_t v;
@@ -383,14 +374,13 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
                 s.st_info = ELF64_ST_INFO(ELF64_ST_BIND(s.st_info), STT_NOTYPE);
             }
         }
-        if (!ARRAY_PUSH(syms, nsyms, capsyms, s))
-            goto oom;
+        if (!ARRAY_PUSH(syms->v, syms->n, syms->cap, s))
+            return false;
     }
     struct added { const char *name; uint16_t sec; uint64_t value; } add[7];
     size_t nadd = 0;
     if (!km->dispatch_sym)
         add[nadd++] = (struct added){ KPRW_KERNEL_DISPATCH, (uint16_t)km->n, km->dispatch };
-    uint64_t pool_at[3] = { 0 };
     if (pool) {
         static const char *const names[3] = { KPRW_STR(KPRW_KPOOL_TEXT), KPRW_STR(KPRW_KPOOL_TABLE),
                                               KPRW_STR(KPRW_KPOOL_STATE) };
@@ -406,45 +396,61 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
         }
     }
     for (size_t k = 0; k < nadd; k++) {
-        size_t name = str_add(&str.v, &str.n, &str.cap, add[k].name);
+        size_t name = str_add(&str->v, &str->n, &str->cap, add[k].name);
         Elf64_Sym s = { (uint32_t)name, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), 0, add[k].sec, add[k].value, 0 };
-        if (name == SIZE_MAX || !ARRAY_PUSH(syms, nsyms, capsyms, s))
-            goto oom;
+        if (name == SIZE_MAX || !ARRAY_PUSH(syms->v, syms->n, syms->cap, s))
+            return false;
     }
-    /* the sections */
-    if (!copy_sections(&o, km, syms, nsyms, &str, km->addr))
-        goto out;
-    /* the extern area and the pool */
+    return true;
+}
+
+/* After the module's sections in o: the extern area and (pool sizes
+ * given) the pool's three sections at pool_at, their names added to
+ * shstr. false with err. */
+static bool preview_areas(struct elf_out *o, const struct kmodule *km, const struct pool_req *pool,
+                          struct names *shstr, const uint64_t pool_at[3])
+{
     const char *extra[4] = { ".kprewrite.extern", KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA };
     const uint64_t flags[4] = { SHF_ALLOC, SHF_ALLOC | SHF_EXECINSTR, SHF_ALLOC, SHF_ALLOC | SHF_WRITE };
     const size_t sizes[4] = { km->ext_end - PREVIEW_EXTERN_BASE, pool ? pool->text : 0, pool ? pool->table : 0,
                               pool ? pool->data : 0 };
     for (int k = 0; k < (pool ? 4 : 1); k++) {
-        size_t name = str_add(&shstr.v, &shstr.n, &shstr.cap, extra[k]);
+        size_t name = str_add(&shstr->v, &shstr->n, &shstr->cap, extra[k]);
         Elf64_Shdr s = { (uint32_t)name, k ? SHT_PROGBITS : SHT_NOBITS, flags[k],
                          k ? pool_at[k - 1] : PREVIEW_EXTERN_BASE, 0, sizes[k], 0, 0, 64, 0 };
-        if (name == SIZE_MAX)
-            goto oom;
-        if (k && (s.sh_offset = out_data(&o, NULL, sizes[k], 64)) == SIZE_MAX)
-            goto out;
+        if (name == SIZE_MAX) {
+            snprintf(o->err, o->errlen, "%s: out of memory", km->path);
+            return false;
+        }
+        if (k && (s.sh_offset = out_data(o, NULL, sizes[k], 64)) == SIZE_MAX)
+            return false;
         if (k == 1)
-            km->isa->fill(o.buf + s.sh_offset, sizes[k]);   /* the pool's text */
-        if (!out_section(&o, s))
-            goto out;
+            km->isa->fill(o->buf + s.sh_offset, sizes[k]);   /* the pool's text */
+        if (!out_section(o, s))
+            return false;
     }
-    /* relocations: offsets become addresses, and are applied */
+    return true;
+}
+
+/* The relocations of the module's loaded sections in o: their offsets
+ * become preview addresses, and they are applied as the kernel's module
+ * loader would. false with err for one it would not apply. */
+static bool preview_relocate(struct elf_out *o, const struct kmodule *km)
+{
+    char *err = o->err;
+    size_t errlen = o->errlen;
     for (size_t i = 1; i < km->n; i++) {
-        Elf64_Shdr *r = &o.sh[i];
+        Elf64_Shdr *r = &o->sh[i];
         size_t t = r->sh_info;
         if (r->sh_type != SHT_RELA || t >= km->n || !(km->sh[t].sh_flags & SHF_ALLOC))
             continue;
         if (r->sh_link != km->symtab || r->sh_entsize != sizeof(Elf64_Rela) || km->sh[t].sh_type == SHT_NOBITS) {
             snprintf(err, errlen, "%s: relocation section %s is malformed", km->path, sec_name(km, i));
-            goto out;
+            return false;
         }
         for (size_t k = 0; k < r->sh_size / sizeof(Elf64_Rela); k++) {
             Elf64_Rela rel;
-            memcpy(&rel, o.buf + r->sh_offset + k * sizeof rel, sizeof rel);
+            memcpy(&rel, o->buf + r->sh_offset + k * sizeof rel, sizeof rel);
             uint32_t type = (uint32_t)ELF64_R_TYPE(rel.r_info);
             size_t si = ELF64_R_SYM(rel.r_info);
             bool pcrel;
@@ -455,30 +461,52 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s: not one the kernel's module "
                          "loader applies there", km->path, sec_name(km, t), (unsigned long long)rel.r_offset, type,
                          si < km->nsyms ? sym_name(km, &km->syms[si]) : "a bad symbol");
-                goto out;
+                return false;
             }
             uint64_t P = km->addr[t] + rel.r_offset;
-            if (!km->isa->module_reloc_apply(type, S, rel.r_addend, P, o.buf + o.sh[t].sh_offset + rel.r_offset)) {
+            if (!km->isa->module_reloc_apply(type, S, rel.r_addend, P, o->buf + o->sh[t].sh_offset + rel.r_offset)) {
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s does not fit", km->path,
                          sec_name(km, t), (unsigned long long)rel.r_offset, type, sym_name(km, &km->syms[si]));
-                goto out;
+                return false;
             }
             rel.r_offset = P;
-            memcpy(o.buf + r->sh_offset + k * sizeof rel, &rel, sizeof rel);
+            memcpy(o->buf + r->sh_offset + k * sizeof rel, &rel, sizeof rel);
         }
     }
-    if (!out_close(&o, km, &shstr, ET_EXEC, buf, size))
+    return true;
+}
+
+/* The preview: sections at their preview addresses with relocations
+ * applied, symbols valued there, an extern area for the undefined ones,
+ * and (pool sizes given) the pool with the symbols a kernel's has. */
+static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_t **buf, size_t *size,
+                         char *err, size_t errlen)
+{
+    struct elf_out o = { .err = err, .errlen = errlen };
+    struct names shstr = { 0 }, str = { 0 };   /* (freed also when the first fails) */
+    struct syms syms = { 0 };
+    uint64_t pool_at[3] = { 0 };
+    int rc = -1;
+    if (!names_init(&shstr, km, km->eh.e_shstrndx) || !names_init(&str, km, km->strtab) ||
+        !out_reserve(&o, sizeof(Elf64_Ehdr))) {
+        snprintf(err, errlen, "%s: out of memory", km->path);
         goto out;
-    rc = 0;
-    goto out;
-oom:
-    snprintf(err, errlen, "%s: out of memory", km->path);
+    }
+    o.size = sizeof(Elf64_Ehdr);
+    memset(o.buf, 0, o.size);
+    if (!preview_symbols(km, pool, &syms, &str, pool_at)) {
+        snprintf(err, errlen, "%s: out of memory", km->path);
+        goto out;
+    }
+    if (copy_sections(&o, km, syms.v, syms.n, &str, km->addr) && preview_areas(&o, km, pool, &shstr, pool_at) &&
+        preview_relocate(&o, km) && out_close(&o, km, &shstr, ET_EXEC, buf, size))
+        rc = 0;
 out:
     free(o.buf);
     free(o.sh);
     free(shstr.v);
     free(str.v);
-    free(syms);
+    free(syms.v);
     return rc;
 }
 
@@ -795,7 +823,7 @@ static int write_module(struct kwrite *w, const uint8_t *text, const uint8_t *ta
 {
     struct kmodule *km = w->km;
     struct elf_out o = { .err = w->err, .errlen = w->errlen };
-    struct names shstr, str;
+    struct names shstr = { 0 }, str = { 0 };   /* (freed also when the first fails) */
     Elf64_Sym *syms = NULL;
     size_t nsyms = km->nsyms, cap = 0;
     int rc = -1;
