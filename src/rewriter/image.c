@@ -140,11 +140,12 @@ int image_open_mem(struct image *img, const char *label, uint8_t *buf, size_t si
     return parse(img, false, err, errlen);
 }
 
-/* Everything after the bytes are in img->map: checks, sections, kind. */
-static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
+/* The ELF header: an ELF file of a class, byte order and machine
+ * kprewrite knows (img->isa), executable or shared. -1 with err (img
+ * closed). */
+static int check_header(struct image *img, char *err, size_t errlen)
 {
     const char *path = img->path;
-    size_t shnum, shstrndx;
     if (img->map_size < EI_NIDENT || memcmp(img->map, ELFMAG, SELFMAG) != 0) {
         image_close(img);
         return fail(err, errlen, "%s: not an ELF file%s", path, "");
@@ -179,6 +180,15 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
         image_close(img);
         return fail(err, errlen, "%s: not an executable or shared object (e_type)%s", path, "");
     }
+    return 0;
+}
+
+/* The section headers into img->secs, the allocated sections by address
+ * into img->by_addr. -1 with err (img closed). */
+static int read_sections(struct image *img, char *err, size_t errlen)
+{
+    const char *path = img->path;
+    size_t shnum, shstrndx;
     /* libelf does not check that section headers fit in the file. */
     if (img->ehdr.e_shoff > img->map_size ||
         (uint64_t)img->ehdr.e_shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
@@ -232,7 +242,14 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
             img->by_addr[img->nby_addr++] = s;
     }
     sort_array(img->by_addr, img->nby_addr, sizeof *img->by_addr, cmp_addr);
+    return 0;
+}
 
+/* What the image is (enum image_kind) and whether it claims IBT. -1 with
+ * err (img closed). */
+static int classify(struct image *img, bool force_kernel, char *err, size_t errlen)
+{
+    const char *path = img->path;
     img->ibt = read_ibt(img);
     if (img->ehdr.e_type == ET_EXEC)
         img->kind = (force_kernel || looks_like_kernel(img)) ? IMG_VMLINUX : IMG_EXEC;
@@ -251,6 +268,15 @@ static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
             return fail(err, errlen, "%s: --kernel given but the image is ET_DYN, not a vmlinux%s", path, "");
         }
     }
+    return 0;
+}
+
+/* Everything after the bytes are in img->map: checks, sections, kind. */
+static int parse(struct image *img, bool force_kernel, char *err, size_t errlen)
+{
+    if (check_header(img, err, errlen) < 0 || read_sections(img, err, errlen) < 0 ||
+        classify(img, force_kernel, err, errlen) < 0)
+        return -1;
     return 0;
 }
 
