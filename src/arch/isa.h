@@ -97,6 +97,9 @@ struct isa {
     uint32_t reloc_pc32, reloc_plt32, reloc_pc64;
     int (*module_reloc_width)(uint32_t type, bool *pc_relative);
     bool (*module_reloc_apply)(uint32_t type, uint64_t S, int64_t A, uint64_t P, uint8_t *field);
+    /* the field of a relocation of type as the module loader wants to
+     * find it before applying one (x86-64: zero) */
+    void (*module_reloc_prepare)(uint32_t type, uint8_t *field);
     /* every PC-relative field of the len bytes of code at `at`, in order,
      * to fn (stops at fn's false); false when the code does not decode */
     bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,

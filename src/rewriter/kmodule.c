@@ -958,13 +958,11 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
         if (!entry_relocs(&w, &env, &plan, pc, text + pc->off, probes, &masks[pc->index]))
             goto out;
     }
-    /* the kernel's module loader applies a relocation only to a field
-     * holding zero (x86 apply_relocate_add(): "existing value is nonzero") */
-    for (size_t i = 0; i < w.text.n; i++) {
-        bool pc;
-        int width = km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info), &pc);
-        memset(out + ps.text->offset + w.text.v[i].r_offset, 0, width > 0 ? (size_t)width : 0);
-    }
+    /* each field as the kernel's module loader wants to find it (x86-64:
+     * zero, apply_relocate_add() refuses "existing value is nonzero") */
+    for (size_t i = 0; i < w.text.n; i++)
+        km->isa->module_reloc_prepare((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info),
+                                      out + ps.text->offset + w.text.v[i].r_offset);
     size_t table_size = plan.table_size + 4 * plan.nentries + 8;
     tab = calloc(1, table_size);
     if (!tab) {

@@ -26,7 +26,7 @@ bool kmodule_is_relocatable(const char *path);
 
 /* Opens the module at path: *km its facts, *img its preview (no pool yet;
  * analyze and resolve probes on it). -1 with err for what cannot be
- * baked (not x86-64, malformed, signed, already holding probes, a
+ * baked (a machine kprewrite does not know, malformed, signed, already holding probes, a
  * relocation the module loader would not apply). */
 int kmodule_open(struct kmodule **km, struct image *img, const char *path, char *err, size_t errlen);
 void kmodule_free(struct kmodule *km);

@@ -59,6 +59,13 @@ bool x86_module_reloc_apply(uint32_t type, uint64_t S, int64_t A, uint64_t P, ui
     }
 }
 
+void x86_module_reloc_prepare(uint32_t type, uint8_t *field)
+{
+    bool pc;
+    int width = x86_module_reloc_width(type, &pc);
+    memset(field, 0, width > 0 ? (size_t)width : 0);
+}
+
 bool x86_code_refs(const uint8_t *code, size_t len, uint64_t at,
                    bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx)
 {

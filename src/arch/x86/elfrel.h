@@ -26,6 +26,10 @@ int x86_module_reloc_width(uint32_t type, bool *pc_relative);
  * carry or the value does not fit. */
 bool x86_module_reloc_apply(uint32_t type, uint64_t S, int64_t A, uint64_t P, uint8_t *field);
 
+/* The field of a relocation of type as the kernel's module loader wants
+ * it: zero (apply_relocate_add() refuses "existing value is nonzero"). */
+void x86_module_reloc_prepare(uint32_t type, uint8_t *field);
+
 /* Every PC-relative field of the len bytes of code at `at` (direct
  * branches and RIP-relative operands), in order, to fn; stops at fn's
  * false. false when an instruction does not decode (or fn stopped). */

@@ -25,6 +25,7 @@ const struct isa isa_x86_64 = {
     .reloc_pc64 = X86_RELOC_PC64,
     .module_reloc_width = x86_module_reloc_width,
     .module_reloc_apply = x86_module_reloc_apply,
+    .module_reloc_prepare = x86_module_reloc_prepare,
     .code_refs = x86_code_refs,
     .kernel = &x86_kernel,
 };
