@@ -18,6 +18,7 @@
 struct ktable_desc;
 struct ktable_layout;
 struct kcode_range;
+struct krelocs_site;
 
 /* One PC-relative field of code: at `field` (an address), `width` bytes,
  * read by the CPU from the end of its instruction (`insn_end`), aiming at
@@ -61,6 +62,11 @@ struct isa_kernel {
     /* is the return site at p (len bytes) the one jump the kernel patches
      * wherever the site is (FOLLOW_RETURN)? */
     bool (*return_site_moves)(const uint8_t *p, size_t avail, uint64_t site, unsigned len);
+    /* the KASLR relocation sites of a vmlinux whose .rela sections were
+     * stripped, from the file the kernel's build writes them to (x86-64's
+     * vmlinux.relocs): *out (to be freed), *n of them; -1 with err. NULL:
+     * the ISA's kernels have no such file */
+    int (*read_relocs_file)(const char *path, struct krelocs_site **out, size_t *n, char *err, size_t errlen);
     /* what ftrace leaves at a function's entry site after boot (a nop),
      * which a probe that takes the site over runs in its place */
     const uint8_t *fentry_nop;

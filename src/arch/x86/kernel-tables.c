@@ -7,6 +7,7 @@
  */
 #include "kernel-tables.h"
 #include "decode.h"
+#include "krelocs.h"
 
 #include <string.h>
 
@@ -165,6 +166,7 @@ const struct isa_kernel x86_kernel = {
     .alt_by_address = x86_alt_by_address,
     .alt_form = x86_alt_form,
     .return_site_moves = x86_return_site_moves,
+    .read_relocs_file = x86_krelocs_read,
     .fentry_nop = x86_nop5,
     .fentry_nop_len = sizeof x86_nop5,
 };
