@@ -62,6 +62,10 @@ struct isa_kernel {
     /* is the return site at p (len bytes) the one jump the kernel patches
      * wherever the site is (FOLLOW_RETURN)? */
     bool (*return_site_moves)(const uint8_t *p, size_t avail, uint64_t site, unsigned len);
+    /* is a symbol (name, in the section named section) in the kernel's
+     * zero-based per-cpu area, which KASLR does not move: a PC-relative
+     * relocation against it is an inverse one (NULL: there is none) */
+    bool (*percpu_symbol)(const char *section, const char *name);
     /* the KASLR relocation sites of a vmlinux whose .rela sections were
      * stripped, from the file the kernel's build writes them to (x86-64's
      * vmlinux.relocs): *out (to be freed), *n of them; -1 with err. NULL:

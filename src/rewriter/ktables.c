@@ -304,24 +304,23 @@ static int read_branching_code(struct facts_build *c)
     return 0;
 }
 
-/* Does symbol symi of symtab lie in a vmlinux's zero-based per-cpu area
- * (relocs.c's is_percpu_sym)? */
+/* Does symbol symi of symtab lie in a vmlinux's zero-based per-cpu area,
+ * as its ISA says (x86-64: arch/x86/tools/relocs.c's is_percpu_sym)? */
 static bool percpu_ref(const struct facts_build *c, const struct section *symtab, uint32_t symi)
 {
     Elf64_Sym sym;
-    if (c->img->kind != IMG_VMLINUX || !symtab || !symtab->data ||
+    const struct isa_kernel *k = c->img->isa->kernel;
+    if (c->img->kind != IMG_VMLINUX || !k->percpu_symbol || !symtab || !symtab->data ||
         ((uint64_t)symi + 1) * sizeof sym > symtab->size)
         return false;
     memcpy(&sym, symtab->data + symi * sizeof sym, sizeof sym);
-    if (sym.st_shndx >= c->img->nsecs || strcmp(c->img->secs[sym.st_shndx].name, ".data..percpu") != 0)
+    if (sym.st_shndx >= c->img->nsecs)
         return false;
     const struct section *str = symtab->link < c->img->nsecs ? &c->img->secs[symtab->link] : NULL;
     const char *name = "";
     if (str && str->data && sym.st_name < str->size && memchr(str->data + sym.st_name, 0, str->size - sym.st_name))
         name = (const char *)str->data + sym.st_name;
-    /* the symbols of the section's load address, not of per-cpu data */
-    return strcmp(name, "__init_begin") != 0 && strncmp(name, "__per_cpu_load", 14) != 0 &&
-           strncmp(name, "init_per_cpu_", 13) != 0;
+    return k->percpu_symbol(c->img->secs[sym.st_shndx].name, name);
 }
 
 /* A vmlinux linked with --emit-relocs whose code's relocations were then

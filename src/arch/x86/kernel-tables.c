@@ -153,6 +153,14 @@ static bool x86_return_site_moves(const uint8_t *p, size_t avail, uint64_t site,
            in.rel_size == 32;
 }
 
+/* In .data..percpu, which is linked at 0 (arch/x86/tools/relocs.c's
+ * is_percpu_sym), except the symbols of the section's load address. */
+static bool x86_percpu_symbol(const char *section, const char *name)
+{
+    return strcmp(section, ".data..percpu") == 0 && strcmp(name, "__init_begin") != 0 &&
+           strncmp(name, "__per_cpu_load", 14) != 0 && strncmp(name, "init_per_cpu_", 13) != 0;
+}
+
 #define N(a) (sizeof (a) / sizeof (a)[0])
 
 const struct isa_kernel x86_kernel = {
@@ -166,6 +174,7 @@ const struct isa_kernel x86_kernel = {
     .alt_by_address = x86_alt_by_address,
     .alt_form = x86_alt_form,
     .return_site_moves = x86_return_site_moves,
+    .percpu_symbol = x86_percpu_symbol,
     .read_relocs_file = x86_krelocs_read,
     .fentry_nop = x86_nop5,
     .fentry_nop_len = sizeof x86_nop5,
