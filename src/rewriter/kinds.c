@@ -14,6 +14,7 @@ int kind_open(struct image *img, void **state, const char *path, bool kernel, ch
         struct kmodule *km;
         if (kmodule_open(&km, img, path, err, errlen) < 0)
             return -1;
+        img->hooks = &kind_module;   /* the kernel's rules; the loader relocates a copied instruction as the original */
         *state = km;
         return 0;
     }

@@ -3,7 +3,6 @@
  * preview, and the module written back with the pool and its relocations.
  */
 #include "kmodule.h"
-#include "kinds.h"
 #include "atomic-write.h"
 #include "emit.h"
 #include "plan.h"
@@ -518,8 +517,7 @@ static int open_preview(struct kmodule *km, const struct pool_req *pool, struct 
         return -1;
     if (image_open_mem(img, km->path, buf, size, km->mode, err, errlen) < 0)
         return -1;
-    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's tables and detours */
-    img->hooks = &kind_module;   /* the kernel's rules; the loader relocates a copied instruction as the original */
+    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's tables and detours (its kind: kind_module) */
     return 0;
 }
 
@@ -904,7 +902,6 @@ static size_t *section_symbols(const struct kmodule *km)
 int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe_list *probes,
                  const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
-    (void)img;
     memset(res, 0, sizeof *res);
     err[0] = 0;
     /* the pool, sized for the most these probes can take */
@@ -922,6 +919,7 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
     if (open_preview(km, &req, &km->pool_img, err, errlen) < 0)
         return -1;
     km->pool_open = true;
+    km->pool_img.hooks = img->hooks;   /* the module's kind, as the analysis's preview */
     const struct image *pv = &km->pool_img;
     struct pool_sections ps;
     if (pool_find(pv, &ps, err, errlen) < 0)
