@@ -18,7 +18,6 @@
 struct ktable_desc;
 struct ktable_layout;
 struct kcode_range;
-struct krelocs_site;
 
 /* One PC-relative field of code: at `field` (an address), `width` bytes,
  * read by the CPU from the end of its instruction (`insn_end`), aiming at
@@ -66,11 +65,6 @@ struct isa_kernel {
      * zero-based per-cpu area, which KASLR does not move: a PC-relative
      * relocation against it is an inverse one (NULL: there is none) */
     bool (*percpu_symbol)(const char *section, const char *name);
-    /* the KASLR relocation sites of a vmlinux whose .rela sections were
-     * stripped, from the file the kernel's build writes them to (x86-64's
-     * vmlinux.relocs): *out (to be freed), *n of them; -1 with err. NULL:
-     * the ISA's kernels have no such file */
-    int (*read_relocs_file)(const char *path, struct krelocs_site **out, size_t *n, char *err, size_t errlen);
     /* what ftrace leaves at a function's entry site after boot (a nop),
      * which a probe that takes the site over runs in its place */
     const uint8_t *fentry_nop;

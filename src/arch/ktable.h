@@ -31,10 +31,6 @@ enum ktable_id {
  * abi.h's KPRW_FOLLOW_*. */
 enum { FOLLOW_NONE, FOLLOW_COPY, FOLLOW_RETURN, FOLLOW_REAIM };
 
-/* A relocation site a kernel's relocs file lists (isa->kernel->
- * read_relocs_file): a field of len bytes at addr that KASLR relocates. */
-struct krelocs_site { uint64_t addr; unsigned len; };
-
 /* Code that no table names but that must keep its bytes (arch data): from
  * the symbol start to the symbol end, or (end NULL) the function start is. */
 struct kcode_range { const char *start, *end; };

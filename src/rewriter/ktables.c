@@ -4,6 +4,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/isa.h"
 #include "../util/array.h"
+#include "krelocs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,12 +350,7 @@ static int read_relocs_file(struct facts_build *c, struct kfacts *kf, const char
         snprintf(err, errlen, "%s: --relocs is for a vmlinux (give --kernel)", c->img->path);
         return -1;
     }
-    if (!c->img->isa->kernel->read_relocs_file) {
-        snprintf(err, errlen, "%s: --relocs: %s kernels keep their relocations in the image", c->img->path,
-                 c->img->isa->name);
-        return -1;
-    }
-    if (c->img->isa->kernel->read_relocs_file(path, &v, &n, err, errlen) < 0)
+    if (krelocs_read(path, &v, &n, err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (!image_is_exec_addr(c->img, v[i].addr))

@@ -7,7 +7,6 @@
  */
 #include "kernel-tables.h"
 #include "decode.h"
-#include "krelocs.h"
 
 #include <string.h>
 
@@ -175,7 +174,6 @@ const struct isa_kernel x86_kernel = {
     .alt_form = x86_alt_form,
     .return_site_moves = x86_return_site_moves,
     .percpu_symbol = x86_percpu_symbol,
-    .read_relocs_file = x86_krelocs_read,
     .fentry_nop = x86_nop5,
     .fentry_nop_len = sizeof x86_nop5,
 };

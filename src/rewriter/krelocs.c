@@ -1,13 +1,13 @@
 /* Reads a vmlinux.relocs file (see krelocs.h). */
 #include "krelocs.h"
-#include "../../util/array.h"
+#include "../util/array.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int x86_krelocs_read(const char *path, struct krelocs_site **out, size_t *n, char *err, size_t errlen)
+int krelocs_read(const char *path, struct krelocs_site **out, size_t *n, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     struct krelocs_site *v = NULL;
