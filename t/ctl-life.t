@@ -134,6 +134,14 @@ cases() {
     out=$($AS env KPREWRITE_CTL_DIR="$base" "$P" children 3)
     is "reaped 3, its own 3 with their codes (mask 7), SIGCHLD from others 0, wait ended with No child processes, directory made yes" \
         "$out" "$who: a program waiting for all its children reaps its 3, and gets no other SIGCHLD"
+    # the program's own fds stay its own: 20 runs that outlive the
+    # directory's making (default delay) print all they print
+    n=0
+    for i in $(seq 20); do
+        [ "$($AS env KPREWRITE_CTL_DIR="$base" "$P" brief 60 2>&1 | sort | tr '\n' ' ')" = "brief: err brief: out " ] &&
+            n=$((n + 1))
+    done
+    is 20 $n "$who: 20 runs that made a directory each: their stdout and stderr intact"
     # what the program sees of itself, with and without a directory
     with=$($AS env KPREWRITE_CTL_DIR="$base" "$P" ids)
     without=$($AS env KPREWRITE_CTL_DIR=/proc/none "$P" ids)

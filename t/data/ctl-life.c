@@ -11,6 +11,9 @@
  *                         with its number), wait() until ECHILD, and say
  *                         whom it reaped, whose SIGCHLD it got, and whether
  *                         the control directory was made meanwhile
+ *   brief MS              tick for MS milliseconds, then print to stdout
+ *                         and stderr and exit (its output must survive
+ *                         the directory's making and removal)
  *   ids                   after 0.5 s, what the program can see of itself:
  *                         process group, session, signal masks and
  *                         dispositions, children, fds, and its directory
@@ -207,6 +210,15 @@ int main(int argc, char **argv)
         return mode_children(argc > 2 ? atoi(argv[2]) : 3, argc > 3 && !strcmp(argv[3], "subreaper"));
     if (!strcmp(m, "ids"))
         return mode_ids();
+    if (!strcmp(m, "brief")) {
+        for (long n = 0, ms = argc > 2 ? atol(argv[2]) : 50; n < ms; n++) {
+            tick(n);
+            nap_ms(1);
+        }
+        printf("brief: out\n");
+        fprintf(stderr, "brief: err\n");
+        return 0;
+    }
     fprintf(stderr, "ctl-life: unknown mode '%s'\n", m);
     return 2;
 }

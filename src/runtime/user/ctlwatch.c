@@ -96,55 +96,61 @@ static RAW_CODE bool our_mount(const struct watch *w)
     return !ours || !(sx.stx_mask & STATX_MNT_ID) || sx.stx_mnt_id == ours;
 }
 
-static RAW_CODE void clean_up(struct watch *w)
+/* dir_fd: its O_PATH fd of the directory, as made */
+static RAW_CODE void clean_up(const struct watch *w, int dir_fd)
 {
     if (our_mount(w) && RAW(SYS_umount2, w->dir, MNT_DETACH) < 0 && w->fusermount[0]) {
         /* a user's mount: fusermount3 may unmount it */
-        long pid = rt_clone(CLONE_VM | CLONE_VFORK | SIGCHLD, w->stack_spawn + sizeof w->stack_spawn, rt_spawn_child,
-                            &w->spawn);
+        long pid = rt_clone(CLONE_VM | CLONE_VFORK | SIGCHLD, (char *)w->stack_spawn + sizeof w->stack_spawn,
+                            rt_spawn_child, (void *)&w->spawn);
         if (pid > 0)
             RAW(SYS_wait4, pid, 0, 0, 0);
     }
     /* the directory it was started for, unmounted: its socket, and itself */
-    if (same_dir(w->dir, w->dir_fd)) {
+    if (same_dir(w->dir, dir_fd)) {
         RAW(SYS_unlink, w->sock);
         RAW(SYS_rmdir, w->dir);
     }
 }
 
-/* The three fds it keeps as 0, 1 and 2 (-1: none), every other closed. */
-static RAW_CODE void keep_only(int *a, int *b, int *c, int nofile)
+/* The three fds it keeps (-1: none) as 0, 1 and 2, every other closed;
+ * fd[] becomes their new numbers. */
+static RAW_CODE void keep_only(int fd[3], int nofile)
 {
-    int *keep[3] = { a, b, c }, hi = 3;
+    int hi = 3;
     for (int i = 0; i < 3; i++)
-        hi = *keep[i] >= hi ? *keep[i] + 1 : hi;
+        hi = fd[i] >= hi ? fd[i] + 1 : hi;
     for (int i = 0; i < 3; i++)   /* above them all first: 0-2 may be among them */
-        *keep[i] = *keep[i] >= 0 ? (int)RAW(SYS_fcntl, *keep[i], F_DUPFD, hi) : -1;
+        fd[i] = fd[i] >= 0 ? (int)RAW(SYS_fcntl, fd[i], F_DUPFD, hi) : -1;
     for (int i = 0; i < 3; i++) {
         RAW(SYS_close, i);
-        if (*keep[i] >= 0)
-            *keep[i] = RAW(SYS_dup3, *keep[i], i, 0) == i ? i : -1;
+        if (fd[i] >= 0)
+            fd[i] = RAW(SYS_dup3, fd[i], i, 0) == i ? i : -1;
     }
     rt_close_from(3, nofile);
 }
 
+/* The watcher shares the program's memory: it writes nothing of w (the
+ * program closes its own copies of these fds by the numbers in w). */
 static RAW_CODE int watcher(void *arg)
 {
-    struct watch *w = arg;
+    const struct watch *w = arg;
     uint64_t all = ~0ull;
     RAW(SYS_rt_sigprocmask, SIG_SETMASK, &all, 0, 8);
     RAW(SYS_setsid, 0);   /* out of the program's process group and session */
     RAW(SYS_prctl, PR_SET_NAME, "kprewrite-ctl");
     RAW(SYS_chdir, "/");
-    keep_only(&w->pipe_rd, &w->pidfd, &w->dir_fd, w->nofile);
+    int fd[3];
+    fd[0] = w->pipe_rd, fd[1] = w->pidfd, fd[2] = w->dir_fd;
+    keep_only(fd, w->nofile);
     struct pollfd pf[2];
-    pf[0].fd = w->pipe_rd;
+    pf[0].fd = fd[0];
     pf[0].events = POLLIN;
-    pf[1].fd = w->pidfd;
+    pf[1].fd = fd[1];
     pf[1].events = POLLIN;
-    while (RAW(SYS_poll, pf, w->pidfd >= 0 ? 2 : 1, -1) == -EINTR)
+    while (RAW(SYS_poll, pf, fd[1] >= 0 ? 2 : 1, -1) == -EINTR)
         ;
-    clean_up(w);
+    clean_up(w, fd[2]);
     return 0;
 }
 
@@ -246,7 +252,7 @@ int ctl_watch_start(const char *dir)
      * meanwhile keeps copies until it execs or exits, of the write end too,
      * which the fork handler cannot close before the caller has it; the
      * pidfd still tells the watcher when this process ends.) */
-    close(p[0]);
+    close(w->pipe_rd);
     close(w->dir_fd);
     if (w->pidfd >= 0)
         close(w->pidfd);
