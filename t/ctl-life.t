@@ -157,7 +157,9 @@ cases() {
         wpid=$(watcher_of $pid)
         ok $([ -n "$wpid" ] && [ "$(field "$wpid" 4)" != $pid ] && [ "$(field "$wpid" 6)" != "$(field $pid 6)" ]; echo $?) \
             "$who: the watcher ($wpid) is not the program's child and has a session of its own"
-        kill -KILL $pid $wpid; wait $pid
+        # the watcher first: it must not see the program end
+        [ -n "$wpid" ] && kill -KILL $wpid && until_ [ ! -e /proc/$wpid ]
+        kill -KILL $pid; wait $pid
         old=$C
         sleep 0.2
         ok $(mounted "$old"; echo $?) "$who: killed with its watcher, the mount stays"

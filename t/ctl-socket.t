@@ -154,7 +154,9 @@ serve "$base"
 until_ [ -S "$C/socket" ]
 wpid=$(watcher_of $pid)
 ok $([ -n "$wpid" ]; echo $?) "$where: the watcher ($wpid) is found"
-kill -KILL $pid $wpid; wait $pid
+# the watcher first: it must not see the program end
+[ -n "$wpid" ] && kill -KILL $wpid && until_ [ ! -e /proc/$wpid ]
+kill -KILL $pid; wait $pid
 old=$C
 sleep 0.2
 ok $([ -S "$old/socket" ]; echo $?) "$where: killed with its watcher, the socket stays"
