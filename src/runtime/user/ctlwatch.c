@@ -16,10 +16,10 @@
  * once either shows has a watcher.
  *
  * The program must not see it: it is made through an intermediate clone
- * child (spawn.c) that exits at once, so the watcher is orphaned and the
+ * child that exits at once, so the watcher is orphaned and the
  * init process (or a subreaper above the program) reaps it; it takes its
- * own session, blocks every signal but SIGKILL and keeps no fd of the
- * program's. It shares the program's memory (CLONE_VM: a copy would pin
+ * own session, blocks every signal (only SIGKILL and SIGSTOP reach it)
+ * and keeps no fd of the program's. It shares the program's memory (CLONE_VM: a copy would pin
  * every page the program later writes) and so runs only raw system calls
  * (rawsys.h). When the program is itself the reaper of its orphans (a
  * subreaper, or pid 1 of a namespace), the watcher stays its direct clone
