@@ -477,6 +477,8 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)(img->nsecs > oe->e_shnum ? img->nsecs : oe->e_shnum) * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
         return addpool_fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
+    if (sz->text >= PLAN_LIMIT || sz->table >= PLAN_LIMIT || sz->data >= PLAN_LIMIT || strlen(runtime) >= PAGE)
+        return addpool_fail(err, errlen, img->path, "the pool would not fit the address space");
     struct layout L;
     if (plan_layout(img, &p, sz, runtime, &L, err, errlen) < 0)
         return -1;

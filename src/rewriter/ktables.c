@@ -4,6 +4,7 @@
 #include "../arch/x86/kernel-tables.h"
 #include "../arch/x86/psabi.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 #include "krelocs.h"
 
 #include <stdio.h>
@@ -146,7 +147,7 @@ static bool layout_fits(const struct ctx *c, const struct ktable_desc *d, const 
         if (d->check == KT_CHK_ALT_REPL && repl) {
             unsigned repllen;
             uint64_t to = alt_repl(l, e, vaddr + off, &repllen);
-            if (to < repl->addr || to + repllen > repl->addr + repl->size || e[l->len_off] < repllen)
+            if (!ck_within(to, repllen, repl->addr, repl->size) || e[l->len_off] < repllen)
                 return false;
         }
     }
@@ -292,7 +293,7 @@ static int read_entries(struct ctx *c, const struct ktable_desc *d, const uint8_
         }
         if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
-            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id, 0, 0, 0, 0 };
+            struct krange r = { site, fn ? ck_u32(fn->end - site) : 1, (uint8_t)d->id, 0, 0, 0, 0 };
             if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
@@ -500,13 +501,13 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
         if (ranges[i].id == KT_EXIT_TEXT && c->img->kmodule)
             continue;
         if (s && s->size) {
-            a = s->addr; b = s->addr + s->size;
+            a = s->addr; b = ck_end(s->addr, s->size);
         } else if (!ranges[i].a || !symbols_addr_of(c->sy, ranges[i].a, &a) || !symbols_addr_of(c->sy, ranges[i].b, &b)) {
             continue;
         }
         if (b <= a)
             continue;
-        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id, 0, 0, 0, 0 };
+        struct krange r = { a, ck_u32(b - a), (uint8_t)ranges[i].id, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
@@ -523,14 +524,14 @@ static int read_blacklist_ranges(struct ctx *c, char *err, size_t errlen)
                 if (c->sy->funcs[j].start == a)
                     b = c->sy->funcs[j].end;
         }
-        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE, 0, 0, 0, 0 };
+        struct krange r = { a, b > a ? ck_u32(b - a) : 1, KT_ARCH_CODE, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (ktable_padding_symbol(fn->name)) {
-            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0 };
+            struct krange r = { fn->start, ck_u32(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0 };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }
