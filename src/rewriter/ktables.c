@@ -172,7 +172,7 @@ static uint8_t alt_form(const struct image *img, uint64_t at, unsigned len, bool
         return FOLLOW_NONE;
     for (unsigned off = 0, n; off < len; off += n) {
         n = x86_decode(p + off, len - off, at + off, &in);
-        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND)
+        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND || (in.flags & XF_OPS_UNKNOWN))
             return FOLLOW_NONE;
         if (in.flags & XF_RIPREL)
             how = FOLLOW_REAIM;
