@@ -2,6 +2,7 @@
  * kernel tables, on an arbitrary file. */
 #include <stdint.h>
 
+#include "elf-mutate.h"
 #include "fuzz-io.h"
 #include "image.h"
 #include "ktables.h"

@@ -114,6 +114,11 @@ static int check_segments(const struct image *img, char *err, size_t errlen)
     size_t phnum = 0;
     if (elf_getphdrnum(img->elf, &phnum) != 0)
         return fail(err, errlen, "%s: malformed program headers: %s", img->path, elf_errmsg(-1));
+    if (phnum && img->ehdr.e_phoff % 8) {   /* read in place as an array (addpool-plan.c) */
+        snprintf(err, errlen, "%s: malformed program headers: e_phoff 0x%llx is not 8-byte aligned", img->path,
+                 (unsigned long long)img->ehdr.e_phoff);
+        return -1;
+    }
     if (phnum && (img->ehdr.e_phentsize != sizeof(Elf64_Phdr) ||
                   !ck_array_in(img->ehdr.e_phoff, phnum, sizeof(Elf64_Phdr), img->map_size)))
         return fail(err, errlen, "%s: truncated: program headers past end of file%s", img->path, "");
