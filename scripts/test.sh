@@ -5,7 +5,8 @@
 # KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make
 # check-deb` (the Debian packages built, installed, demo run; KP_DEB=0
 # skips it), `make check-fresh` (README's two commands on a fresh Debian 12
-# root, from /root and from under a mktemp -d; KP_FRESH=0 skips it), `make
+# root, from /root and from under a mktemp -d; only with KP_FRESH=1: it
+# takes longer than CI's time), `make
 # check-kernel` (a small
 # kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
@@ -93,8 +94,8 @@ tap_target() {
 # installed and the demo run against them, purged (KP_DEB=0 skips it)
 [ "${KP_DEB:-1}" = 0 ] || tap_target check-deb deb
 # make check-fresh: README's two commands on a fresh Debian 12 root, from a
-# clone in /root and from under a mktemp -d (KP_FRESH=0 skips it)
-[ "${KP_FRESH:-1}" = 0 ] || tap_target check-fresh fresh
+# clone in /root and from under a mktemp -d (only with KP_FRESH=1)
+[ "${KP_FRESH:-0}" = 0 ] || tap_target check-fresh fresh
 [ "${KP_KERNEL:-1}" = 0 ] || tap_target check-kernel kernel
 
 if [ "${KP_CORPUS:-1}" != 0 ]; then
