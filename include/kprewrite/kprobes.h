@@ -40,8 +40,10 @@ typedef int (*kprobe_fault_handler_t)(struct kprobe *, struct pt_regs *, int tra
  * is the probe address + 1 (as after the kernel's int3); on the int3 path
  * a pre_handler returning non-zero ends the point's pre_handlers and sends
  * the thread to regs->ip (the probed instruction is skipped); a detour
- * (jump-optimized) ignores both, as the kernel's optprobes do. A
- * post_handler's regs->ip is the next instruction in place.
+ * (jump-optimized) ignores both, as the kernel's optprobes do (an empty
+ * post_handler makes a point int3). A post_handler's regs->ip is the next
+ * instruction in place. disable_kprobe() of the last enabled kprobe of a
+ * point disarms it (no handler, no hit counted), as in the kernel.
  * fault_handler: a fault in this kprobe's pre/post handler, or in the
  * instruction its post_handler's single step runs; see kprewrite-rt(3).
  */
@@ -64,7 +66,7 @@ void unregister_kprobe(struct kprobe *kp);
 int register_kprobes(struct kprobe **kps, int num);
 void unregister_kprobes(struct kprobe **kps, int num);
 int enable_kprobe(struct kprobe *kp);
-int disable_kprobe(struct kprobe *kp);   /* the last enabled one of its point disarms it */
+int disable_kprobe(struct kprobe *kp);
 
 /*
  * jprobes (the kernel's before 4.15): entry, a function with the probed

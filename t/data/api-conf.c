@@ -18,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <kprewrite/ctl.h>
 #include <kprewrite/kprobes.h>
 
 #define NOINLINE __attribute__((noinline, noipa))
@@ -69,6 +71,30 @@ int load_fn(int *p);
 long past_a(void), past_b(void);
 double jp_dbl(double x, double y);                 /* api-conf-fp.c */
 int jp_dbl_check(void);
+
+/* The line of sym+0x0 in this process's control directory's list ("" if
+ * none; NULL without a control directory). */
+static const char *list_line(const char *sym)
+{
+    static char buf[65536];
+    char base[2048], path[4096], want[256];
+    kprewrite_ctl_base(base, sizeof base);
+    snprintf(path, sizeof path, "%s/%d/list", base, (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    snprintf(want, sizeof want, "  %s+0x0  ", sym);
+    char *l = strstr(buf, want);
+    if (!l)
+        return "";
+    while (l > buf && l[-1] != '\n')
+        l--;
+    *strchrnul(l, '\n') = 0;
+    return l;
+}
 
 static long hits_of(const char *sym)
 {
@@ -295,6 +321,13 @@ static void toggling(void)
     f_opt(1), f_opt(2);
     CHECK(pre_calls == 0 && hits_of("f_opt") == h0,
           "the only kprobe disabled: the point is disarmed, no handler, no hit counted: kernel disarms it");
+    const char *line = list_line("f_opt");
+    char want[64];
+    snprintf(want, sizeof want, "[DISABLED]  hits %ld  ", h0);
+    if (line)
+        CHECK(strstr(line, want) != NULL, "... the control directory's list marks it [DISABLED], its hits unchanged (%s)", line);
+    else
+        printf("skip - the control directory's list (none here)\n");
     CHECK(disable_kprobe(&k) == 0, "disable twice: kernel 0");
     CHECK(enable_kprobe(&k) == 0 && !(k.flags & KPROBE_FLAG_DISABLED), "enable_kprobe: kernel 0");
     f_opt(1);
