@@ -13,7 +13,7 @@ export KPREWRITE_CTL_DIR="$D/ctl"
 export KPREWRITE_CTL_DELAY_MS=0   # the fixture reads its own control directory
 S=$KP_SRCDIR/t/data
 PROBES="--probe f_opt --probe f_opt2 --probe f_alt --probe f_hang --probe f_race --probe f_ret --probe f_ret%return
-        --probe f_plain --probe f_deep%return --probe kr_mid%return --probe f_fault --probe jp_fn --probe my_do_fork
+        --probe f_plain --probe f_deep%return --probe kr_mid%return --probe kr_deep%return --probe f_fault --probe jp_fn --probe my_do_fork
         --probe jp_dbl --probe f_int3 --probe step_fn --probe jcc_fn+2 --probe load_fn --probe past_a --probe past_b"
 has() { # ERE FILE DESCRIPTION: a line of FILE matches
     if grep -Eq -- "$1" "$2"; then ok 0 "$3"; else ok 1 "$3"; printf '# no line of %s matches %s\n' "$2" "$1"; fi
@@ -29,7 +29,7 @@ for v in "-O2 -fPIE -pie" "-O0 -fno-pie -no-pie"; do
     fi
     # shellcheck disable=SC2086
     "$KPREWRITE" $PROBES "$P" >"$D/report" 2>"$D/err"
-    has 'wrote .*: 19 probes baked' "$D/err" "$v: every probe is baked"
+    has 'wrote .*: 20 probes baked' "$D/err" "$v: every probe is baked"
     has '  k  f_opt\+0x0  \[OPTIMIZED\]' "$D/report" "$v: f_opt is jump-optimized"
     has '  k  f_int3\+0x0  \[INT3\]' "$D/report" "$v: f_int3 is an int3 probe"
     "$P" >"$D/out" 2>"$D/stderr"; rc=$?

@@ -183,7 +183,25 @@ static void registration(void)
     CHECK(kp.addr != NULL, "addr is the probe address after register: kernel sets it");
     pre_calls = 0;
     v = f_ret(3);
-    CHECK(v == 15 && pre_calls == 1, "bit 30 set by the caller, on a function with a return probe: hits run the handler, no crash");
+    CHECK(v == 15 && pre_calls == 1, "bits set by the caller, on a function with a return probe: the handler runs");
+    /* bit 30 was the runtime's "this is a kretprobe": what follows the
+     * struct then stood for one's fields (a holder) */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        static struct { struct kprobe kp; long after[7]; } k30 = {
+            .kp = { .symbol_name = "f_ret", .pre_handler = pre_count, .flags = 1u << 30 },
+            .after = { 0, 0, 0, 0, 0xdead0, 0xdead0, 0 } };
+        unregister_kprobe(&kp);
+        int r30 = register_kprobe(&k30.kp);
+        pre_calls = 0;
+        long v30 = f_ret(3);
+        _exit(r30 == 0 && v30 == 15 && pre_calls == 1 ? 0 : 1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a caller's bit 30 on a function with a return probe: registered as a kprobe, its hits run it (no crash): kernel drops it");
     CHECK(register_kprobe(&kp) == -EINVAL, "registered again while registered: kernel -EINVAL");
     unregister_kprobe(&kp);
     CHECK(kp.addr != NULL && register_kprobe(&kp) == -EINVAL,
@@ -442,6 +460,38 @@ static void *race_thread(void *arg)
     return NULL;
 }
 
+/* kretprobes registered and unregistered while threads run through them */
+static _Atomic long kr_entries, kr_returns, kr_late;
+static _Atomic int kr_unregistered;
+NOINLINE long kr_deep(long n) { if (n <= 0) return 0; long r = kr_deep(n - 1); sink = r; return r + 1; }
+static int kr_entry_a(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+    (void)r;
+    *(long *)ri->data = 0x5eed;
+    atomic_fetch_add(&kr_entries, 1);
+    return 0;
+}
+static int kr_ret_a(struct kretprobe_instance *ri, struct pt_regs *r)
+{
+    (void)r;
+    if (atomic_load(&kr_unregistered) || *(long *)ri->data != 0x5eed)
+        atomic_fetch_add(&kr_late, 1);
+    atomic_fetch_add(&kr_returns, 1);
+    return 0;
+}
+static long kr_done[4];
+static void *kr_thread(void *arg)
+{
+    long i = (long)arg, n = 0, bad = 0;
+    atomic_fetch_add(&race_started, 1);
+    while (!atomic_load(&stop)) {
+        bad += kr_deep(3) != 3;
+        n++;
+    }
+    kr_done[i] = bad ? -1 : n;
+    return NULL;
+}
+
 static void threads(void)
 {
     /* two threads each unregistering from a handler of the same point */
@@ -508,6 +558,39 @@ static void threads(void)
           atomic_load(&race_calls));
     long counted = hits_of("f_race") - h0;
     CHECK(counted == calls, "... and every hit counted (%ld calls, %ld counted)", calls, counted);
+
+    /* the same with kretprobes: their instances are freed while calls may
+     * hold them */
+    atomic_store(&stop, 0);
+    atomic_store(&race_started, 0);
+    for (long i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, kr_thread, (void *)i);
+    while (atomic_load(&race_started) < 4)
+        sched_yield();
+    rcs = 0;
+    for (rounds = 0; rounds < 200; rounds++) {
+        struct kretprobe rp = { .kp.symbol_name = "kr_deep", .entry_handler = kr_entry_a, .handler = kr_ret_a,
+                                .maxactive = 6, .data_size = sizeof(long) };
+        atomic_store(&kr_unregistered, 0);
+        rcs |= register_kretprobe(&rp);
+        for (int k = 0, seen = atomic_load(&kr_returns); k < 100000 && atomic_load(&kr_returns) == seen; k++)
+            sched_yield();
+        unregister_kretprobe(&rp);
+        atomic_store(&kr_unregistered, 1);
+    }
+    atomic_store(&stop, 1);
+    int bad = 0;
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL), bad |= kr_done[i] < 0;
+    CHECK(rcs == 0 && !bad && atomic_load(&kr_late) == 0 && atomic_load(&kr_returns) > 0,
+          "200 kretprobe register/unregister rounds while 4 threads run through it: right values, no return handler after "
+          "unregister, each with its entry's data (%ld entries, %ld returns)", atomic_load(&kr_entries), atomic_load(&kr_returns));
+    /* an entry whose entry_handler ran gets its return handler unless its
+     * call was in flight when the kretprobe was unregistered: at most
+     * maxactive such calls a round */
+    CHECK(atomic_load(&kr_entries) - atomic_load(&kr_returns) <= 200 * 6,
+          "... an entry_handler's return handler runs unless its call was in flight at unregister (%ld missing, at most %d)",
+          atomic_load(&kr_entries) - atomic_load(&kr_returns), 200 * 6);
 }
 
 /* ================= kretprobes ================= */

@@ -237,7 +237,7 @@ void rt_wait_for_handlers(struct point *pt)
 /* Take kp off its point; the point to wait for, or NULL when kp was not
  * registered (its addr is then cleared, as the kernel does for "an
  * incorrect probe"). Under rt_lock. */
-static struct point *unlink_kprobe(struct kprobe *kp)
+struct point *rt_unlink_kprobe(struct kprobe *kp)
 {
     struct point *pt = kp->__point;
     bool found = false;
@@ -272,7 +272,7 @@ EXPORT void unregister_kprobe(struct kprobe *kp)
     if (!kp)
         return;
     rt_lock_take();
-    struct point *pt = unlink_kprobe(kp);
+    struct point *pt = rt_unlink_kprobe(kp);
     rt_lock_drop();
     if (pt)
         rt_wait_for_handlers(pt);

@@ -23,6 +23,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #include "rt.h"
@@ -42,6 +44,7 @@ struct rt_jctx {
     struct point *pt;
     greg_t gregs[NGREG];         /* at the hit, after the pre_handlers; RIP: where to go on */
     unsigned long sp;
+    size_t nstack;               /* bytes of it kept: the stack may end sooner */
     unsigned char stack[JPROBE_STACK];
     size_t size;                 /* of the mapping */
     size_t fpsize;               /* of the signal frame's FPU state (XSAVE layout) */
@@ -60,6 +63,24 @@ static size_t fp_size(const ucontext_t *uc)
     uint32_t sw[2];
     memcpy(sw, fp + FP_SW_BYTES, sizeof sw);
     return sw[0] == FP_XSTATE_MAGIC1_ && sw[1] >= 512 && sw[1] <= (1u << 20) ? sw[1] : 512;
+}
+
+/* The top of the stack at sp, up to JPROBE_STACK bytes: fewer where the
+ * stack ends sooner (a coroutine's, at its top; the kernel's
+ * MIN_STACK_SIZE), read through process_vm_readv, which fails instead of
+ * faulting. At least the return address. */
+static size_t stack_copy(unsigned char *to, unsigned long sp)
+{
+    size_t n = JPROBE_STACK;
+    while (n > sizeof(unsigned long)) {
+        struct iovec mine = { to, n }, there = { (void *)sp, n };
+        ssize_t got = process_vm_readv(getpid(), &mine, 1, &there, 1, 0);
+        if (got > 0 && (size_t)got >= sizeof(unsigned long))
+            return (size_t)got;
+        n /= 2;
+    }
+    memcpy(to, (void *)sp, sizeof(unsigned long));
+    return sizeof(unsigned long);
 }
 
 static struct rt_jctx *jctx_for(const ucontext_t *uc)
@@ -111,7 +132,7 @@ bool rt_jprobe_divert(struct point *pt, void *vuc)
     c->pt = pt;
     memcpy(c->gregs, g, sizeof c->gregs);
     c->sp = (unsigned long)g[REG_RSP];
-    memcpy(c->stack, (void *)c->sp, JPROBE_STACK);
+    c->nstack = stack_copy(c->stack, c->sp);
     c->fpsize = fp_size(uc);
     memcpy(c->fp, uc->uc_mcontext.fpregs, c->fpsize);
     *(unsigned long *)c->sp = (unsigned long)jprobe_return;
@@ -131,7 +152,7 @@ static void jprobe_restore(struct rt_jctx *c, ucontext_t *uc)
     static const int regs[] = { REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RDI,
                                 REG_RSI, REG_RBP, REG_RBX, REG_RDX, REG_RAX, REG_RCX, REG_RSP, REG_EFL };
     greg_t *g = uc->uc_mcontext.gregs;
-    memcpy((void *)c->sp, c->stack, JPROBE_STACK);
+    memcpy((void *)c->sp, c->stack, c->nstack);
     for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
         g[regs[i]] = c->gregs[regs[i]];
     size_t fpsize = fp_size(uc);

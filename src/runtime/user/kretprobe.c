@@ -712,9 +712,17 @@ EXPORT void unregister_kretprobe(struct kretprobe *rp)
         return;
     }
     struct holder *h = rp->__holder;
+    /* as the kernel's: the entry off the point, then the holder's rp
+     * cleared (no return handler from now on), then the wait for handlers
+     * running; an entry that ran its entry_handler before this misses its
+     * return handler only when its call is still in flight */
+    rt_lock_take();
+    struct point *pt = rt_unlink_kprobe(&rp->kp);
     atomic_store_explicit(&h->rp, NULL, memory_order_release);
     atomic_store_explicit(&h->fast, NULL, memory_order_release);
-    unregister_kprobe(&rp->kp);   /* waits for entry and return handlers */
+    rt_lock_drop();
+    if (pt)
+        rt_wait_for_handlers(pt);   /* entry and return handlers */
     rp->__holder = NULL;
     rt_lock_take();
     atomic_fetch_or(&h->out, H_DEAD);

@@ -205,6 +205,9 @@ int rt_no_point(const struct kprobe *kp);   /* -ENOENT or -EINVAL; without rt_lo
 int rt_register_kprobe_at(struct kprobe *kp, struct point *pt, bool jprobe);
 void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
 void rt_wait_for_handlers(struct point *pt);
+/* kp off its point (under rt_lock): the point to wait for, or NULL if kp
+ * was not registered (its addr cleared) */
+struct point *rt_unlink_kprobe(struct kprobe *kp);
 
 /* ---- kretprobe.c ---- */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
