@@ -83,19 +83,20 @@ static inline bool x86_site_jumps_to(const uint8_t *s, uint64_t site, uint64_t t
  * still inside an emulated call (a push and a jump for one call): step on. */
 static inline uint64_t x86_step_in_place(const uint8_t *orig, unsigned len, uint64_t site, uint64_t ool, uint64_t ip)
 {
+    unsigned k = 0, op, in_place = 0, copied = 0;
+    uint8_t b, b1;
     if (ip < ool || ip >= ool + X86_COPY_SPAN)
         return ip;
-    unsigned k = 0;
     while (k < len && (orig[k] == 0x2e || orig[k] == 0x3e || orig[k] == 0xf2 || orig[k] == 0xf3 ||
                        orig[k] == 0x66 || orig[k] == 0x67))
         k++;
-    unsigned op = k < len && (orig[k] & 0xf0) == 0x40 ? k + 1 : k;   /* past a REX */
+    op = k < len && (orig[k] & 0xf0) == 0x40 ? k + 1 : k;   /* past a REX */
     if (op >= len)
         return site + (ip - ool);
-    uint8_t b = orig[op], b1 = op + 1 < len ? orig[op + 1] : 0;
+    b = orig[op];
+    b1 = op + 1 < len ? orig[op + 1] : 0;
     if (b == 0xe8 || (b == 0xff && ((b1 >> 3) & 7) == 2))
         return 0;
-    unsigned in_place = 0, copied = 0;
     if (b >= 0x70 && b <= 0x7f)
         in_place = op + 2, copied = 6;
     else if (b == X86_JMP8)
