@@ -197,7 +197,7 @@ static int api(void)
     RP(np, "plain", NULL, count_ret, 0, 0);
     CHECK(register_kretprobe(&np) == -ENOENT);    /* baked as a kprobe only */
     RP(off, "square", NULL, count_ret, 0, 0);
-    off.kp.offset = 4;
+    off.kp.offset = 1;                            /* not the entry (+4 is, after an endbr64) */
     CHECK(register_kretprobe(&off) == -EINVAL);
     RP(both, "square", NULL, count_ret, 0, 0);
     both.kp.addr = (void *)square;
@@ -211,7 +211,12 @@ static int api(void)
     returns = 0;
     sink = square(2);
     CHECK(returns == 0);
-    CHECK(register_kretprobe(&b1) == 0);          /* rolled back, so registrable again */
+    /* rolled back; as in the kernel, kp.addr stays set, so the same struct
+     * registers again only with addr cleared */
+    CHECK(b1.kp.addr != NULL);
+    CHECK(register_kretprobe(&b1) == -EINVAL);
+    b1.kp.addr = NULL;
+    CHECK(register_kretprobe(&b1) == 0);
     sink = square(2);
     CHECK(returns == 1);
     /* no entry_handler (the runtime's fast entry): disable and enable */

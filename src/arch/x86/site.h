@@ -70,6 +70,48 @@ static inline bool x86_site_jumps_to(const uint8_t *s, uint64_t site, uint64_t t
     return s[0] == X86_JMP32 && site + X86_JMP32_LEN + (uint64_t)(int64_t)d == target;
 }
 
+/* Bytes after an out-of-line copy's start in which a single step of its
+ * first instruction can end without leaving what stands for it (a
+ * relocated DCR, or an emulated call, and the jump back). */
+#define X86_COPY_SPAN 96
+
+/* One instruction of an out-of-line copy at ool has been single-stepped,
+ * and the thread is at ip: where that is in place, for the site whose
+ * original bytes are orig (len of them). A branch taken or a call's target
+ * is outside the copy already. Branches were copied without their prefixes
+ * as rel32 (jcc 6 bytes, jmp 5), other instructions keep their length. 0:
+ * still inside an emulated call (a push and a jump for one call): step on. */
+static inline uint64_t x86_step_in_place(const uint8_t *orig, unsigned len, uint64_t site, uint64_t ool, uint64_t ip)
+{
+    unsigned k = 0, op, in_place = 0, copied = 0;
+    uint8_t b, b1;
+    if (ip < ool || ip >= ool + X86_COPY_SPAN)
+        return ip;
+    while (k < len && (orig[k] == 0x2e || orig[k] == 0x3e || orig[k] == 0xf2 || orig[k] == 0xf3 ||
+                       orig[k] == 0x66 || orig[k] == 0x67))
+        k++;
+    op = k < len && (orig[k] & 0xf0) == 0x40 ? k + 1 : k;   /* past a REX */
+    if (op >= len)
+        return site + (ip - ool);
+    b = orig[op];
+    b1 = op + 1 < len ? orig[op + 1] : 0;
+    if (b == 0xe8 || (b == 0xff && ((b1 >> 3) & 7) == 2))
+        return 0;
+    if (b >= 0x70 && b <= 0x7f)
+        in_place = op + 2, copied = 6;
+    else if (b == X86_JMP8)
+        in_place = op + 2, copied = X86_JMP32_LEN;
+    else if (b == X86_JMP32)
+        in_place = op + 5, copied = X86_JMP32_LEN;
+    else if (b == 0x0f && (b1 & 0xf0) == 0x80)
+        in_place = op + 6, copied = 6;
+    else
+        return site + (ip - ool);
+    /* a branch: past it, or (taken) to a later instruction of the DCR,
+     * whose copy follows */
+    return ip - ool >= copied ? site + in_place + (ip - ool - copied) : site + (ip - ool);
+}
+
 /* Do they start with a jmp rel8? Its target in *target. */
 static inline bool x86_site_jump8_target(const uint8_t *s, uint64_t site, uint64_t *target)
 {

@@ -80,7 +80,7 @@ OFFSET_CHECK(offsetof(struct point, addr), PT_ADDR);
 OFFSET_CHECK(offsetof(struct point, flags), PT_FLAGS);
 OFFSET_CHECK(offsetof(struct point, id), PT_ID);
 OFFSET_CHECK(offsetof(struct point, handlers), PT_HANDLERS);
-OFFSET_CHECK(offsetof(struct point, fpu), PT_FPU);
+OFFSET_CHECK(offsetof(struct point, cpath), PT_CPATH);
 OFFSET_CHECK(offsetof(struct point, code), PT_CODE);
 OFFSET_CHECK(offsetof(struct point, kret), PT_KRET);
 OFFSET_CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
@@ -281,7 +281,7 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
     *hits = h;
     uint64_t m = atomic_load(&pt->missed);
     for (struct kprobe *kp = atomic_load(&pt->handlers); kp; kp = kp->__next)
-        if (kp->flags & KPROBE_FLAG_RETPROBE)
+        if (rt_is_kretprobe(kp))
             m += (uint64_t)__atomic_load_n(&((struct kretprobe *)kp)->nmissed, __ATOMIC_RELAXED);
     *missed = m;
 }

@@ -100,11 +100,12 @@ static char *listing(size_t *len, void (*line)(struct text *, const struct point
     return t.s;
 }
 
-/* Like /sys/kernel/debug/kprobes/list, with the counts after it. */
+/* Like /sys/kernel/debug/kprobes/list, with the counts after it.
+ * [DISABLED]: disabled here, or its kprobes all are (the API disarmed it). */
 static void list_line(struct text *t, const struct point *pt, uint64_t hits, uint64_t missed)
 {
     put(t, "%016lx  %c  %s+0x%x  %s%s  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind, pt->name,
-        pt->offset, pt->disabled ? "[DISABLED]" : "", pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "",
+        pt->offset, pt->disabled || pt->api_off ? "[DISABLED]" : "", pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "",
         (unsigned long)hits, (unsigned long)missed);
 }
 

@@ -7,16 +7,19 @@
  *   count only   the thread's counter for the point, nothing else
  *   a kretprobe  the point's only handler, with no entry_handler: the
  *                instance is taken without pt_regs (kretprobe-fast.S)
- *   handlers     fill the rest of pt_regs, run the pre_handlers with the
- *                thread marked as running them (the recursion guard, and
- *                what unregister_kprobe waits on), reload bx, bp, r12-r15
- *                from pt_regs so that a handler's writes take effect
+ *   handlers     fill the rest of pt_regs, run the pre_handlers (newest
+ *                first; what they return is ignored, as by the kernel's
+ *                optimized_callback) with the thread marked as running them
+ *                (the recursion guard, and what unregister_kprobe waits
+ *                on), reload bx, bp, r12-r15 from pt_regs so that a
+ *                handler's writes take effect
  *
  * Returns non-zero when a kretprobe's entry took the call: a return-probe
  * detour then hooks the function's return (detour.c).
  *
  * Everything else (first hit of a thread, a hit inside a handler, a hit
- * before the image registered, KPROBE_FLAG_FPU handlers) is in C, rt.c.
+ * before the image registered, KPROBE_FLAG_FPU handlers, fault_handlers)
+ * is in C, hits.c.
  * Written in assembly because C cannot leave the callee-saved registers
  * alone on the fast path and still show and take them on the slow one.
  */
@@ -81,6 +84,7 @@ rt_dispatch:
         mov     %r15, PTREGS_R15(%rsi)
         mov     %rax, %r13                      /* rt_self's offset, for the end */
         mov     PT_ADDR(%rdx), %rcx
+        inc     %rcx                            /* addr + 1: as after the kernel's int3 */
         mov     %rcx, PTREGS_IP(%rsi)
         lea     FRAME(%rsi), %rcx
         mov     %rcx, PTREGS_SP(%rsi)
@@ -88,7 +92,7 @@ rt_dispatch:
         testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
         jnz     1f
         movq    $0x202, PTREGS_FLAGS(%rsi)      /* dead flags: show IF and the fixed bit */
-1:      cmpl    $0, PT_FPU(%rdx)
+1:      cmpl    $0, PT_CPATH(%rdx)              /* KPROBE_FLAG_FPU, fault_handler: C */
         jne     .Lfpu
         mov     %rsi, %r12                      /* bx, r12, r13 come back from regs below */
         mov     PT_HANDLERS(%rdx), %rbx
@@ -125,7 +129,7 @@ rt_dispatch:
         mov     %rsi, %r12
         sub     $8, %rsp
         mov     %rdx, %rdi
-        call    rt_run_handlers_fpu             /* (point, regs): vector state saved */
+        call    rt_run_handlers_c               /* (point, regs): FPU saved, faults guarded */
         add     $8, %rsp
         jmp     .Ldone
         .size   __kprewrite_dispatch, .-__kprewrite_dispatch

@@ -10,17 +10,21 @@ static void run_handlers_cb(void *arg);
 static void find_linked_cb(void *arg);
 struct handler_call { struct point *pt; struct pt_regs *regs; };
 
-/* The pre_handlers of pt, in registration order. *changed_ip (the int3
- * path) is set when one returns non-zero: as with kprobes, it has set
- * regs->ip and the probed instruction is skipped. The detour passes NULL:
- * return values are ignored there, as for optprobes. */
+/* The pre_handlers of pt, newest first. With changed_ip (the int3 path),
+ * the first that returns non-zero ends them and sets *changed_ip: it has
+ * set regs->ip, and the probed instruction is skipped (the kernel's
+ * aggr_pre_handler and kprobe_int3_handler). The detour passes NULL: all
+ * run and what they return is ignored, as with the kernel's optprobes
+ * (opt_pre_handler). A kprobe with a fault_handler runs guarded (fault.c). */
 static inline void run_pre_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip)
 {
     for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
         if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->pre_handler) {
-            int r = kp->pre_handler(kp, regs);
-            if (changed_ip && r)
+            int r = kp->fault_handler ? rt_call_pre(kp, regs) : kp->pre_handler(kp, regs);
+            if (changed_ip && r) {
                 *changed_ip = 1;
+                return;
+            }
         }
 }
 
@@ -34,13 +38,18 @@ void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip)
     atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
 }
 
+/* After the single step, newest first (the kernel's aggr_post_handler). */
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs)
 {
     atomic_store_explicit(&rt_self.running, pt, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp; kp = kp->__next)
-        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->post_handler)
-            kp->post_handler(kp, regs, 0);
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->post_handler) {
+            if (kp->fault_handler)
+                rt_call_post(kp, regs);
+            else
+                kp->post_handler(kp, regs, 0);
+        }
     atomic_signal_fence(memory_order_seq_cst);
     atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
 }
@@ -96,12 +105,16 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
     return pt;
 }
 
-/* Handlers that asked for KPROBE_FLAG_FPU, from dispatch.S (which has
- * marked the thread as running pt's handlers). */
-void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs)
+/* The detour's handlers when one of them asked for KPROBE_FLAG_FPU or has
+ * a fault_handler, from dispatch.S (which has marked the thread as running
+ * pt's handlers). */
+void rt_run_handlers_c(struct point *pt, struct pt_regs *regs)
 {
     struct handler_call hc = { pt, regs };
-    rt_with_xstate_saved(run_handlers_cb, &hc);
+    if (pt->nfpu)
+        rt_with_xstate_saved(run_handlers_cb, &hc);
+    else
+        run_handlers_cb(&hc);
 }
 
 static void run_handlers_cb(void *arg)

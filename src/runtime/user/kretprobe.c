@@ -12,7 +12,8 @@
  * Instances: maxactive of them per kretprobe, allocated at registration,
  * on a lock-free free list (index + tag against ABA). Each thread keeps its
  * hooked calls on a list, newest first, with the stack address of each
- * return address ("slot").
+ * return address ("slot"). An unregistered kretprobe's instances are freed
+ * once every one is back on its free list (see unregister_kretprobe).
  *
  * Stale instances (a longjmp, siglongjmp or exception left the frame
  * without returning) are found by stack address: a call entered at a slot
@@ -50,13 +51,16 @@ struct holder {
     size_t isize;                      /* bytes an instance */
     uint32_t n;
     _Atomic uint64_t free_head;        /* tag << 32 | (index + 1); low half 0: empty */
+    /* instances off the free list (in calls, or in threads' caches), and
+     * H_DEAD once unregistered: H_DEAD alone, it may be freed */
+    _Atomic uint64_t out;
     char *mem;
     struct holder *all_next;           /* the list of every holder */
 };
+#define H_DEAD (1ull << 63)
 
-/* Every holder ever registered: they are kept for good (see
- * unregister_kretprobe), and reachable from here even when the struct
- * kretprobe was on a stack, so leak checkers see memory kept on purpose. */
+/* Every holder not freed yet, reachable from here even when the struct
+ * kretprobe was on a stack (leak checkers see memory kept on purpose). */
 static struct holder *all_holders;
 
 OFFSET_CHECK(offsetof(struct kretprobe, __holder), KRP_HOLDER);
@@ -92,8 +96,10 @@ static struct kretprobe_instance *inst_get(struct holder *h)
         uint32_t next = __atomic_load_n(&ri->__free_next, __ATOMIC_RELAXED);
         uint64_t nw = (((old >> 32) + 1) << 32) | next;
         if (atomic_compare_exchange_weak_explicit(&h->free_head, &old, nw, memory_order_acquire,
-                                                  memory_order_acquire))
+                                                  memory_order_acquire)) {
+            atomic_fetch_add_explicit(&h->out, 1, memory_order_relaxed);
             return ri;
+        }
     }
 }
 
@@ -106,8 +112,11 @@ static void inst_put(struct holder *h, struct kretprobe_instance *ri)
         uint64_t nw = (((old >> 32) + 1) << 32) | i;
         if (atomic_compare_exchange_weak_explicit(&h->free_head, &old, nw, memory_order_release,
                                                   memory_order_relaxed))
-            return;
+            break;
     }
+    /* the last access to h: once it is dead and every instance back, a
+     * reap may free it */
+    atomic_fetch_sub_explicit(&h->out, 1, memory_order_release);
 }
 
 /*
@@ -198,9 +207,16 @@ static struct kretprobe_instance *local_get(struct holder *h)
     return ri ? ri : steal(h);
 }
 
-/* Give an instance back, inside a handler window. */
+/* Give an instance back, inside a handler window. An unregistered
+ * kretprobe's goes to its free list, never to a cache. */
 static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
 {
+    if (!atomic_load_explicit(&h->rp, memory_order_relaxed)) {
+        if (rt_self.hot == ri)
+            rt_self.hot = NULL;
+        inst_put(h, ri);
+        return;
+    }
     bool usable = rt_kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed);
     if (rt_self.hot == ri) {
         ri->__slot = NULL;   /* free, and still hot */
@@ -218,9 +234,13 @@ static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
         for (size_t i = 0; !w && i < KC_WAYS; i++) {
             struct rt_kcache *c = &rt_self.kc[(h->way + i) % KC_WAYS];   /* home first */
             struct holder *o = c->holder;
-            /* a free way, or one of an unregistered kretprobe (its holder
-             * is never freed; its cached instances are simply forgotten) */
+            /* a free way, or one of an unregistered kretprobe (alive while
+             * a way names it: see reap), whose instances go back */
             if (!o || !c->n || !atomic_load_explicit(&o->rp, memory_order_relaxed)) {
+                for (struct kretprobe_instance *d; o && (d = c->head);) {
+                    c->head = d->__next;
+                    inst_put(o, d);
+                }
                 c->holder = h;
                 c->head = NULL;
                 c->n = 0;
@@ -447,7 +467,9 @@ unsigned long rt_kretprobe_return_slow(struct pt_regs *regs)
     unsigned long ret = (unsigned long)ri->ret_addr;
     struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
     if (!outer) {
-        if (rp && rp->handler && !(rp->kp.flags & KPROBE_FLAG_DISABLED)) {
+        /* also when disabled since the entry: the kernel runs it
+         * (kretprobe_rethook_handler); not once unregistered */
+        if (rp && rp->handler) {
             ret_regs(regs, ri, slot);
             struct ret_call rc = { rp, ri, regs };
             if (rp->kp.flags & KPROBE_FLAG_FPU)
@@ -524,44 +546,27 @@ static bool shadow_stack(void)
     return syscall(SYS_arch_prctl, 0x5005, &features) == 0 && (features & 1);
 }
 
+/* The kernel's default: max(10, 2 x possible CPUs). */
 static int default_maxactive(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sysconf(_SC_NPROCESSORS_CONF);
     return n > 5 ? (int)(2 * n) : 10;
 }
 
-EXPORT int register_kretprobe(struct kretprobe *rp)
+/* A holder for maxactive instances of data_size bytes, all free; NULL
+ * when out of memory. */
+static struct holder *holder_new(struct kretprobe *rp, int maxactive)
 {
-    if (!rp || rp->__holder)
-        return -EINVAL;
-    struct kprobe *kp = &rp->kp;
-    if ((kp->symbol_name && kp->addr) || (!kp->symbol_name && !kp->addr) || kp->__point)
-        return -EINVAL;
-    if (kp->offset != 0)
-        return -EINVAL;   /* a return probe is on the function entry */
-    if (shadow_stack()) {
-        fprintf(stderr, "kprewrite-rt: register_kretprobe(%s): this process runs with a CET shadow stack, "
-                "which forbids replacing return addresses; return probes are refused\n",
-                kp->symbol_name ? kp->symbol_name : "(address)");
-        return -EOPNOTSUPP;
-    }
-    rt_unwind_hooks_linked();
-    if (!rt_kc_on)   /* per-thread caches need membarrier (see steal) */
-        rt_kc_on = rt_membarrier_ready() ? 1 : -1;
-    if (rp->maxactive <= 0)
-        rp->maxactive = default_maxactive();
-    if (rp->maxactive > (1 << 20))
-        return -E2BIG;
     size_t isize = (sizeof(struct kretprobe_instance) + rp->data_size + 15) & ~(size_t)15;
     struct holder *h = calloc(1, sizeof *h);
-    char *mem = calloc((size_t)rp->maxactive, isize);
+    char *mem = calloc((size_t)maxactive, isize);
     if (!h || !mem) {
         free(h);
         free(mem);
-        return -ENOMEM;
+        return NULL;
     }
     h->isize = isize;
-    h->n = (uint32_t)rp->maxactive;
+    h->n = (uint32_t)maxactive;
     h->mem = mem;
     for (uint32_t i = 0; i < h->n; i++) {
         inst(h, i)->rp = rp;
@@ -569,48 +574,160 @@ EXPORT int register_kretprobe(struct kretprobe *rp)
         inst(h, i)->__free_next = i + 2 <= h->n ? i + 2 : 0;
     }
     atomic_store(&h->free_head, 1);
-    rt_lock_take();
-    struct point *pt = rt_find_point(kp->symbol_name, 0, (uintptr_t)kp->addr);
-    int rc = -ENOENT;   /* not baked as SYM%return */
-    if (pt && pt->kind == KPRW_KIND_R && pt->tramp) {
-        static uint32_t next_way;   /* the first KC_WAYS kretprobes never share one */
-        h->way = next_way++ % KC_WAYS;
-        h->kc_off = (uint32_t)(offsetof(struct rt_thread, kc) + h->way * sizeof(struct rt_kcache));
-        h->pt = pt;
-        atomic_store(&h->rp, rp);
-        rp->__holder = h;
-        rp->nmissed = 0;
-        kp->pre_handler = rt_kretprobe_entry;
-        kp->post_handler = NULL;
-        kp->flags |= KPROBE_FLAG_RETPROBE;
-        rc = rt_register_kprobe_at(kp, pt);
-        if (rc < 0) {
-            rp->__holder = NULL;
-        } else {
-            rt_kretprobe_changed(rp);
-            h->all_next = all_holders;
-            all_holders = h;
-        }
-    }
-    rt_lock_drop();
-    if (rc < 0) {
-        free(h);
-        free(mem);
-    }
-    return rc;
+    static uint32_t next_way;   /* the first KC_WAYS kretprobes never share one */
+    h->way = next_way++ % KC_WAYS;
+    h->kc_off = (uint32_t)(offsetof(struct rt_thread, kc) + h->way * sizeof(struct rt_kcache));
+    return h;
 }
 
+/* As the kernel's register_kretprobe: the function's entry (-EINVAL
+ * elsewhere, -ENOENT where no SYM%return was baked), data_size at most
+ * KRETPROBE_MAX_DATA_SIZE (-E2BIG), maxactive <= 0 for the default. A
+ * failure leaves rp as it was. Under rt_lock. */
+static int kretprobe_register(struct kretprobe *rp)
+{
+    struct kprobe *kp = &rp->kp;
+    struct point *pt;
+    int rc = rt_resolve(kp, &pt, true);   /* a return probe is on the function entry */
+    if (rc < 0)
+        return rc;
+    if (pt->kind != KPRW_KIND_R || !pt->tramp)
+        return -ENOENT;   /* not baked as SYM%return */
+    if (rp->data_size > KRETPROBE_MAX_DATA_SIZE)
+        return -E2BIG;
+    if (shadow_stack()) {
+        fprintf(stderr, "kprewrite-rt: register_kretprobe(%s): this process runs with a CET shadow stack, "
+                "which forbids replacing return addresses; return probes are refused\n",
+                kp->symbol_name ? kp->symbol_name : "(address)");
+        return -EOPNOTSUPP;
+    }
+    int maxactive = rp->maxactive <= 0 ? default_maxactive() : rp->maxactive;
+    if (maxactive > (1 << 20))
+        return -E2BIG;
+    struct holder *h = holder_new(rp, maxactive);
+    if (!h)
+        return -ENOMEM;
+    h->pt = pt;
+    atomic_store(&h->rp, rp);
+    struct kprobe old = *kp;
+    rp->__holder = h;
+    kp->pre_handler = rt_kretprobe_entry;
+    kp->post_handler = NULL;
+    kp->fault_handler = NULL;   /* as the kernel did: none for a kretprobe */
+    if ((rc = rt_register_kprobe_at(kp, pt, false)) < 0) {
+        *kp = old;
+        rp->__holder = NULL;
+        free(h->mem);
+        free(h);
+        return rc;
+    }
+    rp->maxactive = maxactive;
+    rp->nmissed = 0;
+    rt_kretprobe_changed(rp);
+    h->all_next = all_holders;
+    all_holders = h;
+    return 0;
+}
+
+static void reap(void);
+
+EXPORT int register_kretprobe(struct kretprobe *rp)
+{
+    if (!rp || rp->__holder)
+        return -EINVAL;
+    rt_unwind_hooks_linked();
+    if (!rt_kc_on)   /* per-thread caches need membarrier (see steal) */
+        rt_kc_on = rt_membarrier_ready() ? 1 : -1;
+    rt_lock_take();
+    reap();
+    int rc = kretprobe_register(rp);
+    rt_lock_drop();
+    return rc == -ENOENT ? rt_no_point(&rp->kp) : rc;
+}
+
+/* Take h's instances out of thread t's cache (its way, its hot place), as
+ * steal() takes them: unless t is running handlers. Under rt_lock. False:
+ * try again later. */
+static bool purge(struct rt_thread *t, struct holder *h)
+{
+    struct rt_kcache *w = kc_way(t, h);
+    struct kretprobe_instance *hot = __atomic_load_n(&t->hot, __ATOMIC_RELAXED);
+    bool hot_ours = hot && hot->__holder == h;
+    if (!w && !hot_ours)
+        return true;
+    if (t != &rt_self) {
+        atomic_store_explicit(&t->steal, 1, memory_order_relaxed);
+        if (!rt_membarrier() || atomic_load_explicit(&t->running, memory_order_acquire)) {
+            atomic_store_explicit(&t->steal, 0, memory_order_release);
+            return false;
+        }
+    }
+    struct kretprobe_instance *ri;
+    if (hot_ours && !hot->__slot) {   /* in use: its call gives it back */
+        t->hot = NULL;
+        inst_put(h, hot);
+    }
+    while (w && (ri = w->head)) {
+        w->head = ri->__next;
+        inst_put(h, ri);
+    }
+    if (w) {
+        w->n = 0;
+        w->holder = NULL;
+    }
+    if (t != &rt_self)
+        atomic_store_explicit(&t->steal, 0, memory_order_release);
+    return true;
+}
+
+/* Free the unregistered kretprobes' instances that no thread holds any
+ * more: not in a call (one that returns gives its instance back; one left
+ * by longjmp is reclaimed when its thread next enters or returns through a
+ * return probe at or above it, or exits), nor in a cache. Under rt_lock. */
+static void reap(void)
+{
+    for (struct holder **hp = &all_holders, *h; (h = *hp);) {
+        bool cached = false;
+        if (atomic_load(&h->out) & H_DEAD)
+            for (struct rt_thread *t = rt_threads(); t; t = t->next)
+                cached |= !purge(t, h);
+        if (cached || atomic_load_explicit(&h->out, memory_order_acquire) != H_DEAD) {
+            hp = &h->all_next;
+            continue;
+        }
+        *hp = h->all_next;
+        free(h->mem);
+        free(h);
+    }
+}
+
+/* As the kernel's: no handler runs for rp once this returns, also for
+ * calls hooked before, which still return through their instances; those
+ * are freed with the rest once every one is back. */
 EXPORT void unregister_kretprobe(struct kretprobe *rp)
 {
-    if (!rp || !rp->__holder)
+    if (!rp || !rp->__holder) {
+        if (rp)
+            rp->kp.addr = NULL;   /* as for a kprobe not registered */
         return;
+    }
     struct holder *h = rp->__holder;
+    /* as the kernel's: the entry off the point, then the holder's rp
+     * cleared (no return handler from now on), then the wait for handlers
+     * running; an entry that ran its entry_handler before this misses its
+     * return handler only when its call is still in flight */
+    rt_lock_take();
+    struct point *pt = rt_unlink_kprobe(&rp->kp);
     atomic_store_explicit(&h->rp, NULL, memory_order_release);
     atomic_store_explicit(&h->fast, NULL, memory_order_release);
-    unregister_kprobe(&rp->kp);   /* waits for entry and return handlers */
+    rt_lock_drop();
+    if (pt)
+        rt_wait_for_handlers(pt);   /* entry and return handlers */
     rp->__holder = NULL;
-    /* Calls hooked before this may still return through the trampoline:
-     * their instances stay valid, so the holder is kept (never freed). */
+    rt_lock_take();
+    atomic_fetch_or(&h->out, H_DEAD);
+    reap();
+    rt_lock_drop();
 }
 
 EXPORT int register_kretprobes(struct kretprobe **rps, int num)
@@ -649,7 +766,7 @@ void rt_kretprobe_changed(struct kretprobe *rp)
         return;
     unsigned f = __atomic_load_n(&rp->kp.flags, __ATOMIC_RELAXED);
     kretprobe_handler_t fn = NULL;
-    if (atomic_load(&h->rp) && !(f & (KPROBE_FLAG_DISABLED | KPROBE_FLAG_FPU)))
+    if (atomic_load(&h->rp) && !(f & KPROBE_FLAG_FPU))   /* disabled or not: see return_slow */
         fn = rp->handler ? rp->handler : no_handler;
     atomic_store_explicit(&h->fast, fn, memory_order_release);
 }

@@ -72,9 +72,10 @@ static int poke(uintptr_t addr, const void *bytes, size_t n)
 
 enum code_state patch_wanted(const struct point *pt)
 {
-    /* a post_handler needs the int3 path (single step) */
-    return kprw_wanted(rt_knob(RT_KNOB_ENABLED), rt_knob(RT_KNOB_OPTIMIZATION), pt->disabled, pt->unoptimized,
-                       pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->npost);
+    /* a post_handler or a jprobe needs the int3 path (single step, the
+     * jprobe's diversion); kprobes all disabled disarm it (api.c) */
+    return kprw_wanted(rt_knob(RT_KNOB_ENABLED), rt_knob(RT_KNOB_OPTIMIZATION), pt->disabled || pt->api_off,
+                       pt->unoptimized, pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->nint3);
 }
 
 static const uint8_t int3 = X86_INT3;

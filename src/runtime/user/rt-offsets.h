@@ -1,4 +1,4 @@
-/* Field offsets the assembly fast paths (dispatch.S, kretprobe-fast.S) use;
+/* Field offsets the assembly (dispatch.S, kretprobe-fast.S, handler-calls.S) uses;
  * rt.c and kretprobe.c check every one of them against the C structures
  * at compile time. */
 #ifndef KPREWRITE_RT_OFFSETS_H
@@ -11,16 +11,16 @@
 #define PT_FLAGS 20
 #define PT_ID 24
 #define PT_HANDLERS 56
-#define PT_FPU 64
+#define PT_CPATH 64
 #define PT_CODE 88
 #define PT_KRET 112
 /* struct kprobe (kprobes.h) */
 #define KP_PRE_HANDLER 24
-#define KP_FLAGS 48
-#define KP_NEXT 64
+#define KP_FLAGS 56
+#define KP_NEXT 72
 /* struct kretprobe (kprobes.h) */
-#define KRP_ENTRY_HANDLER 80
-#define KRP_HOLDER 104
+#define KRP_ENTRY_HANDLER 88
+#define KRP_HOLDER 112
 /* struct kretprobe_instance (kprobes.h) */
 #define RI_RET 8
 #define RI_SLOT 24
@@ -43,6 +43,16 @@
 #define KC_HOLDER 0
 #define KC_HEAD 8
 #define KC_N 16
+
+/* struct rt_guard (rt.h) */
+#define G_RBX 0
+#define G_RBP 8
+#define G_R12 16
+#define G_R13 24
+#define G_R14 32
+#define G_R15 40
+#define G_RSP 48
+#define G_RIP 56
 
 /* constants */
 #define CODE_DISABLED_VALUE 2          /* enum code_state CODE_DISABLED */

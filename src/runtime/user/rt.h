@@ -8,6 +8,8 @@
  *   hits.c             the hit path in C (dispatch.S's slow cases)
  *   api.c              the kprobes API
  *   kretprobe.c        return probes, on the API
+ *   jprobe.c           jprobes, on the API (and the int3 path)
+ *   fault.c            fault_handler: SIGSEGV/SIGBUS/SIGFPE/SIGILL in a handler
  *   ctl.c, ctldir.c    the control directory: its files, its lifetime,
  *   ctlfs.c, ctlsock.c   served as FUSE or through a socket,
  *   ctlwatch.c, spawn.c  removed by a watcher when the process is gone
@@ -18,6 +20,7 @@
 #ifndef KPREWRITE_RT_H
 #define KPREWRITE_RT_H
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,9 +34,10 @@
 
 #define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
 
-/* private kprobe flags */
-#define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u   /* addr was filled in from symbol_name at registration */
-#define KPROBE_FLAG_RETPROBE 0x40000000u        /* the kp of a struct kretprobe (kretprobe.c) */
+/* The caller's flags that registration keeps (the kernel keeps only
+ * KPROBE_FLAG_DISABLED; KPROBE_FLAG_FPU is kprewrite's). The runtime keeps
+ * no state of its own in kp->flags. */
+#define KPROBE_CALLER_FLAGS (KPROBE_FLAG_DISABLED | KPROBE_FLAG_FPU)
 
 struct point {
     uintptr_t addr;
@@ -44,9 +48,12 @@ struct point {
                                           to its trampoline, read when verified */
     const uint8_t *orig;               /* site_len original bytes (in the table) */
     uintptr_t detour, ool;             /* ool: where the int3 path resumes */
-    struct kprobe *_Atomic handlers;   /* singly linked through __next */
-    _Atomic unsigned fpu;              /* handlers that asked for KPROBE_FLAG_FPU */
-    unsigned npost;                    /* handlers with a post_handler: forces int3 */
+    struct kprobe *_Atomic handlers;   /* singly linked through __next, newest first
+                                          (a jprobe last), as the kernel's aggr list */
+    _Atomic unsigned cpath;            /* kprobes whose pre_handlers the detour runs from
+                                          C: KPROBE_FLAG_FPU or a fault_handler */
+    unsigned nint3;                    /* kprobes with a post_handler, and jprobes:
+                                          they need the int3 path */
     _Atomic uint64_t hits;             /* exited threads and the int3 path */
     _Atomic uint64_t missed;
     /* live control, under rt_lock */
@@ -62,6 +69,10 @@ struct point {
                                           entry_handler (kretprobe-fast.S), else NULL */
     bool verified;                     /* the site was seen holding what code says */
     char fde_name[FDE_NAME_MAX];       /* name, for a function without a symbol */
+    /* the API's, under rt_lock */
+    unsigned nfpu;                     /* kprobes with KPROBE_FLAG_FPU */
+    bool api_off;                      /* kprobes registered, all disabled: disarmed, as
+                                          the kernel disarms such a probe */
 };
 
 /* ---- core.c ---- */
@@ -97,6 +108,11 @@ struct rt_thread {
     pthread_t self;                    /* pthread_self(), once the thread is listed */
     bool lock_entered;                 /* rt_lock_take set RT_INSIDE */
     bool gone;                         /* exiting: its counts are folded (rt.c) */
+    _Atomic bool unreg_waiting;        /* in unregister from inside a handler: others
+                                          in the same do not wait for it (api.c) */
+    struct rt_guard *guard;            /* a pre/post handler with a fault_handler runs
+                                          (fault.c) */
+    struct rt_jctx *jctx;              /* jprobe.c: the context saved at a jprobe's hit */
 };
 /* the list of threads with counters (and instance caches), under rt_lock */
 struct rt_thread *rt_threads(void);
@@ -170,19 +186,34 @@ void rt_pool_find_linked(struct kprw_state *st);  /* a hit before its pool regis
 void rt_pools_find_added(void);        /* at start-up: the added pools of every object */
 
 /* ---- hits.c ---- */
-void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);   /* the int3 path */
+/* The int3 path: the pre_handlers of pt, newest first; the first that
+ * returns non-zero ends them and sets *changed_ip (as the kernel's
+ * aggr_pre_handler). The detour runs them all and ignores what they return
+ * (as optimized_callback). */
+void rt_run_handlers(struct point *pt, struct pt_regs *regs, int *changed_ip);
 void rt_run_post_handlers(struct point *pt, struct pt_regs *regs);
 void rt_count_missed(struct point *pt);
 struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs);   /* dispatch.S */
-void rt_run_handlers_fpu(struct point *pt, struct pt_regs *regs);               /* dispatch.S */
+void rt_run_handlers_c(struct point *pt, struct pt_regs *regs);                 /* dispatch.S */
 
 /* ---- api.c ---- */
-int rt_register_kprobe_at(struct kprobe *kp, struct point *pt);   /* under rt_lock */
+/* Where kp names (symbol_name + offset, or addr + offset): 0 and *ptp, or
+ * -EINVAL/-ENOENT/-EILSEQ (-ENOENT: say rt_no_point's error once the lock
+ * is dropped); need_entry: -EINVAL unless at a function's entry. Under
+ * rt_lock. */
+int rt_resolve(const struct kprobe *kp, struct point **ptp, bool need_entry);
+int rt_no_point(const struct kprobe *kp);   /* -ENOENT or -EINVAL; without rt_lock */
+/* register_kprobe on a resolved point; a jprobe goes last. Under rt_lock. */
+int rt_register_kprobe_at(struct kprobe *kp, struct point *pt, bool jprobe);
 void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
 void rt_wait_for_handlers(struct point *pt);
+/* kp off its point (under rt_lock): the point to wait for, or NULL if kp
+ * was not registered (its addr cleared) */
+struct point *rt_unlink_kprobe(struct kprobe *kp);
 
 /* ---- kretprobe.c ---- */
 int rt_kretprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a kretprobe's kp.pre_handler */
+static inline bool rt_is_kretprobe(const struct kprobe *kp) { return kp->pre_handler == rt_kretprobe_entry; }
 long rt_kretprobe_fast_entry(struct kretprobe *rp, unsigned long *slot);   /* kretprobe-fast.S */
 struct holder;
 extern int rt_kc_on;                   /* per-thread instance caches: 1 on */
@@ -194,6 +225,41 @@ void rt_kretprobe_thread_exit(struct rt_thread *t);
 void rt_kretprobe_unhook_all(void);    /* before an exception unwinds the stack */
 void rt_kretprobe_trap_hook(struct point *pt);   /* the int3 path, after the handlers */
 
+/* ---- jprobe.c ---- */
+int rt_jprobe_entry(struct kprobe *kp, struct pt_regs *regs);   /* a jprobe's kp.pre_handler */
+static inline bool rt_is_jprobe(const struct kprobe *kp) { return kp->pre_handler == rt_jprobe_entry; }
+/* The int3 path, after the handlers and the return hook: a jprobe's hit
+ * sends the thread to its entry (gregs and the signal frame's FPU state);
+ * true if it did. jprobe_return()'s trap: true if it was one. */
+bool rt_jprobe_divert(struct point *pt, void *uc);
+bool rt_jprobe_trap(void *uc);
+/* A fault in a jprobe's handler: ask its fault_handler; true if handled
+ * (the thread then goes on as after jprobe_return()). */
+bool rt_jprobe_fault(void *uc, int trapnr);
+void rt_jprobe_thread_exit(struct rt_thread *t);
+struct jprobe *rt_jprobe_abandon(struct jprobe *jp);   /* fault.c: NULL forgets, else takes up */
+
+/* ---- fault.c ---- */
+/* A pre/post handler called so that a fault in it reaches kp->fault_handler
+ * (1: handled, and the call returns as if the handler had returned 0). */
+struct rt_guard {
+    unsigned long rbx, rbp, r12, r13, r14, r15, rsp, rip;   /* fault-guard.S reads them */
+    struct kprobe *kp;
+    struct pt_regs *regs;
+    struct rt_guard *outer;
+    int faulted;
+};
+long rt_guard_call(struct rt_guard *g, long (*fn)(void *, void *), void *a, void *b);   /* fault-guard.S */
+int rt_call_pre(struct kprobe *kp, struct pt_regs *regs);
+void rt_call_post(struct kprobe *kp, struct pt_regs *regs);
+/* kprobes with a fault_handler (jprobes' included) registered: the fault
+ * signals are the runtime's while there is one. Under rt_lock. */
+void rt_fault_users(int delta);
+bool rt_fault_signal(int sig);         /* sigaction() on sig is recorded, not installed */
+int rt_fault_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
+void rt_fault_unblock(sigset_t *set);  /* out of a mask the program sets, while the runtime's */
+void rt_fault_count(struct point *pt); /* a fault in a handler: each kprobe's nmissed */
+
 /* ---- unwind.c ---- */
 void rt_unwind_hooks_linked(void);
 
@@ -203,6 +269,16 @@ void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */
 void trap_fork_child(void);            /* only this thread's count them now */
+/* A fault of the instruction a post_handler's single step ran: ask the
+ * point's fault_handlers; true if handled (the context is set). Not
+ * handled, to_program: the context shows the fault in place. */
+bool trap_step_fault(void *uc, int trapnr, bool to_program);
+bool trap_hitting(void);               /* this thread runs an int3 probe's handlers */
+int trap_abandon(int n);               /* fault.c: -1 forgets this thread's int3 hits in progress */
+void trap_resume(struct point *pt, void *gregs);   /* on at pt's copy (a post_handler's step) */
+/* pt_regs <-> a signal context's general registers */
+void trap_regs_from(struct pt_regs *r, const void *gregs);
+void trap_regs_to(void *gregs, const struct pt_regs *r);
 
 /* ---- patch.c: live changes to the code, under rt_lock ---- */
 int patch_apply(struct point *pt);     /* bring the code to the point's wanted state */

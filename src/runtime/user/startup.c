@@ -28,15 +28,21 @@ static void pool_added(void)
 
 static void kprobe_toggled(struct kprobe *kp)
 {
-    if (kp->flags & KPROBE_FLAG_RETPROBE)
+    if (rt_is_kretprobe(kp))
         rt_kretprobe_changed((struct kretprobe *)kp);
+}
+
+static void thread_exit(struct rt_thread *t)
+{
+    rt_kretprobe_thread_exit(t);
+    rt_jprobe_thread_exit(t);
 }
 
 const struct rt_hooks rt_hooks = {
     .fork_child = fork_child,
     .points_filled = trap_index_rebuild,
     .pool_added = pool_added,
-    .thread_exit = rt_kretprobe_thread_exit,
+    .thread_exit = thread_exit,
     .kprobe_toggled = kprobe_toggled,
     .trap_done = rt_kretprobe_trap_hook,
 };

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "arch/x86/site.h"
 #include "util/array.h"
 
 #define EFLAGS_TF 0x100ul
@@ -100,8 +101,9 @@ static struct point *lookup(uintptr_t addr)
 
 /* ---- pt_regs <-> signal context ---- */
 
-static void regs_from(struct pt_regs *r, const greg_t *g)
+void trap_regs_from(struct pt_regs *r, const void *gregs)
 {
+    const greg_t *g = gregs;
     r->r15 = g[REG_R15], r->r14 = g[REG_R14], r->r13 = g[REG_R13], r->r12 = g[REG_R12];
     r->bp = g[REG_RBP], r->bx = g[REG_RBX], r->r11 = g[REG_R11], r->r10 = g[REG_R10];
     r->r9 = g[REG_R9], r->r8 = g[REG_R8], r->ax = g[REG_RAX], r->cx = g[REG_RCX];
@@ -114,8 +116,9 @@ static void regs_from(struct pt_regs *r, const greg_t *g)
     r->ss = 0x2b;
 }
 
-static void regs_to(greg_t *g, const struct pt_regs *r)
+void trap_regs_to(void *gregs, const struct pt_regs *r)
 {
+    greg_t *g = gregs;
     g[REG_R15] = r->r15, g[REG_R14] = r->r14, g[REG_R13] = r->r13, g[REG_R12] = r->r12;
     g[REG_RBP] = r->bp, g[REG_RBX] = r->bx, g[REG_R11] = r->r11, g[REG_R10] = r->r10;
     g[REG_R9] = r->r9, g[REG_R8] = r->r8, g[REG_RAX] = r->ax, g[REG_RCX] = r->cx;
@@ -131,9 +134,15 @@ static bool has_post(struct point *pt)
     return false;
 }
 
-/* An int3 of ours: the handlers, then resume at the out-of-line copy. */
-static void probe_hit(struct point *pt, greg_t *g)
+/* An int3 of ours: the handlers, then resume at the out-of-line copy. As
+ * the kernel's kprobe_int3_handler: regs->ip is the address + 1 (after the
+ * int3); a pre_handler that returns non-zero has set regs->ip, where the
+ * thread goes (the probed instruction and the post_handlers are skipped);
+ * otherwise a changed regs->ip is ignored (the kernel's single step sets
+ * it). A jprobe sends the thread to its handler. */
+static void probe_hit(struct point *pt, ucontext_t *uc)
 {
+    greg_t *g = uc->uc_mcontext.gregs;
     uintptr_t addr = (uintptr_t)g[REG_RIP] - 1;
     if (rt_in_handler) {
         rt_count_missed(pt);
@@ -149,34 +158,117 @@ static void probe_hit(struct point *pt, greg_t *g)
     if (atomic_load_explicit(&pt->handlers, memory_order_acquire)) {
         struct pt_regs r;
         int changed = 0;
-        regs_from(&r, g);
-        r.ip = addr;
+        trap_regs_from(&r, g);
+        r.ip = addr + 1;
         rt_run_handlers(pt, &r, &changed);
         rt_hooks.trap_done(pt);
-        regs_to(g, &r);
-        if (changed || r.ip != addr) {
+        trap_regs_to(g, &r);
+        if (rt_jprobe_divert(pt, uc))
+            return;
+        if (changed) {
             g[REG_RIP] = (greg_t)r.ip;   /* a handler redirected the thread */
             return;
         }
-        if (has_post(pt)) {
-            stepping = pt;
-            g[REG_EFL] |= (greg_t)EFLAGS_TF;
-        }
+    }
+    trap_resume(pt, g);
+}
+
+/* The thread goes on at pt's out-of-line copy, single-stepping its first
+ * instruction when a post_handler is to run after it. */
+void trap_resume(struct point *pt, void *gregs)
+{
+    greg_t *g = gregs;
+    if (atomic_load_explicit(&pt->handlers, memory_order_acquire) && has_post(pt)) {
+        stepping = pt;
+        g[REG_EFL] |= (greg_t)EFLAGS_TF;
     }
     g[REG_RIP] = (greg_t)pt->ool;
 }
 
 /* The single step after a post_handler's probe: one instruction of the
- * out-of-line copy has run. */
+ * out-of-line copy has run (or a part of an emulated call: step on). The
+ * post_handlers see the next instruction in place, as the kernel's
+ * resume_singlestep gives it; the thread goes on in the copy unless one
+ * changed regs->ip. */
 static void step_done(greg_t *g)
 {
     struct point *pt = stepping;
+    uintptr_t ip = (uintptr_t)g[REG_RIP];
+    uint64_t in_place = x86_step_in_place(pt->orig, pt->site_len, pt->addr, pt->ool, ip);
+    if (!in_place)
+        return;   /* TF stays: the next trap comes after the next instruction */
     stepping = NULL;
     g[REG_EFL] &= ~(greg_t)EFLAGS_TF;
     struct pt_regs r;
-    regs_from(&r, g);
+    trap_regs_from(&r, g);
+    r.ip = in_place;
     rt_run_post_handlers(pt, &r);
-    regs_to(g, &r);
+    trap_regs_to(g, &r);
+    if (r.ip != in_place)
+        g[REG_RIP] = (greg_t)r.ip;
+}
+
+bool trap_hitting(void) { return trapping > 0; }
+
+/* n < 0: this thread's int3 probes in progress are abandoned (a fault's
+ * handler of the program's may leave them: fault.c); how many. Else take
+ * n up again. */
+int trap_abandon(int n)
+{
+    if (n < 0) {
+        int was = trapping;
+        for (; trapping > 0; trapping--)
+            rt_trap_leave();
+        return was;
+    }
+    for (; trapping < n; trapping++)
+        rt_trap_enter();
+    return n;
+}
+
+/* A fault of the instruction being single-stepped for a post_handler (from
+ * fault.c, in its signal handler): the point's fault_handlers are asked,
+ * newest first, with regs->ip the probe address (the kernel's
+ * kprobe_fault_handler). Handled: the thread goes to a changed regs->ip,
+ * or else retries the instruction (still stepping). Not handled: the step
+ * is abandoned, and the program's handler for the signal sees the fault
+ * at the probe address (the instruction in place), as in the kernel; with
+ * no handler of the program's the copy faults again, to the default
+ * action. */
+bool trap_step_fault(void *vuc, int trapnr, bool to_program)
+{
+    ucontext_t *uc = vuc;
+    greg_t *g = uc->uc_mcontext.gregs;
+    struct point *pt = stepping;
+    uintptr_t ip = (uintptr_t)g[REG_RIP];
+    if (!pt || ip < pt->ool || ip >= pt->ool + X86_COPY_SPAN)
+        return false;
+    struct pt_regs r;
+    trap_regs_from(&r, g);
+    r.ip = pt->addr;
+    int handled = 0;
+    atomic_store_explicit(&rt_self.running, pt, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    for (struct kprobe *kp = atomic_load_explicit(&pt->handlers, memory_order_acquire); kp && !handled;
+         kp = kp->__next)
+        if (!(kp->flags & KPROBE_FLAG_DISABLED) && kp->fault_handler)
+            handled = kp->fault_handler(kp, &r, trapnr);
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&rt_self.running, NULL, memory_order_release);
+    if (handled) {
+        trap_regs_to(g, &r);
+        if (r.ip != pt->addr) {
+            stepping = NULL;
+            g[REG_EFL] &= ~(greg_t)EFLAGS_TF;
+            g[REG_RIP] = (greg_t)r.ip;
+        }
+        return true;
+    }
+    stepping = NULL;
+    g[REG_EFL] &= ~(greg_t)EFLAGS_TF;
+    if (to_program)
+        g[REG_RIP] = (greg_t)pt->addr;
+    return false;
 }
 
 /* ---- checkpoints: where is every other thread? ---- */
@@ -321,15 +413,17 @@ static void on_trap(int sig, siginfo_t *si, void *vuc)
     int saved_errno = errno;
     struct point *pt;
 
+    bool brk = si->si_code == SI_KERNEL || si->si_code == TRAP_BRKPT;   /* TRAP_BRKPT: valgrind's int3 */
     if (si->si_code == TRAP_TRACE && stepping) {
         step_done(g);
-    } else if ((si->si_code == SI_KERNEL || si->si_code == TRAP_BRKPT) &&   /* TRAP_BRKPT: valgrind's int3 */
-               (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
+    } else if (brk && (pt = lookup((uintptr_t)g[REG_RIP] - 1))) {
         rt_trap_enter();
         trapping++;
-        probe_hit(pt, g);
+        probe_hit(pt, uc);
         trapping--;
         rt_trap_leave();
+    } else if (brk && rt_jprobe_trap(uc)) {
+        /* jprobe_return(): the probed function goes on */
     } else {
         chain(sig, si, vuc);
     }
@@ -375,6 +469,8 @@ void trap_install(void)
 
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
+    if (rt_fault_signal(sig))   /* fault.c's while a fault_handler is registered */
+        return rt_fault_sigaction(sig, act, oact);
     if (sig == SIGTRAP && atomic_load(&installed)) {
         struct sigaction old = prog_act;
         if (act)
@@ -417,6 +513,7 @@ static int set_mask(int how, const sigset_t *set, sigset_t *old)
             sigdelset(&s, atomic_load(&ckpt_sig));
         sigdelset(&s, SIGRTMIN - 2);
         sigdelset(&s, SIGRTMIN - 1);
+        rt_fault_unblock(&s);
         set = &s;
     }
     return (int)syscall(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t));
