@@ -149,7 +149,7 @@ static bool parse_number(struct fcur *c, struct kprw_fnode *n)
     while (j < c->len && (kprw_alpha(c->s[j]) || kprw_digit(c->s[j])))
         j++;
     uint64_t v;
-    size_t bad;
+    size_t bad = 0;
     if (j == i + neg || !kprw_parse_u64(c->s + i + neg, j - i - neg, &v, &bad))
         return fail(c, i + neg + bad, "a number is expected"), false;
     n->num = neg ? -(int64_t)v : (int64_t)v;

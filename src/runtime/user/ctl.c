@@ -7,12 +7,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events.h"
 #include "rt.h"
+#include "trace-read.h"
+
+/* trace DEFINITION | untrace SPEC | hist SPEC [of NAME] [by NAME]: 0 or
+ * -errno; 1: not an event command. A definition's error goes to stderr
+ * too (a write can carry only its errno). */
+static int ctl_event_command(const char *line)
+{
+    size_t n = strcspn(line, " \t");
+    const char *rest = line + n + strspn(line + n, " \t");
+    if (n == 5 && memcmp(line, "trace", 5) == 0) {
+        struct kprw_ev_error err = { 0, NULL };
+        int rc = ev_define(rest, strlen(rest), &err);
+        if (rc < 0 && err.msg)
+            fprintf(stderr, "kprewrite: trace %s: column %zu: %s\n", rest, err.col, err.msg);
+        return rc < 0 ? rc : 0;
+    }
+    if (n == 7 && memcmp(line, "untrace", 7) == 0) {
+        int rc = *rest ? ev_untrace(rest) : -EINVAL;
+        return rc < 0 ? rc : 0;
+    }
+    if (n == 4 && memcmp(line, "hist", 4) == 0) {
+        char spec[512], w1[8] = "", a1[128] = "", w2[8] = "", a2[128] = "";
+        int k = sscanf(rest, "%511s %7s %127s %7s %127s", spec, w1, a1, w2, a2);
+        const char *of = NULL, *by = NULL;
+        if (k < 1 || k == 2 || k == 4)
+            return -EINVAL;
+        for (int i = 0; i < (k - 1) / 2; i++) {
+            const char *w = i ? w2 : w1, *a = i ? a2 : a1;
+            if (strcmp(w, "of") == 0 && !of)
+                of = a;
+            else if (strcmp(w, "by") == 0 && !by)
+                by = a;
+            else
+                return -EINVAL;
+        }
+        int rc = ev_hist(spec, of, by);
+        return rc < 0 ? rc : 0;
+    }
+    return 1;
+}
 
 /* "VERB SPEC" (runtime/core/control.c reads it, as the kernel runtime
  * does): each point SPEC names gets the verb, then the code follows. */
 static int ctl_command(const char *line)
 {
+    int ev = ctl_event_command(line);
+    if (ev != 1)
+        return ev;
     enum kprw_op op;
     const char *spec;
     size_t spec_len;
@@ -104,9 +148,11 @@ static char *listing(size_t *len, void (*line)(struct text *, const struct point
  * [DISABLED]: disabled here, or its kprobes all are (the API disarmed it). */
 static void list_line(struct text *t, const struct point *pt, uint64_t hits, uint64_t missed)
 {
-    put(t, "%016lx  %c  %s+0x%x  %s%s  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind, pt->name,
+    put(t, "%016lx  %c  %s+0x%x  %s%s  hits %lu  nmissed %lu", (unsigned long)pt->addr, pt->kind, pt->name,
         pt->offset, pt->disabled || pt->api_off ? "[DISABLED]" : "", pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "",
         (unsigned long)hits, (unsigned long)missed);
+    uint64_t dropped = atomic_load_explicit(&pt->ev_dropped, memory_order_relaxed);
+    put(t, dropped ? "  dropped %lu\n" : "\n", (unsigned long)dropped);
 }
 
 /* Like kprobe_profile: name, hits, misses. */
@@ -114,10 +160,35 @@ static void profile_line(struct text *t, const struct point *pt, uint64_t hits, 
 {
     char name[300];
     snprintf(name, sizeof name, "%s+0x%x", pt->name, pt->offset);
-    put(t, "  %-44s %15lu %15lu\n", name, (unsigned long)hits, (unsigned long)missed);
+    uint64_t dropped = atomic_load_explicit(&pt->ev_dropped, memory_order_relaxed);
+    put(t, dropped ? "  %-44s %15lu %15lu %15lu\n" : "  %-44s %15lu %15lu\n", name, (unsigned long)hits,
+        (unsigned long)missed, (unsigned long)dropped);
 }
 
 static char *ctl_list(size_t *len) { return listing(len, list_line); }
+
+/* trace_pipe through a channel that cannot wait (the socket): what is
+ * there now, consumed */
+static char *pipe_now(size_t *len)
+{
+    struct tr_stream s = { .fmt = TR_TEXT };
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && n < cap - 4096 && (k = tr_stream_read(&s, buf + n, cap - n)) > 0;)
+        n += k;
+    *len = n;
+    return buf;
+}
+
+struct tr_stream *ctl_pipe_open(void)
+{
+    struct tr_stream *s = calloc(1, sizeof *s);
+    if (s)
+        s->fmt = TR_TEXT;
+    return s;
+}
+size_t ctl_pipe_read(struct tr_stream *s, char *buf, size_t cap) { return tr_stream_read(s, buf, cap); }
+void ctl_pipe_close(struct tr_stream *s) { free(s); }
 static char *ctl_profile(size_t *len) { return listing(len, profile_line); }
 
 /* The global knobs: `enabled` arms or disarms every point (each keeps its
@@ -143,6 +214,12 @@ const struct ctl_file ctl_files[CTL_NFILES] = {
     [CTL_OPTIMIZATION] = { "optimization", 0600 },
     [CTL_CONTROL] = { "control", 0600 },
     [CTL_PROFILE] = { "profile", 0400 },
+    [CTL_EVENTS] = { "events", 0400 },
+    [CTL_TRACE] = { "trace", 0400 },
+    [CTL_TRACE_PIPE] = { "trace_pipe", 0400 },
+    [CTL_TRACE_JSON] = { "trace.json", 0400 },
+    [CTL_TRACE_FOLDED] = { "trace.folded", 0400 },
+    [CTL_HIST] = { "hist", 0400 },
 };
 
 int ctl_file_find(const char *name, size_t len)
@@ -155,7 +232,9 @@ int ctl_file_find(const char *name, size_t len)
 
 static const char control_help[] =
     "# write one command a line; SPEC is SYM, SYM+OFF, 0xADDR, SYM may be a glob\n"
-    "# enable SPEC | disable SPEC | optimize SPEC | unoptimize SPEC\n";
+    "# enable SPEC | disable SPEC | optimize SPEC | unoptimize SPEC\n"
+    "# trace [p[:[GRP/]EVENT]|r[:[GRP/]EVENT]] SPEC [NAME=]FETCHARG[:TYPE]... [if FILTER]\n"
+    "# untrace SPEC|EVENT|GRP/EVENT | hist SPEC|EVENT [of NAME] [by NAME]\n";
 
 char *ctl_read(enum ctl_file_id file, size_t *len)
 {
@@ -164,6 +243,12 @@ char *ctl_read(enum ctl_file_id file, size_t *len)
     case CTL_LIST: return ctl_list(len);
     case CTL_PROFILE: return ctl_profile(len);
     case CTL_CONTROL: s = strdup(control_help); break;
+    case CTL_EVENTS: return ev_listing(len);
+    case CTL_TRACE: return tr_snapshot(TR_TEXT, len);
+    case CTL_TRACE_JSON: return tr_snapshot(TR_JSON, len);
+    case CTL_TRACE_FOLDED: return tr_snapshot(TR_FOLDED, len);
+    case CTL_HIST: return tr_hists(NULL, len);
+    case CTL_TRACE_PIPE: return pipe_now(len);
     case CTL_ENABLED:
     case CTL_OPTIMIZATION:
         rt_lock_take();

@@ -9,6 +9,7 @@
 #define KPREWRITE_EVENTS_H
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kprewrite/kprobes.h"
@@ -44,12 +45,32 @@ struct ev_inst {
     bool is_return;
     _Atomic bool enabled;
     bool gone;                         /* untraced: kept, for records still unread */
+    bool reads_memory;                 /* dereferences or strings: the fault signals are ours */
     char name[KPRW_EV_NAME_MAX];       /* the event's name */
+    const char *group;
     char where[320];                   /* the point: SYM+0xOFF */
     const char *sym;                   /* the point's function */
-    _Atomic uint64_t recorded, dropped, filtered;
+    uint64_t addr;                     /* the point's address */
+    uint32_t offset;                   /* ... and offset in sym */
+    _Atomic uint64_t dropped, filtered;   /* (recorded: the records; not counted on the hot path) */
     struct ev_hist *_Atomic hist;
 };
+
+const struct kprw_fetch_isa *ev_isa(void);
+
+/* A definition (kprobe_events' syntax) bound to every point its spec
+ * names: the instances made, or -errno (-EINVAL: err says where). */
+int ev_define(const char *text, size_t len, struct kprw_ev_error *err);
+/* Unregister the instances SPEC names (a point spec, an event name or
+ * GRP/EVENT, globs): how many, or -ENOENT. */
+int ev_untrace(const char *spec);
+/* The instances SPEC names keep a histogram of argument OF (NULL: a
+ * return event's latency, an entry event's first argument), keyed by
+ * argument BY (NULL: one key). */
+int ev_hist(const char *spec, const char *of, const char *by);
+void ev_hist_default(struct ev_inst *in);
+/* The `events` file's text (malloc'd). */
+char *ev_listing(size_t *len);
 
 /* The instance a record names (NULL: none); reader side, lock-free:
  * instances are never freed. */

@@ -242,6 +242,22 @@ static void take_up(const struct abandoned *a)
     trap_abandon(a->traps);
 }
 
+/* A fault in an event's read of the program's memory (safe-read-x86.S):
+ * the read resumes at its fixup and says it faulted. */
+extern char rt_safe_read_begin[], rt_safe_read_end[], rt_safe_read_fault[];
+extern char rt_safe_str_begin[], rt_safe_str_end[], rt_safe_str_fault[];
+static bool safe_read_fault(ucontext_t *uc)
+{
+    greg_t *ip = &uc->uc_mcontext.gregs[REG_RIP];
+    if ((uintptr_t)*ip >= (uintptr_t)rt_safe_read_begin && (uintptr_t)*ip < (uintptr_t)rt_safe_read_end)
+        *ip = (greg_t)(uintptr_t)rt_safe_read_fault;
+    else if ((uintptr_t)*ip >= (uintptr_t)rt_safe_str_begin && (uintptr_t)*ip < (uintptr_t)rt_safe_str_end)
+        *ip = (greg_t)(uintptr_t)rt_safe_str_fault;
+    else
+        return false;
+    return true;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *vuc)
 {
     int saved_errno = errno;
@@ -249,7 +265,9 @@ static void on_fault(int sig, siginfo_t *si, void *vuc)
     int trapnr = (int)uc->uc_mcontext.gregs[REG_TRAPNO];
     bool handled = false;
     if (si->si_code > 0) {
-        if (rt_self.guard)
+        if (safe_read_fault(uc))
+            handled = true;
+        else if (rt_self.guard)
             handled = guard_fault(uc, trapnr);
         else if (rt_self.jctx && rt_jprobe_fault(uc, trapnr))
             handled = true;

@@ -69,6 +69,7 @@ struct point {
                                           entry_handler (kretprobe-fast.S), else NULL */
     bool verified;                     /* the site was seen holding what code says */
     char fde_name[FDE_NAME_MAX];       /* name, for a function without a symbol */
+    _Atomic uint64_t ev_dropped;       /* events of this point a full buffer dropped (events.c) */
     /* the API's, under rt_lock */
     unsigned nfpu;                     /* kprobes with KPROBE_FLAG_FPU */
     bool api_off;                      /* kprobes registered, all disabled: disarmed, as
@@ -300,7 +301,10 @@ int ctl_watch_start(const char *dir);
 void ctl_watch_mounted(void);          /* DIR is mounted now: that mount is ours */
 
 /* ---- ctl.c: the control files, whichever channel serves them ---- */
-enum ctl_file_id { CTL_LIST, CTL_ENABLED, CTL_OPTIMIZATION, CTL_CONTROL, CTL_PROFILE, CTL_NFILES };
+enum ctl_file_id {
+    CTL_LIST, CTL_ENABLED, CTL_OPTIMIZATION, CTL_CONTROL, CTL_PROFILE,
+    CTL_EVENTS, CTL_TRACE, CTL_TRACE_PIPE, CTL_TRACE_JSON, CTL_TRACE_FOLDED, CTL_HIST, CTL_NFILES
+};
 extern const struct ctl_file {
     const char *name;
     unsigned mode;
@@ -308,6 +312,11 @@ extern const struct ctl_file {
 int ctl_file_find(const char *name, size_t len);   /* its id, or -1 */
 char *ctl_read(enum ctl_file_id file, size_t *len);   /* malloc'd text (NULL: no memory) */
 int ctl_write(enum ctl_file_id file, const char *data, size_t len);   /* 0 or -errno */
+/* trace_pipe, read by a channel that can wait (FUSE): the stream an open
+ * gets, and what a read consumes from it now (0 bytes: nothing yet). */
+struct tr_stream *ctl_pipe_open(void);
+size_t ctl_pipe_read(struct tr_stream *s, char *buf, size_t cap);
+void ctl_pipe_close(struct tr_stream *s);
 
 /* ---- spawn.c: child processes the program cannot wait for ---- */
 long rt_clone(unsigned long flags, void *stack_top, int (*fn)(void *), void *arg);   /* pid or -errno */

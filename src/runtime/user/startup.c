@@ -13,10 +13,15 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "tracebuf.h"
+
+void trace_env_start(void);
+void trace_env_fork_child(void);
 
 static void fork_child(void)
 {
     trap_fork_child();
+    trace_env_fork_child();
     ctl_dir_fork_child();
 }
 
@@ -36,6 +41,8 @@ static void thread_exit(struct rt_thread *t)
 {
     rt_kretprobe_thread_exit(t);
     rt_jprobe_thread_exit(t);
+    if (t == &rt_self)
+        tb_thread_exit();   /* its ring is freed once read */
 }
 
 const struct rt_hooks rt_hooks = {
@@ -82,6 +89,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
     /* every object loaded at start-up is mapped by now (dlopen above
      * looks again for libraries opened later) */
     rt_pools_find_added();
+    trace_env_start();
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
         int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);

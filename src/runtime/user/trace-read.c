@@ -238,18 +238,18 @@ static void put_thread(const void *ring, const void *unused, struct kprw_sbuf *b
 
 static void header(struct out *o, uint64_t in_buffer)
 {
-    uint64_t written = 0;
+    uint64_t dropped = 0;   /* (ftrace says entries-written; a ring here drops when full, it never overwrites) */
     for (uint32_t i = 0, n = ev_count(); i < n; i++) {
         struct ev_inst *in = ev_by_id(i);
         if (in)
-            written += atomic_load_explicit(&in->recorded, memory_order_relaxed);
+            dropped += atomic_load_explicit(&in->dropped, memory_order_relaxed);
     }
     char h[512];
     snprintf(h, sizeof h,
-             "# tracer: nop\n#\n# entries-in-buffer/entries-written: %llu/%llu   #P:%ld\n#\n"
+             "# tracer: nop\n#\n# entries-in-buffer/entries-dropped: %llu/%llu   #P:%ld\n#\n"
              "#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
              "#              | |         |         |         |\n",
-             (unsigned long long)in_buffer, (unsigned long long)written, sysconf(_SC_NPROCESSORS_ONLN));
+             (unsigned long long)in_buffer, (unsigned long long)dropped, sysconf(_SC_NPROCESSORS_ONLN));
     out_put(o, put_str, h, NULL);
 }
 

@@ -1,0 +1,571 @@
+/*
+ * Events in the user runtime: definitions (runtime/core/event.h, the
+ * syntax of kprobe_events) bound to the points their spec names. Each
+ * (definition, point) is an instance: a kprobe (entry events) or a
+ * kretprobe (return events) registered through the runtime's own API,
+ * whose handler fetches the arguments into the thread's ring (tracebuf.h)
+ * and may add to a histogram. Instances are never freed (a record names
+ * its instance by id, and readers may still hold records of an untraced
+ * one); `untrace` unregisters them.
+ *
+ * The hot path (record): no lock, no allocation, no system call; reads of
+ * the program's memory go through rt_safe_read (safe-read-x86.S), which a
+ * fault cannot end (fault.c resumes it at its fixup).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/x86/regs.h"
+#include "clock.h"
+#include "events.h"
+#include "rt.h"
+#include "tracebuf.h"
+
+#define EV_MAX 65536                   /* instances in a process */
+#define ARENA_BYTES (64 * 1024)
+
+size_t rt_safe_read(void *dst, uintptr_t src, size_t n);
+size_t rt_safe_read_str(char *dst, uintptr_t src, size_t max);
+
+static struct ev_inst *_Atomic table[EV_MAX];
+static _Atomic uint32_t ninst;
+
+struct ev_inst *ev_by_id(uint32_t id)
+{
+    return id < EV_MAX ? atomic_load_explicit(&table[id], memory_order_acquire) : NULL;
+}
+uint32_t ev_count(void) { return atomic_load_explicit(&ninst, memory_order_acquire); }
+
+const struct kprw_fetch_isa *ev_isa(void) { return &x86_fetch_isa; }
+
+/* ---- recording (the probed thread) ---- */
+
+static void fetch_env(struct kprw_fetch_env *env, struct pt_regs *regs, const uint64_t *entry, const char *comm)
+{
+    env->regs = (const unsigned long *)regs;
+    env->entry = entry;
+    env->comm = comm;
+    env->read = rt_safe_read;
+    env->read_str = rt_safe_read_str;
+    env->sp_slot = X86_SP;
+}
+
+/* A string key's hash (FNV-1a), or a number's own value. */
+static uint64_t key_of(const struct kprw_event *ev, const uint8_t *rec, unsigned i, const char **str)
+{
+    if (ev->args[i].type != KPRW_FT_STRING) {
+        *str = NULL;
+        return (uint64_t)kprw_rec_value(ev, rec, i);
+    }
+    const char *s = kprw_rec_string(ev, rec, i);
+    *str = s ? s : "(fault)";
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = *str; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return h;
+}
+
+static struct ev_hist_key *hist_slot(struct ev_hist *h, uint64_t key, const char *str)
+{
+    for (unsigned n = 0, i = (unsigned)(key * 0x9e3779b97f4a7c15ull >> 56); n < EV_HIST_KEYS;
+         n++, i = (i + 1) % EV_HIST_KEYS) {
+        struct ev_hist_key *k = &h->keys[i];
+        uint32_t used = atomic_load_explicit(&k->used, memory_order_acquire);
+        if (used == 2 && atomic_load_explicit(&k->key, memory_order_relaxed) == key)
+            return k;
+        if (used == 0) {
+            uint32_t zero = 0;
+            if (atomic_compare_exchange_strong(&k->used, &zero, 1)) {
+                atomic_store_explicit(&k->key, key, memory_order_relaxed);
+                if (str) {
+                    strncpy(k->str, str, sizeof k->str - 1);
+                    k->str[sizeof k->str - 1] = 0;
+                }
+                atomic_store_explicit(&k->used, 2, memory_order_release);
+                return k;
+            }
+            if (atomic_load_explicit(&k->used, memory_order_acquire) == 2 &&
+                atomic_load_explicit(&k->key, memory_order_relaxed) == key)
+                return k;
+        }
+        if (used == 1)
+            return NULL;   /* being set: not waited for */
+    }
+    return NULL;
+}
+
+static void hist_add(const struct ev_inst *in, struct ev_hist *h, const uint8_t *rec, uint64_t latency_ns)
+{
+    const struct kprw_event *ev = in->def;
+    uint64_t v = h->of < 0 ? latency_ns : (uint64_t)kprw_rec_value(ev, rec, (unsigned)h->of);
+    const char *str = NULL;
+    uint64_t key = h->by < 0 ? 0 : key_of(ev, rec, (unsigned)h->by, &str);
+    struct ev_hist_key *k = hist_slot(h, key, str);
+    if (!k) {
+        atomic_fetch_add_explicit(&h->other, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&k->buckets[kprw_hist_bucket(v)], 1, memory_order_relaxed);
+}
+
+/* Fill and publish one record: the header, the return part (ret: NULL for
+ * an entry event), the arguments; the filter decides. */
+static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *entry, const struct kprw_rec_ret *ret)
+{
+    const struct kprw_event *ev = in->def;
+    struct tb_ring *r = tb_self();
+    uint8_t *at = r ? tb_reserve(r, ev->max_size) : NULL;
+    if (!at) {
+        atomic_fetch_add_explicit(&in->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&in->pt->ev_dropped, 1, memory_order_relaxed);
+        return;
+    }
+    struct kprw_rec *h = (struct kprw_rec *)at;
+    h->id = in->id;
+    h->tid = r->tid;
+    h->ts = clk_now(&h->cpu);
+    h->ip = in->addr;
+    if (ret)
+        *(struct kprw_rec_ret *)(h + 1) = *ret;
+    struct kprw_fetch_env env;
+    fetch_env(&env, regs, entry, r->comm);
+    uint32_t size = kprw_event_fetch(ev, &env, at);
+    if (ev->filter && !kprw_event_match(ev, at)) {
+        atomic_fetch_add_explicit(&in->filtered, 1, memory_order_relaxed);
+        return;
+    }
+    h->size = size;
+    struct ev_hist *hist = atomic_load_explicit(&in->hist, memory_order_acquire);
+    if (hist)
+        hist_add(in, hist, at, ret ? clk_delta_ns(h->ts - ret->entry_ts) : 0);
+    tb_commit(r, at, size);
+}
+
+static int on_entry(struct kprobe *kp, struct pt_regs *regs)
+{
+    struct ev_inst *in = (struct ev_inst *)((char *)kp - offsetof(struct ev_inst, u.kp));
+    if (atomic_load_explicit(&in->enabled, memory_order_relaxed))
+        record(in, regs, NULL, NULL);
+    return 0;
+}
+
+/* A return event's instance data: when the call was entered and the
+ * slots its $argN need. */
+struct entry_data {
+    uint64_t ts;
+    uint64_t slots[];
+};
+
+static struct ev_inst *inst_of(struct kretprobe_instance *ri)
+{
+    return (struct ev_inst *)((char *)ri->rp - offsetof(struct ev_inst, u.rp));
+}
+
+static int on_call(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+    struct ev_inst *in = inst_of(ri);
+    struct entry_data *d = (struct entry_data *)ri->data;
+    uint32_t cpu;
+    d->ts = clk_now(&cpu);
+    if (in->def->nentry) {
+        struct kprw_fetch_env env;
+        fetch_env(&env, regs, NULL, "");
+        kprw_event_fetch_entry(in->def, &env, d->slots);
+    }
+    return 0;
+}
+
+static int on_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+    struct ev_inst *in = inst_of(ri);
+    if (!atomic_load_explicit(&in->enabled, memory_order_relaxed))
+        return 0;
+    const struct entry_data *d = (const struct entry_data *)ri->data;
+    struct kprw_rec_ret ret = { (uint64_t)(uintptr_t)ri->ret_addr, d->ts };
+    record(in, regs, d->slots, &ret);
+    return 0;
+}
+
+/* ---- definitions and instances (the control thread, start-up) ---- */
+
+struct ev_def {
+    struct kprw_event ev;
+    struct kprw_arena arena;
+    struct ev_def *next;
+};
+static struct ev_def *defs;            /* under rt_lock */
+
+static bool resolve_sym(void *ctx, const char *sym, uint64_t *addr)
+{
+    (void)ctx;
+    void *p = dlsym(RTLD_DEFAULT, sym);
+    if (!p) {
+        struct point *pt = rt_find_point(sym, 0, 0);
+        p = pt ? (void *)pt->addr : NULL;
+    }
+    *addr = (uint64_t)(uintptr_t)p;
+    return p != NULL;
+}
+
+bool ev_inst_matches(const struct ev_inst *in, const char *spec)
+{
+    size_t n = strlen(spec);
+    const char *slash = memchr(spec, '/', n);
+    if (slash)   /* GRP/EVENT */
+        return kprw_glob(spec, (size_t)(slash - spec), in->group) && kprw_glob(slash + 1, n - (size_t)(slash - spec) - 1, in->name);
+    return kprw_glob(spec, n, in->name) || kprw_spec_matches(spec, n, in->sym, in->offset, in->addr);
+}
+
+/* A return event needs a return point ('r': the function baked with
+ * SYM%return), which serves entry events too. */
+static bool point_fits(const struct kprw_event *ev, const struct point *pt, const char *spec, size_t spec_len)
+{
+    if (ev->is_return && pt->kind != KPRW_KIND_R)
+        return false;
+    return kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr);
+}
+
+static struct ev_inst *inst_new(const struct ev_def *d, struct point *pt)
+{
+    uint32_t id = atomic_load(&ninst);
+    if (id >= EV_MAX)
+        return NULL;
+    struct ev_inst *in = calloc(1, sizeof *in);
+    if (!in)
+        return NULL;
+    in->def = &d->ev;
+    in->pt = pt;
+    in->id = id;
+    in->is_return = d->ev.is_return;
+    in->addr = pt->addr;
+    in->offset = pt->offset;
+    in->sym = pt->name;
+    in->group = d->ev.group ? d->ev.group : KPRW_EV_DEFAULT_GROUP;
+    struct kprw_sbuf b = { in->name, 0, sizeof in->name };
+    if (d->ev.name)
+        kprw_sb_str(&b, d->ev.name);
+    else
+        kprw_event_default_name(in->is_return, pt->name, pt->offset, pt->addr, &b);
+    kprw_sb_end(&b);
+    b = (struct kprw_sbuf){ in->where, 0, sizeof in->where };
+    kprw_sb_str(&b, pt->name);
+    if (!in->is_return) {
+        kprw_sb_str(&b, "+");
+        kprw_sb_hex(&b, pt->offset);
+    }
+    kprw_sb_end(&b);
+    return in;
+}
+
+static bool reads_memory(const struct kprw_event *ev)
+{
+    for (unsigned i = 0; i < ev->nargs; i++)
+        if (ev->args[i].nderef || ev->args[i].type == KPRW_FT_STRING)
+            return true;
+    return false;
+}
+
+static int inst_register(struct ev_inst *in)
+{
+    const struct kprw_event *ev = in->def;
+    atomic_store(&in->enabled, true);
+    if (in->is_return) {
+        in->u.rp.kp.addr = (void *)(uintptr_t)in->addr;
+        in->u.rp.entry_handler = on_call;
+        in->u.rp.handler = on_return;
+        in->u.rp.data_size = sizeof(struct entry_data) + 8u * ev->nentry;
+        in->u.rp.maxactive = ev->maxactive;
+        return register_kretprobe(&in->u.rp);
+    }
+    in->u.kp.addr = (void *)(uintptr_t)in->addr;
+    in->u.kp.pre_handler = on_entry;
+    return register_kprobe(&in->u.kp);
+}
+
+/* Bind definition d to every point it names; the instances made, or
+ * -errno. Not under rt_lock (registration takes it). */
+static int bind_points(struct ev_def *d)
+{
+    rt_lock_take();
+    rt_points_ready();
+    uint32_t n = rt_point_count();
+    struct point **v = malloc((n ? n : 1) * sizeof *v);
+    size_t nv = 0;
+    if (!v) {
+        rt_lock_drop();
+        return -ENOMEM;
+    }
+    struct point *const *points = rt_point_list();
+    for (uint32_t i = 0; i < n; i++)
+        if (point_fits(&d->ev, points[i], d->ev.spec, d->ev.spec_len))
+            v[nv++] = points[i];
+    rt_lock_drop();
+    int made = 0, rc = 0;
+    bool mem = reads_memory(&d->ev);
+    for (size_t i = 0; i < nv && rc == 0; i++) {
+        struct ev_inst *in = inst_new(d, v[i]);
+        if (!in) {
+            rc = -ENOSPC;
+            break;
+        }
+        if (mem) {
+            rt_lock_take();
+            rt_fault_users(1);   /* the safe reads' fixups need the fault signals */
+            rt_lock_drop();
+        }
+        rc = inst_register(in);
+        if (rc < 0) {
+            if (mem) {
+                rt_lock_take();
+                rt_fault_users(-1);
+                rt_lock_drop();
+            }
+            free(in);
+            break;
+        }
+        in->reads_memory = mem;
+        ev_hist_default(in);
+        atomic_store_explicit(&table[in->id], in, memory_order_release);
+        atomic_store_explicit(&ninst, in->id + 1, memory_order_release);
+        made++;
+    }
+    free(v);
+    return rc < 0 ? rc : made ? made : -ENOENT;
+}
+
+static pthread_mutex_t define_lock = PTHREAD_MUTEX_INITIALIZER;   /* definitions are made one at a time */
+
+int ev_define(const char *text, size_t len, struct kprw_ev_error *err)
+{
+    struct ev_def *d = calloc(1, sizeof *d);
+    char *mem = malloc(ARENA_BYTES);
+    if (!d || !mem) {
+        free(d);
+        free(mem);
+        err->col = 1, err->msg = "out of memory";
+        return -ENOMEM;
+    }
+    d->arena = (struct kprw_arena){ mem, ARENA_BYTES, 0 };
+    const struct kprw_farg *bad = NULL;
+    if (!kprw_event_parse(ev_isa(), text, len, &d->arena, &d->ev, err))
+        goto invalid;
+    if (!kprw_event_bind(&d->ev, resolve_sym, NULL, &bad)) {
+        err->col = bad->col, err->msg = "no such symbol";
+        goto invalid;
+    }
+    pthread_mutex_lock(&define_lock);
+    int rc = bind_points(d);
+    if (rc > 0) {
+        d->next = defs;
+        defs = d;
+    }
+    pthread_mutex_unlock(&define_lock);
+    if (rc <= 0) {
+        err->col = d->ev.spec_col;
+        err->msg = rc == -ENOENT ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
+                                                    : "no probe point matches the spec")
+                                 : "cannot register the event";
+        /* instances made before a failure stay (never freed), so d does too */
+        if (rc == -ENOENT) {
+            free(mem);
+            free(d);
+        }
+    }
+    return rc;
+invalid:
+    free(mem);
+    free(d);
+    return -EINVAL;
+}
+
+/* untrace SPEC: each instance SPEC names is unregistered (its records
+ * stay readable). The instances, or -ENOENT. */
+int ev_untrace(const char *spec)
+{
+    int n = 0;
+    pthread_mutex_lock(&define_lock);
+    for (uint32_t i = 0, c = ev_count(); i < c; i++) {
+        struct ev_inst *in = ev_by_id(i);
+        if (!in || in->gone || !ev_inst_matches(in, spec))
+            continue;
+        atomic_store(&in->enabled, false);
+        if (in->is_return)
+            unregister_kretprobe(&in->u.rp);
+        else
+            unregister_kprobe(&in->u.kp);
+        if (in->reads_memory) {
+            rt_lock_take();
+            rt_fault_users(-1);
+            rt_lock_drop();
+        }
+        in->gone = true;
+        n++;
+    }
+    pthread_mutex_unlock(&define_lock);
+    return n ? n : -ENOENT;
+}
+
+static int arg_index(const struct kprw_event *ev, const char *name)
+{
+    for (unsigned i = 0; i < ev->nargs; i++)
+        if (strcmp(ev->args[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* hist SPEC [of NAME] [by NAME]: the instances SPEC names keep a
+ * histogram of NAME's value (default: a return event's latency, an entry
+ * event's first argument), keyed by another argument. */
+int ev_hist(const char *spec, const char *of, const char *by)
+{
+    int n = 0, rc = -ENOENT;
+    pthread_mutex_lock(&define_lock);
+    for (uint32_t i = 0, c = ev_count(); i < c; i++) {
+        struct ev_inst *in = ev_by_id(i);
+        if (!in || in->gone || !ev_inst_matches(in, spec))
+            continue;
+        int o = of ? arg_index(in->def, of) : in->is_return ? -1 : in->def->nargs ? 0 : -2;
+        int k = by ? arg_index(in->def, by) : -1;
+        if (o == -2 || (of && o < 0) || (by && k < 0)) {
+            rc = -EINVAL;   /* no such argument: nothing counted */
+            continue;
+        }
+        struct ev_hist *h = calloc(1, sizeof *h);
+        if (!h) {
+            rc = -ENOMEM;
+            break;
+        }
+        h->of = (int16_t)o;
+        h->by = (int16_t)k;
+        struct ev_hist *old = atomic_exchange(&in->hist, h);
+        (void)old;   /* a recorder may still add to it: kept */
+        n++;
+    }
+    pthread_mutex_unlock(&define_lock);
+    return n ? n : rc;
+}
+
+/* Start-up: a histogram of latency for every return event. */
+void ev_hist_default(struct ev_inst *in)
+{
+    if (!in->is_return || atomic_load(&in->hist))
+        return;
+    struct ev_hist *h = calloc(1, sizeof *h);
+    if (h) {
+        h->of = h->by = -1;
+        atomic_store(&in->hist, h);
+    }
+}
+
+/* ---- symbols, for the readers ---- */
+
+struct sym_point {
+    uintptr_t addr;
+    const char *name;
+};
+static struct sym_point *by_addr;
+static uint32_t nby_addr, by_addr_n;
+
+static int cmp_sym(const void *a, const void *b)
+{
+    uintptr_t x = ((const struct sym_point *)a)->addr, y = ((const struct sym_point *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
+/* The functions' entries the points know (their names include static
+ * functions, which dladdr does not), sorted; rebuilt when points come. */
+static void sym_refresh(void)
+{
+    rt_lock_take();
+    uint32_t n = rt_point_count();
+    if (n != nby_addr) {
+        struct sym_point *v = malloc((n ? n : 1) * sizeof *v);
+        if (v) {
+            struct point *const *points = rt_point_list();
+            uint32_t k = 0;
+            for (uint32_t i = 0; i < n; i++)
+                if (points[i]->offset == 0 && points[i]->name)
+                    v[k++] = (struct sym_point){ points[i]->addr, points[i]->name };
+            qsort(v, k, sizeof *v, cmp_sym);
+            free(by_addr);
+            by_addr = v;
+            nby_addr = n;
+            by_addr_n = k;
+        }
+    }
+    rt_lock_drop();
+}
+
+bool ev_symbolize(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
+{
+    (void)ctx;
+    sym_refresh();
+    const char *name = NULL;
+    uintptr_t base = 0;
+    uint32_t lo = 0, hi = by_addr_n;
+    while (lo < hi) {   /* the last entry at or below addr */
+        uint32_t mid = (lo + hi) / 2;
+        if (by_addr[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo) {
+        name = by_addr[lo - 1].name;
+        base = by_addr[lo - 1].addr;
+    }
+    Dl_info di;
+    if (dladdr((void *)(uintptr_t)addr, &di) && di.dli_sname && (uintptr_t)di.dli_saddr > base) {
+        name = di.dli_sname;
+        base = (uintptr_t)di.dli_saddr;
+    }
+    if (!name)
+        return false;
+    kprw_sb_str(b, name);
+    if (with_off) {
+        kprw_sb_str(b, "+");
+        kprw_sb_hex(b, addr - base);
+    }
+    return true;
+}
+
+/* The `events` file: one line an instance, as kprobe_events lists them
+ * (p:GRP/EVENT SYM+OFF ARGS, r:GRP/EVENT SYM ARGS), then its counts. */
+char *ev_listing(size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (uint32_t i = 0, c = ev_count(); s && i < c; i++) {
+        const struct ev_inst *in = ev_by_id(i);
+        if (!in)
+            continue;
+        const struct kprw_event *ev = in->def;
+        const char *args = ev->text + ev->spec_col - 1 + ev->spec_len;
+        for (;;) {
+            int k = snprintf(s + n, cap - n, "%c:%s/%s %s%s%s%s  # dropped %lu filtered %lu\n", in->is_return ? 'r' : 'p',
+                             in->group, in->name, in->is_return ? in->sym : in->where, *args ? "" : "", args,
+                             in->gone ? "  [UNTRACED]" : "", (unsigned long)atomic_load(&in->dropped),
+                             (unsigned long)atomic_load(&in->filtered));
+            if (k >= 0 && n + (size_t)k < cap) {
+                n += (size_t)k;
+                break;
+            }
+            char *t = realloc(s, cap * 2 + (size_t)(k > 0 ? k : 0));
+            if (!t) {
+                free(s);
+                return NULL;
+            }
+            s = t;
+            cap = cap * 2 + (size_t)(k > 0 ? k : 0);
+        }
+    }
+    *len = n;
+    if (s && !n)
+        s[0] = 0;
+    return s;
+}

@@ -1,0 +1,171 @@
+/*
+ * Tracing from the environment, for programs too short-lived to be
+ * followed through the control directory:
+ *   KPREWRITE_EVENTS='DEF;DEF...'   definitions bound at start-up (as the
+ *                                   control file's `trace DEF`)
+ *   KPREWRITE_TRACE=FILE | -        the events written as the program runs
+ *                                   (- : stderr), the rest at exit
+ *   KPREWRITE_TRACE_FORMAT=text | json | folded
+ *   KPREWRITE_TRACE_BUFFER=KIB      each thread's ring (256 KiB)
+ * A writer thread drains the rings every 50 ms; exit drains what is left
+ * and ends the format (JSON's closing bracket, the folded stacks). A
+ * forked child writes its own events: text to the same file (whole lines,
+ * O_APPEND), json and folded to FILE.PID (one document a process).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "events.h"
+#include "rt.h"
+#include "trace-read.h"
+#include "tracebuf.h"
+
+static int out_fd = -1;
+static char *out_path;                 /* NULL: stderr */
+static struct tr_stream stream;
+static pthread_t writer;
+static _Atomic bool writer_on, stopping;
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void write_all(const char *s, size_t n)
+{
+    while (n) {
+        ssize_t k = write(out_fd, s, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return;
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+static void drain(void)
+{
+    static char buf[1 << 16];
+    pthread_mutex_lock(&drain_lock);
+    for (size_t n; (n = tr_stream_read(&stream, buf, sizeof buf)) > 0;)
+        write_all(buf, n);
+    pthread_mutex_unlock(&drain_lock);
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    /* the writer runs no probed code's events: it only reads */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    while (!atomic_load(&stopping)) {
+        drain();
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void finish(void)
+{
+    if (out_fd < 0)
+        return;
+    bool e = rt_enter();
+    atomic_store(&stopping, true);
+    if (atomic_exchange(&writer_on, false))
+        pthread_join(writer, NULL);
+    drain();
+    size_t n = 0;
+    char *end = tr_stream_end(&stream, &n);
+    if (end)
+        write_all(end, n);
+    free(end);
+    rt_leave(e);
+}
+
+static int open_out(const char *path)
+{
+    if (!path)
+        return fcntl(2, F_DUPFD_CLOEXEC, 3);
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (stream.fmt == TR_TEXT ? 0 : O_TRUNC), 0644);
+}
+
+static void start_writer(void)
+{
+    atomic_store(&stopping, false);
+    if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
+        atomic_store(&writer_on, true);
+}
+
+/* The child of a fork: no writer thread; its own one, its own document. */
+void trace_env_fork_child(void)
+{
+    tb_fork_child();
+    if (out_fd < 0)
+        return;
+    atomic_store(&writer_on, false);
+    pthread_mutex_init(&drain_lock, NULL);
+    enum tr_format fmt = stream.fmt;
+    memset(&stream, 0, sizeof stream);   /* (the parent's folded stacks stay the parent's) */
+    stream.fmt = fmt;
+    if (fmt != TR_TEXT && out_path) {
+        char *p = NULL;
+        if (asprintf(&p, "%s.%d", out_path, (int)getpid()) >= 0) {
+            close(out_fd);
+            out_fd = open_out(p);
+        }
+        free(p);
+    }
+    start_writer();
+}
+
+static void define_all(const char *defs)
+{
+    char *copy = strdup(defs), *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ";\n", &save) : NULL; d; d = strtok_r(NULL, ";\n", &save)) {
+        while (*d == ' ' || *d == '\t')
+            d++;
+        if (!*d)
+            continue;
+        struct kprw_ev_error err = { 0, NULL };
+        int rc = ev_define(d, strlen(d), &err);
+        if (rc < 0)
+            fprintf(stderr, "kprewrite: KPREWRITE_EVENTS: %s: column %zu: %s\n", d, err.col,
+                    err.msg ? err.msg : strerror(-rc));
+    }
+    free(copy);
+}
+
+/* At start-up, after the pools are registered. */
+void trace_env_start(void)
+{
+    const char *kib = getenv("KPREWRITE_TRACE_BUFFER");
+    if (kib && *kib)
+        tb_configure((uint32_t)strtoul(kib, NULL, 10));
+    clk_init();
+    const char *defs = getenv("KPREWRITE_EVENTS");
+    if (defs && *defs)
+        define_all(defs);
+    const char *path = getenv("KPREWRITE_TRACE");
+    if (!path || !*path)
+        return;
+    const char *fmt = getenv("KPREWRITE_TRACE_FORMAT");
+    stream.fmt = TR_TEXT;
+    if (fmt && *fmt && !tr_format_parse(fmt, &stream.fmt))
+        fprintf(stderr, "kprewrite: KPREWRITE_TRACE_FORMAT=%s: not text, json or folded; text it is\n", fmt);
+    out_path = strcmp(path, "-") == 0 ? NULL : strdup(path);
+    out_fd = open_out(out_path);
+    if (out_fd < 0) {
+        fprintf(stderr, "kprewrite: KPREWRITE_TRACE=%s: %s\n", path, strerror(errno));
+        return;
+    }
+    atexit(finish);
+    start_writer();
+}
