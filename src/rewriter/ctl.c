@@ -18,15 +18,11 @@ static const char ctl_usage[] =
 "Usage: kprewrite ctl PID list | profile\n"
 "       kprewrite ctl PID enabled [0|1] | optimization [0|1]\n"
 "       kprewrite ctl PID enable|disable|optimize|unoptimize SPEC...\n"
-"SPEC is SYM, SYM+OFF, 0xADDR; SYM may be a glob.\n";
+"       kprewrite ctl PID trace [--format=text|json|folded] | trace DEFINITION | untrace SPEC...\n"
+"       kprewrite ctl PID hist [SPEC [of NAME] [by NAME]] | events\n"
+"SPEC is SYM, SYM+OFF, 0xADDR; SYM may be a glob. DEFINITION is kprobe_events'\n"
+"syntax: [p[:[GRP/]EVENT]|r[:[GRP/]EVENT]] SPEC [NAME=]FETCHARG[:TYPE]... [if FILTER]\n";
 
-/* The process's control directory, served as files (FUSE) or through
- * its socket. */
-struct target {
-    long pid;
-    char dir[4200], sock[4300];
-    bool socket;
-};
 
 static int cat_file(const char *path)
 {
@@ -55,7 +51,7 @@ static int write_file(const char *path, const char *text)
     return rc;
 }
 
-static int target_read(const struct target *t, const char *file)
+int target_read(const struct target *t, const char *file)
 {
     char path[4300];
     if (t->socket)
@@ -64,7 +60,7 @@ static int target_read(const struct target *t, const char *file)
     return cat_file(path);
 }
 
-static int target_write(const struct target *t, const char *file, const char *text)
+int target_write(const struct target *t, const char *file, const char *text)
 {
     char path[4300];
     if (t->socket)
@@ -150,6 +146,8 @@ int ctl_main(int argc, char **argv)
             fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", pid, cmd, argv[3], why(-rc));
         return rc < 0;
     }
+    if ((rc = ctl_trace_main(&t, argc, argv)) >= 0)
+        return rc;
     if (strcmp(cmd, "enable") && strcmp(cmd, "disable") && strcmp(cmd, "optimize") && strcmp(cmd, "unoptimize")) {
         fprintf(stderr, "kprewrite: ctl: unknown command '%s'\n%s", cmd, ctl_usage);
         return 1;

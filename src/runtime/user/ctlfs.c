@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include <poll.h>
 
 /* inode numbers: the root, then the files of ctl.c by id */
 enum { INO_ROOT = 1, INO_FIRST, INO_END = INO_FIRST + CTL_NFILES };
@@ -86,6 +87,7 @@ int ctlfs_mount(const char *dir)
 struct open_file {
     char *text;   /* snapshot taken at open, for reads */
     size_t len;
+    struct tr_stream *pipe;            /* trace_pipe: its consuming reader */
 };
 
 static void fill_attr(struct fuse_attr *a, uint64_t ino)
@@ -161,7 +163,9 @@ static void op_open(const struct fuse_in_header *in, const struct fuse_open_in *
             reply(in->unique, f ? -ENOENT : -ENOMEM, NULL, 0);
             return;
         }
-        if ((oi->flags & O_ACCMODE) != O_WRONLY)
+        if (FILE_OF(in->nodeid) == CTL_TRACE_PIPE)
+            f->pipe = ctl_pipe_open();
+        else if ((oi->flags & O_ACCMODE) != O_WRONLY)
             f->text = ctl_read(FILE_OF(in->nodeid), &f->len);
         o.fh = (uint64_t)(uintptr_t)f;
         o.open_flags = FOPEN_DIRECT_IO;   /* every read and write comes to us */
@@ -169,9 +173,65 @@ static void op_open(const struct fuse_in_header *in, const struct fuse_open_in *
     reply(in->unique, 0, &o, sizeof o);
 }
 
+/* trace_pipe: a read with nothing to read waits, as the kernel's does:
+ * its answer is deferred until events come (the serve loop polls), the
+ * reader is interrupted (FUSE_INTERRUPT: EINTR) or releases the file. */
+#define PIPE_WAITERS 16
+static struct pipe_wait {
+    uint64_t unique;
+    struct open_file *f;
+    uint32_t size;
+} waiting[PIPE_WAITERS];
+static unsigned nwaiting;
+
+static bool pipe_answer(uint64_t unique, struct open_file *f, uint32_t size)
+{
+    static char buf[1 << 17];
+    size_t n = ctl_pipe_read(f->pipe, buf, size < sizeof buf ? size : sizeof buf);
+    if (!n)
+        return false;
+    reply(unique, 0, buf, n);
+    return true;
+}
+
+static void pipe_read(const struct fuse_in_header *in, struct open_file *f, uint32_t size)
+{
+    if (pipe_answer(in->unique, f, size))
+        return;
+    if (nwaiting == PIPE_WAITERS) {
+        reply(in->unique, -EAGAIN, NULL, 0);
+        return;
+    }
+    waiting[nwaiting++] = (struct pipe_wait){ in->unique, f, size };
+}
+
+/* Answer the waiting reads that have events now; with f or unique set,
+ * drop that file's (released) or that request's (interrupted: EINTR). */
+static void pipe_poll(const struct open_file *gone, uint64_t interrupted)
+{
+    for (unsigned i = 0; i < nwaiting;) {
+        struct pipe_wait *w = &waiting[i];
+        bool done = w->f == gone;
+        if (!done && w->unique == interrupted) {
+            reply(w->unique, -EINTR, NULL, 0);
+            done = true;
+        }
+        if (!done)
+            done = pipe_answer(w->unique, w->f, w->size);
+        if (done)
+            waiting[i] = waiting[--nwaiting];
+        else
+            i++;
+    }
+}
+
 static void op_read(const struct fuse_in_header *in, const struct fuse_read_in *ri)
 {
     struct open_file *f = (void *)(uintptr_t)ri->fh;
+    if (f->pipe) {
+        pipe_read(in, f, ri->size);
+        return;
+    }
     size_t off = ri->offset < f->len ? (size_t)ri->offset : f->len;
     size_t n = f->len - off < ri->size ? f->len - off : ri->size;
     reply(in->unique, 0, f->text ? f->text + off : "", n);
@@ -189,6 +249,10 @@ static void op_release(const struct fuse_in_header *in, const struct fuse_releas
 {
     struct open_file *f = (void *)(uintptr_t)ri->fh;
     if (f) {
+        if (f->pipe) {
+            pipe_poll(f, 0);
+            ctl_pipe_close(f->pipe);
+        }
         free(f->text);
         free(f);
     }
@@ -242,8 +306,10 @@ static void serve(const struct fuse_in_header *in, const void *arg)
     case FUSE_INIT: op_init(in, arg); return;
     case FUSE_LOOKUP: op_lookup(in, arg); return;
     case FUSE_FORGET:
-    case FUSE_BATCH_FORGET:
-    case FUSE_INTERRUPT: return;   /* no reply */
+    case FUSE_BATCH_FORGET: return;   /* no reply */
+    case FUSE_INTERRUPT:   /* no reply of its own */
+        pipe_poll(NULL, ((const struct fuse_interrupt_in *)arg)->unique);
+        return;
     case FUSE_GETATTR:
     case FUSE_SETATTR: op_attr(in); return;
     case FUSE_OPEN:
@@ -270,6 +336,13 @@ void ctlfs_serve(int fd)
     if (!buf)
         return;
     for (;;) {
+        if (nwaiting) {   /* readers of trace_pipe wait: look for events every 20 ms */
+            struct pollfd p = { fd, POLLIN, 0 };
+            if (poll(&p, 1, 20) == 0) {
+                pipe_poll(NULL, 0);
+                continue;
+            }
+        }
         ssize_t n = read(fd, buf, size);
         if (n < 0) {
             if (errno == EINTR || errno == ENOENT || errno == EAGAIN)

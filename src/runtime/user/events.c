@@ -118,6 +118,15 @@ static void hist_add(const struct ev_inst *in, struct ev_hist *h, const uint8_t 
 static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *entry, const struct kprw_rec_ret *ret)
 {
     const struct kprw_event *ev = in->def;
+    struct ev_hist *hist = atomic_load_explicit(&in->hist, memory_order_acquire);
+    uint32_t cpu;
+    uint64_t now = clk_now(&cpu);
+    /* a latency histogram without a key needs no record: it counts every
+     * call, filtered (no filter can be read without one) and dropped
+     * ones too */
+    bool plain_hist = hist && hist->of < 0 && hist->by < 0 && ret && !ev->filter;
+    if (plain_hist)
+        hist_add(in, hist, NULL, clk_delta_ns(now - ret->entry_ts));
     struct tb_ring *r = tb_self();
     uint8_t *at = r ? tb_reserve(r, ev->max_size) : NULL;
     if (!at) {
@@ -128,7 +137,8 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
     struct kprw_rec *h = (struct kprw_rec *)at;
     h->id = in->id;
     h->tid = r->tid;
-    h->ts = clk_now(&h->cpu);
+    h->ts = now;
+    h->cpu = cpu;
     h->ip = in->addr;
     if (ret)
         *(struct kprw_rec_ret *)(h + 1) = *ret;
@@ -140,9 +150,8 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
         return;
     }
     h->size = size;
-    struct ev_hist *hist = atomic_load_explicit(&in->hist, memory_order_acquire);
-    if (hist)
-        hist_add(in, hist, at, ret ? clk_delta_ns(h->ts - ret->entry_ts) : 0);
+    if (hist && !plain_hist)
+        hist_add(in, hist, at, ret ? clk_delta_ns(now - ret->entry_ts) : 0);
     tb_commit(r, at, size);
 }
 
@@ -200,16 +209,14 @@ struct ev_def {
 };
 static struct ev_def *defs;            /* under rt_lock */
 
+bool rt_elf_symbol(const char *name, uint64_t *addr);   /* elf-syms.c */
+
 static bool resolve_sym(void *ctx, const char *sym, uint64_t *addr)
 {
     (void)ctx;
     void *p = dlsym(RTLD_DEFAULT, sym);
-    if (!p) {
-        struct point *pt = rt_find_point(sym, 0, 0);
-        p = pt ? (void *)pt->addr : NULL;
-    }
     *addr = (uint64_t)(uintptr_t)p;
-    return p != NULL;
+    return p != NULL || rt_elf_symbol(sym, addr);
 }
 
 bool ev_inst_matches(const struct ev_inst *in, const char *spec)
