@@ -93,6 +93,11 @@ KPREWRITE_EVENTS='p work a=%di if a >' "$P" plain 1 >"$D/bad3.out" 2>"$D/bad3"
 like "column [0-9]+: " "$(cat "$D/bad3")" "a malformed filter"
 is "$("$P.orig" plain 1)" "$(cat "$D/bad3.out")" "and the program runs as it would"
 
+"$KPREWRITE" --probe 'p:x work a=%di' -o "$D/def.out" "$P.orig" 2>"$D/def.err"
+is 1 $? "kprewrite --probe DEFINITION: refused (definitions are made at run time)"
+like "an event: bake its point \(--probe SPEC\), define it at run time \(KPREWRITE_EVENTS\)" "$(cat "$D/def.err")" "... saying how"
+ok $([ ! -e "$D/def.out" ]; echo $?) "and nothing is written"
+
 # --- live: the control directory -------------------------------------------------
 B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B
 mkfifo "$D/in"

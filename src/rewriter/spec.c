@@ -1,5 +1,6 @@
 /* Probe spec parsing with exact error columns. */
 #include "spec.h"
+#include "runtime/core/event.h"
 #include "../util/array.h"
 
 #include <ctype.h>
@@ -50,6 +51,9 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
     memset(out, 0, sizeof *out);
     if (len == 0)
         return bad(col, 1, err, errlen, "empty probe spec");
+    if (kprw_event_is_definition(text, len))
+        return bad(col, 1, err, errlen,
+                   "an event: bake its point (--probe SPEC), define it at run time (KPREWRITE_EVENTS)");
     for (size_t i = 0; i < len; i++)
         if (isspace((unsigned char)text[i]) || !isprint((unsigned char)text[i]))
             return bad(col, i + 1, err, errlen, "unexpected character in probe spec");

@@ -467,16 +467,37 @@ static bool lay_out(struct cur *c, struct kprw_event *ev)
 
 /* A definition has at least two words (a prefix or a spec, then a spec or
  * an argument); a plain spec is one word. */
+/* A definition: a p/r prefix word (p, r, rN, p:..., r:...), or a spec
+ * followed by a word that can only be a fetch argument or a filter (one
+ * holding = % @ $ \\ ( or "if"). Anything else with blanks is a bad spec,
+ * and its own parser says so. */
 bool kprw_event_is_definition(const char *text, size_t len)
 {
-    size_t i = 0;
+    size_t i = 0, w0;
     while (i < len && kprw_blank(text[i]))
         i++;
+    w0 = i;
     while (i < len && !kprw_blank(text[i]))
         i++;
+    size_t n0 = i - w0;
+    const char *f = text + w0;
+    bool prefix = (n0 >= 1 && (f[0] == 'p' || f[0] == 'r') &&
+                   (n0 == 1 || f[1] == ':' || (f[0] == 'r' && kprw_digit(f[1]))));
     while (i < len && kprw_blank(text[i]))
         i++;
-    return i < len;
+    if (i == len)
+        return false;   /* one word: a plain spec, even "p" (a function may be named so) */
+    if (prefix)
+        return true;
+    size_t w1 = i;
+    while (i < len && !kprw_blank(text[i]))
+        i++;
+    if (i - w1 == 2 && text[w1] == 'i' && text[w1 + 1] == 'f')
+        return true;
+    for (size_t k = w1; k < i; k++)
+        if (text[k] == '=' || text[k] == '%' || text[k] == '@' || text[k] == '$' || text[k] == '\\' || text[k] == '(')
+            return true;
+    return false;
 }
 
 static bool parse_args(struct cur *c, struct fetch_ctx *x, size_t *filter_at)
