@@ -24,8 +24,10 @@ LIB="$KP_BUILDDIR/.libs/libkprewrite-rt.so.0"
 #   _Unwind_RaiseException _Unwind_Resume_or_Rethrow _Unwind_ForcedUnwind
 #   pthread_exit                  put hooked return addresses back before
 #                                 the stack is unwound (unwind.c)
+#   _exit                         write the events the rings hold to
+#                                 KPREWRITE_TRACE first (trace-env.c)
 INTERPOSED="sigaction signal sigprocmask pthread_sigmask dlopen
-_Unwind_RaiseException _Unwind_Resume_or_Rethrow _Unwind_ForcedUnwind pthread_exit"
+_Unwind_RaiseException _Unwind_Resume_or_Rethrow _Unwind_ForcedUnwind pthread_exit _exit"
 
 # The lines of one section of the page (.SH NAME or .SH "NAME"), up to the next.
 section() {
