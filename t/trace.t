@@ -84,6 +84,27 @@ n=$(ls "$D"/fork.json.* 2>/dev/null | wc -l)
 is "1 3 4" "$n $(perl -MJSON::PP -e 'local $/; for (@ARGV) { open my $f, "<", $_; my $e = decode_json(<$f>); print scalar(grep { $_->{ph} eq "X" } @$e), " " }' "$D/fork.json" "$D"/fork.json.* | sed 's/ $//')" \
     "fork, JSON: the child writes its own document (FILE.PID), both parse, 3 and 4 calls"
 
+# --- a library someone else built: Debian's zlib, under pigz ---------------------
+Z=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -n 1)
+if command -v pigz >/dev/null && [ -n "$Z" ]; then
+    mkdir -p "$D/z"; cp "$Z" "$D/z/libz.so.1"
+    "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe deflate --probe 'deflate%return' "$D/z/libz.so.1" >/dev/null 2>&1
+    ok $? "bake deflate and its return into Debian's libz.so.1"
+    seq 1 300000 >"$D/z/data2"
+    pigz -p 1 -c "$D/z/data2" >"$D/z/want.gz"
+    LD_LIBRARY_PATH="$D/z${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KPREWRITE_TRACE=$D/z/t.txt \
+        KPREWRITE_EVENTS='p:zd deflate flush=$arg2:s32 in=+8(%di):u32; r deflate ret=$retval:s32' \
+        pigz -p 1 -c "$D/z/data2" >"$D/z/got.gz"
+    ok $(cmp -s "$D/z/want.gz" "$D/z/got.gz"; echo $?) "pigz over the traced libz: the same compressed bytes"
+    np=$(grep -cE ': zd: \(deflate\+0x0\) flush=[0-9]+ in=[0-9]+$' "$D/z/t.txt")
+    nr=$(grep -cE ': r_deflate_0: \(.* <- deflate\) ret=[0-9-]+$' "$D/z/t.txt")
+    bad=$(grep -E ': r_deflate_0: ' "$D/z/t.txt" | grep -cvE ' ret=(0|1)$')
+    ok $([ "$np" -gt 0 ] && [ "$np" = "$nr" ] && [ "$bad" = 0 ]; echo $?) \
+        "an entry event and a return value (Z_OK, Z_STREAM_END) for each of its deflate calls ($np, $nr, $bad other)"
+else
+    ok 1 "pigz and libz.so.1 (scripts/install-deps.sh installs pigz)"
+fi
+
 # --- bad definitions: the column and the reason ----------------------------------
 KPREWRITE_EVENTS='p work a=%zz' "$P" plain 1 >/dev/null 2>"$D/bad1"
 like "KPREWRITE_EVENTS: p work a=%zz: column 11: unknown register" "$(cat "$D/bad1")" "an unknown register: its column"
