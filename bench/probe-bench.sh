@@ -5,7 +5,7 @@
 # ROUNDS (3) x REPS (3) samples per mechanism; N (10000000) calls a sample.
 set -e
 src=$1; build=$2
-ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}
+ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}; N_EVENT=${N_EVENT:-10000}
 cc=${CC:-cc}
 w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -34,6 +34,18 @@ for round in $(seq 1 "$ROUNDS"); do
     BENCH_HANDLER=1 "$w/probed_inline" inline_empty_handler "$N" "$REPS" >>"$w/all"
     BENCH_KRET=1 "$w/probed_ret" kretprobe_empty_handler "$N" "$REPS" >>"$w/all"
     "$w/probed_shared" shared_count_only "$N" "$REPS" >>"$w/all"
+    # an event with 4 arguments (two registers, one dereference, one short
+    # string), recorded (none dropped: the 4 MiB ring holds every sample's
+    # N_EVENT records; no reader meanwhile: formatting is the reader's
+    # cost, not the probe's); beside it the timestamp alone
+    KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
+        KPREWRITE_TRACE_BUFFER=4096 "$w/probed" event_4args "$N_EVENT" "$REPS" >>"$w/all"
+    KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
+        KPREWRITE_TRACE_BUFFER=4096 "$w/probed_inline" inline_event_4args "$N_EVENT" "$REPS" >>"$w/all"
+    # a return event (the return value and the latency histogram)
+    KPREWRITE_EVENTS='r bench_probed ret=$retval' KPREWRITE_TRACE_BUFFER=4096 "$w/probed_ret" return_event "$N_EVENT" "$REPS" >>"$w/all"
+    "$w/probed" event_floor_rdtsc "$N" "$REPS" >>"$w/all"
+    "$w/probed" event_floor_clock_gettime "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
     # int3 and disabled probes: need the control directory (FUSE)
     # (the control directory at once: by default it comes 20 ms after start-up)
@@ -66,13 +78,15 @@ while read -r m k mn md; do
 done <"$w/table"
 kp=$(med kprewrite_empty_handler); kr=$(med kretprobe_empty_handler); ki=$(med inline_empty_handler)
 ks=$(med shared_empty_handler); kc=$(med count_only); ksc=$(med shared_count_only); kic=$(med inline_count_only)
-kpc=$(med prebuilt_count_only)
+kpc=$(med prebuilt_count_only); ke=$(med event_4args); kie=$(med inline_event_4args)
 r() { echo "scale=2; $1 / $2" | bc; }
 [ -n "$kpc" ] && [ -n "$kic" ] && printf 'prebuilt image, default detours / inline detour (count only, medians): %s\n' "$(r "$kpc" "$kic")"
 [ -n "$kc" ] && [ -n "$kic" ] && printf 'compact detour (the default) / inline detour (medians): count only %s, empty handler %s\n' \
     "$(r "$kc" "$kic")" "$(r "$kp" "$ki")"
 [ -n "$ki" ] && [ -n "$ks" ] && printf 'shared detour / inline detour (medians): count only %s, empty handler %s\n' \
     "$(r "$ksc" "$kic")" "$(r "$ks" "$ki")"
+[ -n "$ke" ] && [ -n "$kc" ] && printf 'event with 4 args / count-only hit (medians): %s; an event costs %s ns more (inline detours: %s ns more)\n' \
+    "$(r "$ke" "$kc")" "$(echo "$ke - $kc" | bc)" "$(echo "${kie:-0} - ${kic:-0}" | bc)"
 [ -n "$kp" ] && [ -n "$kr" ] && printf 'kretprobe hit / kprobe hit (empty handlers, medians): %s\n' "$(r "$kr" "$kp")"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"

@@ -122,7 +122,7 @@ ok $([ ! -e "$D/def.out" ]; echo $?) "and nothing is written"
 # --- live: the control directory -------------------------------------------------
 B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B
 mkfifo "$D/in"
-KPREWRITE_CTL_DIR=$B KPREWRITE_TRACE_BUFFER=4 "$P" wait 200 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
+KPREWRITE_CTL_DIR=$B KPREWRITE_TRACE_BUFFER=16 "$P" wait 200 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
 pid=$!
 exec 3>"$D/in"
 i=0; while [ ! -e "$B/$pid/events" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
@@ -144,7 +144,7 @@ sleep 0.5; kill -INT $fp; wait $fp
 wl=$(grep -c ': w: ' "$D/live1.txt"); rl=$(grep -c ': r_work_0: ' "$D/live1.txt")
 wd=$(sed -n 's/^p:live\/w .* # dropped \([0-9]*\) .*/\1/p' "$D/events1")
 rd=$(sed -n 's/^r:kprobes\/r_work_0 .* # dropped \([0-9]*\) .*/\1/p' "$D/events1")
-is "200 200" "$((wl + wd)) $((rl + rd))" "a 4 KiB buffer: each event's lines read from trace_pipe and its drops add up to its 200 calls ($wl + $wd, $rl + $rd)"
+is "200 200" "$((wl + wd)) $((rl + rd))" "the smallest buffer (16 KiB): each event's lines read from trace_pipe and its drops add up to its 200 calls ($wl + $wd, $rl + $rd)"
 ok $([ "$wd" -gt 0 ]; echo $?) "and it did drop ($wd)"
 like "dropped $((wd + rd))" "$(grep ' work+0x0 ' "$B/$pid/list" 2>/dev/null || "$KPREWRITE" ctl $pid list | grep ' work+0x0 ')" "list shows the point's drops"
 like "s=\"(even|odd)\"" "$(grep ': w: ' "$D/live1.txt" | head -n 1)" "the lines carry the fetched string"

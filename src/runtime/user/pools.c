@@ -251,6 +251,7 @@ EXPORT void __kprewrite_register_pool(const void *table)
     rt_lock_drop();
     bool e = rt_enter();
     pin_new_pools();
+    trace_env_pools_added();   /* KPREWRITE_EVENTS waiting for these points */
     rt_leave(e);
 }
 
@@ -450,6 +451,7 @@ EXPORT void *dlopen(const char *file, int mode)
         bool e = rt_enter();
         dl_iterate_phdr(find_added_pools, NULL);
         pin_new_pools();
+        trace_env_pools_added();
         rt_leave(e);
     }
     return h;

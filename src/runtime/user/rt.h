@@ -289,6 +289,7 @@ int patch_all(void);
 void patch_pool_added(void);           /* a new pool's points as the knobs want them */
 
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */
+void trace_env_pools_added(void);      /* trace-env.c: pending KPREWRITE_EVENTS bound now */
 void ctl_dir_start(void);
 void ctl_dir_fork_child(void);         /* the directory and its server stay with the parent */
 int ctlfs_mount(const char *dir);      /* the /dev/fuse fd, or -1 */

@@ -129,22 +129,65 @@ void trace_env_fork_child(void)
     start_writer();
 }
 
+/* KPREWRITE_EVENTS's definitions that matched no point yet: an image
+ * linked with the runtime registers its pool from its own constructor,
+ * after the runtime's, and a library may come with dlopen. They are tried
+ * again as pools come; those still unmatched at exit are reported then. */
+static char **pending;
+static size_t npending;
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* 1: bound; 0: pending (no point yet); -1: refused (said so) */
+static int define_one(const char *d, bool last_chance)
+{
+    struct kprw_ev_error err = { 0, NULL };
+    int rc = ev_define(d, strlen(d), &err);
+    if (rc > 0)
+        return 1;
+    if (rc == -ENOENT && !last_chance)
+        return 0;
+    fprintf(stderr, "kprewrite: KPREWRITE_EVENTS: %s: column %zu: %s\n", d, err.col, err.msg ? err.msg : strerror(-rc));
+    return -1;
+}
+
 static void define_all(const char *defs)
 {
     char *copy = strdup(defs), *save = NULL;
     for (char *d = copy ? strtok_r(copy, ";\n", &save) : NULL; d; d = strtok_r(NULL, ";\n", &save)) {
         while (*d == ' ' || *d == '\t')
             d++;
-        if (!*d)
+        if (!*d || define_one(d, false) != 0)
             continue;
-        struct kprw_ev_error err = { 0, NULL };
-        int rc = ev_define(d, strlen(d), &err);
-        if (rc < 0)
-            fprintf(stderr, "kprewrite: KPREWRITE_EVENTS: %s: column %zu: %s\n", d, err.col,
-                    err.msg ? err.msg : strerror(-rc));
+        char **v = realloc(pending, (npending + 1) * sizeof *v);
+        if (v && (v[npending] = strdup(d)) != NULL) {
+            pending = v;
+            npending++;
+        } else if (v)
+            pending = v;
     }
     free(copy);
 }
+
+static void retry_pending(bool last_chance)
+{
+    pthread_mutex_lock(&pending_lock);
+    for (size_t i = 0; i < npending;) {
+        if (define_one(pending[i], last_chance) != 0) {
+            free(pending[i]);
+            pending[i] = pending[--npending];
+        } else
+            i++;
+    }
+    pthread_mutex_unlock(&pending_lock);
+}
+
+void trace_env_pools_added(void)
+{
+    if (npending)
+        retry_pending(false);
+}
+
+static void report_unmatched(void) { retry_pending(true); }
 
 /* _exit skips atexit: a forked child that ends with it (most do) would
  * lose what its rings hold. The program's _exit comes here first. */
@@ -163,8 +206,10 @@ void trace_env_start(void)
         tb_configure((uint32_t)strtoul(kib, NULL, 10));
     clk_init();
     const char *defs = getenv("KPREWRITE_EVENTS");
-    if (defs && *defs)
+    if (defs && *defs) {
         define_all(defs);
+        atexit(report_unmatched);
+    }
     const char *path = getenv("KPREWRITE_TRACE");
     if (!path || !*path)
         return;
