@@ -51,7 +51,7 @@ for opt in -O0 -O2; do
             n=$(grep -c OPTIMIZED "$D/report")
             ok $([ "$n" -ge 20 ]; echo $?) "$tag: $n probes baked"
             is "$want" "$("$W")" "$tag: output identical with every probe baked (count-only)"
-            hits=$(KPREWRITE_REPORT=1 "$W" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
+            hits=$(KPREWRITE_REPORT=all "$W" 2>&1 >/dev/null | awk '$4 ~ /^mix\+0x[04]$/ { print $6 }')
             is 1000 "$hits" "$tag: exact hit count (mix called 1000 times)"
             is "api ok" "$("$W" api)" "$tag: handler API: registers (all 15, sp, ip, flags, writes), flags, batch rollback, -EINVAL, -ENOENT, nmissed"
             is "threads rc 0 hits 400001" "$("$W" threads)" "$tag: exact hits from 4 threads"
@@ -72,7 +72,7 @@ cp "$V.orig" "$D/twice"; chmod 750 "$D/twice"
 "$KPREWRITE" --probe add3 "$D/twice" >/dev/null 2>&1
 "$KPREWRITE" --probe mix "$D/twice" >"$D/report" 2>&1
 like '^[0-9a-f]+  k  add3\+0x0  \[OPTIMIZED\]' "$(cat "$D/report")" "a second run keeps the first run's probes"
-hits=$(KPREWRITE_REPORT=1 "$D/twice" 2>&1 >/dev/null | awk '{ print $4, $6 }' | sort | tr '\n' ' ')
+hits=$(KPREWRITE_REPORT=all "$D/twice" 2>&1 >/dev/null | awk '{ print $4, $6 }' | sort | tr '\n' ' ')
 is "add3+0x0 1000 mix+0x0 1000 " "$hits" "both probes count after two runs"
 is 750 "$(stat -c %a "$D/twice")" "in-place rewrite keeps the mode"
 "$KPREWRITE" --remove add3 --remove mix "$D/twice" >/dev/null 2>&1
@@ -119,7 +119,7 @@ $CC -O2 -o "$D/early" "$SRC/early-prog.c" $RT
 want=$("$D/early")
 "$KPREWRITE" --probe early_fn "$D/early" >/dev/null 2>&1
 is "$want" "$("$D/early")" "hits before constructors: output unchanged"
-is 12 "$(KPREWRITE_REPORT=1 "$D/early" 2>&1 >/dev/null | awk '$4 == "early_fn+0x0" { print $6 }')" \
+is 12 "$(KPREWRITE_REPORT=all "$D/early" 2>&1 >/dev/null | awk '$4 == "early_fn+0x0" { print $6 }')" \
     "hits before constructors: all 12 counted (7 from .preinit_array, 5 from main)"
 
 # a shared library linked with the runtime, opened, closed and opened again
@@ -131,7 +131,7 @@ $CC -O2 -shared -fPIC -Wl,-soname,libpb.so -o "$D/plugin/libpb.so" "$SRC/prebuil
 $CC -O2 -DDLOPEN -o "$D/host" "$SRC/prebuilt-lib.c" -ldl $KP_SAN_FLAGS   # (an ASan library needs an ASan host)
 want=$("$D/host" "$D/plugin/libpb.so")
 "$KPREWRITE" --probe lib_scale "$D/plugin/libpb.so" >/dev/null 2>&1
-out=$(KPREWRITE_REPORT=1 "$D/host" "$D/plugin/libpb.so" "$D/plugin/libpb.so" 2>"$D/plugin/hits"); rc=$?
+out=$(KPREWRITE_REPORT=all "$D/host" "$D/plugin/libpb.so" "$D/plugin/libpb.so" 2>"$D/plugin/hits"); rc=$?
 is "0|$want
 $want|1554" "$rc|$out|$(awk '$4 == "lib_scale+0x0" { print $6 }' "$D/plugin/hits")" \
     "a library linked with the runtime, opened twice by a host without it: no crash, output identical, both openings counted"

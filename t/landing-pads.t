@@ -61,7 +61,7 @@ like '  r  piece\+0x0  refused: not-called \(CFA at 0x[0-9a-f]+ is not %rsp\+8\)
 "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe '*' -o "$P.probed" "$P" >/dev/null 2>&1
 want=$("$P")
 preload_sanitizer   # (the probed program has the runtime, built with ASan here)
-got=$(KPREWRITE_REPORT=1 "$P.probed" 2>"$D/rep")
+got=$(KPREWRITE_REPORT=all "$P.probed" 2>"$D/rep")
 is "$want|4|10" "$got|$(awk '$4 == "piece+0x1" { print $6 }' "$D/rep")|$(awk '$4 == "hot+0x0" { print $6 }' "$D/rep")" \
     "every entry probed: output identical, the pad's probe counts the 4 throws through it"
 done_testing

@@ -35,7 +35,7 @@ like '^[0-9a-f]+  k  malloc\+0x0  \[OPTIMIZED\]' "$(cat "$D/report")" "malloc's 
 run() { timeout -s KILL 60 env LD_LIBRARY_PATH="$D/lib:$LD_LIBRARY_PATH" "$@"; }
 
 want=$("$P")
-got=$(KPREWRITE_REPORT=1 run "$P" 2>"$D/hits"); rc=$?
+got=$(KPREWRITE_REPORT=all run "$P" 2>"$D/hits"); rc=$?
 is "0 $want" "$rc $got" "a program linked with the runtime, on the probed libc: exits, same output"
 m=$(awk '$4 == "malloc+0x0" { print $6 }' "$D/hits")
 ok $([ "${m:-0}" -ge 80000 ]; echo $?) "malloc's hits counted: ${m:-none} >= 4 threads x 20000"
@@ -96,7 +96,7 @@ fi
 # a program from the machine, not built for the runtime, multi-threaded
 seq 200000 | awk '{ print ($1 * 7919) % 100003 }' >"$D/in"
 sort -n --parallel=2 -S 1M "$D/in" >"$D/want"
-KPREWRITE_REPORT=1 run sort -n --parallel=2 -S 1M "$D/in" >"$D/got" 2>"$D/sort.hits"; rc=$?
+KPREWRITE_REPORT=all run sort -n --parallel=2 -S 1M "$D/in" >"$D/got" 2>"$D/sort.hits"; rc=$?
 cmp -s "$D/want" "$D/got"; same=$?
 is "0 0" "$rc $same" "sort --parallel=2 on the probed libc: exits, same output"
 like '  malloc\+0x0  hits [1-9]' "$(cat "$D/sort.hits")" "and its malloc calls are counted"

@@ -92,7 +92,7 @@ EOF
         ;;
     esac
     is "$("$P.orig" 1000 abc)" "$("$P" 1000 abc)" "$name: output identical"
-    KPREWRITE_REPORT=1 "$P" 1000 abc >/dev/null 2>"$D/hits"
+    KPREWRITE_REPORT=all "$P" 1000 abc >/dev/null 2>"$D/hits"
     is "1000 100000 1" "$(hits "$D/hits" mix) $(hits "$D/hits" classify) $(hits "$D/hits" work)" \
         "$name: exact hits (mix 1000, classify 4 threads x 25000, work 1)"
     is "" "$(readelf -aW "$P" 2>&1 >/dev/null)" "$name: readelf -a reads it without a warning"
@@ -113,7 +113,7 @@ EOF
     if command -v $strip >/dev/null; then
         $strip -o "$D/stripped" "$P" 2>"$D/strip.err"
         is "$("$P.orig" 300 s)|" "$("$D/stripped" 300 s)|$(cat "$D/strip.err")" "$name: $strip keeps it running"
-        KPREWRITE_REPORT=1 "$D/stripped" 300 >/dev/null 2>"$D/hits"
+        KPREWRITE_REPORT=all "$D/stripped" 300 >/dev/null 2>"$D/hits"
         is 300 "$(hits "$D/hits" mix)" "$name: and probing (mix counted 300 times)"
     else
         skip "$strip not installed"; skip "$strip not installed"
@@ -178,9 +178,9 @@ for name in lib-0 lib-first; do
     is "$(segs "$L/libpb.so" LOAD)" "$(segs "$L/probed/libpb.so" LOAD | head -n "$(segs "$L/libpb.so" LOAD | wc -l)")" \
         "$name: the original PT_LOADs unchanged"
     is "$want" "$(LD_LIBRARY_PATH="$L/probed" "$D/uselib")" "$name: the program using it: output identical"
-    LD_LIBRARY_PATH="$L/probed" KPREWRITE_REPORT=1 "$D/uselib" >/dev/null 2>"$D/hits"
+    LD_LIBRARY_PATH="$L/probed" KPREWRITE_REPORT=all "$D/uselib" >/dev/null 2>"$D/hits"
     is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "$name: its probes count (lib_scale 777, lib_sum 1)"
-    out=$(KPREWRITE_REPORT=1 "$D/dlopenplain" "$L/probed/libpb.so" 2>"$D/hits")
+    out=$(KPREWRITE_REPORT=all "$D/dlopenplain" "$L/probed/libpb.so" 2>"$D/hits")
     is "$want|777 1" "$out|$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
         "$name: opened with dlopen by a program without the runtime: output identical, probes counted"
     is "$((n0 + more)) program headers, in a PT_LOAD" "$("$D/phdr-check" "$L/probed/libpb.so")" \
@@ -190,7 +190,7 @@ for name in lib-0 lib-first; do
     if command -v $strip >/dev/null; then
         mkdir -p "$L/stripped"
         $strip -o "$L/stripped/libpb.so" "$L/probed/libpb.so" 2>"$D/strip.err"
-        out=$(LD_LIBRARY_PATH="$L/stripped" KPREWRITE_REPORT=1 "$D/uselib" 2>"$D/hits")
+        out=$(LD_LIBRARY_PATH="$L/stripped" KPREWRITE_REPORT=all "$D/uselib" 2>"$D/hits")
         is "$want|777 1|" "$out|$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)|$(cat "$D/strip.err")" \
             "$name: $strip keeps it working and probing"
     else
@@ -214,7 +214,7 @@ if [ -x /usr/bin/bc ]; then
     want=$(printf "$prog" | "$D/bc.orig" -l 2>&1)
     is "1267650600228229401496703205376|$want" "$(printf "$prog" | "$D/bc" -l 2>&1 | head -n 1)|$(printf "$prog" | "$D/bc" -l 2>&1)" \
         "/usr/bin/bc: 2^100, pi, fib(18): output identical"
-    printf "$prog" | KPREWRITE_REPORT=1 "$D/bc" -l >/dev/null 2>"$D/hits"
+    printf "$prog" | KPREWRITE_REPORT=all "$D/bc" -l >/dev/null 2>"$D/hits"
     total=$(awk '$1 == "kprewrite:" && $5 == "hits" { s += $6 } END { print s + 0 }' "$D/hits")
     ok $([ "$total" -gt 1000 ]; echo $?) "/usr/bin/bc: $total probe hits counted"
     strip -o "$D/bc.stripped" "$D/bc" 2>/dev/null
@@ -227,7 +227,7 @@ if [ -x /usr/bin/pigz ]; then
     KP --probe '*' -o "$D/pigz" "$D/pigz.orig" >/dev/null 2>"$D/pigz.err"; rc=$?
     ok $([ $rc -eq 0 ] || [ $rc -eq 2 ]; echo $?) "/usr/bin/pigz ($(notes "$D/pigz.orig") PT_NOTE): every function entry baked (exit $rc)"
     cat "$KPREWRITE" "$RTLIB" "$D/pigz.orig" >"$D/pigz.in"
-    KPREWRITE_REPORT=1 "$D/pigz" -p2 <"$D/pigz.in" 2>"$D/hits" | "$D/pigz" -d | cmp -s - "$D/pigz.in"
+    KPREWRITE_REPORT=all "$D/pigz" -p2 <"$D/pigz.in" 2>"$D/hits" | "$D/pigz" -d | cmp -s - "$D/pigz.in"
     ok $? "/usr/bin/pigz -p2 | pigz -d: the input comes back"
     total=$(awk '$1 == "kprewrite:" && $5 == "hits" { s += $6 } END { print s + 0 }' "$D/hits")
     ok $([ "$total" -gt 100 ]; echo $?) "/usr/bin/pigz: $total probe hits counted"

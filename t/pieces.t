@@ -38,7 +38,7 @@ for layout in compact inline shared; do
     is "kret parent_piece rc -2 returns 0|kret work rc 0 returns 406|kret work.cold rc 0 returns 56|kret parent rc 0 returns 406|$want" \
        "$(printf '%s\n' "$got" | grep '^kret' | tr '\n' '|')$(printf '%s\n' "$got" | grep -v '^kret')" \
        "$layout: kretprobes registered: the piece's refused, work.cold's nests in work's, output identical"
-    hits=$(KPREWRITE_REPORT=1 "$P.$layout" 2>&1 >/dev/null | awk '$4 == "parent_piece+0x0" { print $6 }')
+    hits=$(KPREWRITE_REPORT=all "$P.$layout" 2>&1 >/dev/null | awk '$4 == "parent_piece+0x0" { print $6 }')
     is 204 "$hits" "$layout: the piece's entry probe counts its 204 entries (odd i, 4 threads)"
 done
 done_testing

@@ -16,7 +16,7 @@ KP() { "$KPREWRITE" --runtime "$RTLIB" "$@"; }
 # the other tests of that build).
 preload_sanitizer
 vg() { [ -z "$KP_SAN_FLAGS" ] && [ -n "$VALGRIND" ] && command -v "$VALGRIND" >/dev/null 2>&1; }
-# hits IMAGE-RUN-STDERR SYM: the hit count KPREWRITE_REPORT=1 printed for SYM+0x0
+# hits IMAGE-RUN-STDERR SYM: the hit count KPREWRITE_REPORT=all printed for SYM+0x0
 hits() { awk -v s="$2+0x0" '$4 == s { print $6 }' "$1"; }
 # hits_like FILE PREFIX: the same for the one function whose name starts with PREFIX (not .cold)
 hits_like() { awk -v p="$2" 'index($4, p) == 1 && $4 !~ /\.cold/ && $4 ~ /\+0x0$/ { print $6 }' "$1"; }
@@ -35,7 +35,7 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     is "$tb" "$(readelf -d "$P" | sed -n 's/^ *0x0*6b707277 .* \(0x[0-9a-f]*\)$/\1/p')" \
         "$v: its dynamic tag (KPRW_DT_TABLE) names the probe table, at $tb"
     is "$("$P.orig" 1000 abc)" "$("$P" 1000 abc)" "$v: output identical"
-    KPREWRITE_REPORT=1 "$P" 1000 abc >/dev/null 2>"$D/hits"
+    KPREWRITE_REPORT=all "$P" 1000 abc >/dev/null 2>"$D/hits"
     is "1000 100000 1" "$(hits "$D/hits" mix) $(hits "$D/hits" classify) $(hits "$D/hits" work)" \
         "$v: exact hits (mix 1000, classify 4 threads x 25000, work 1)"
     # handlers from a library the program was not built with
@@ -56,7 +56,7 @@ dynoff=$(readelf -d "$P" | sed -n 's/^Dynamic section at offset \(0x[0-9a-f]*\).
 idx=$(readelf -d "$P" | awk '/^ *0x/ { n++ } /6b707277/ { print n - 1; exit }')
 low=$(od -An -tu1 -j $((dynoff + idx * 16 + 8)) -N1 "$P" | tr -d ' ')   # the value's low byte, 64 off
 printf "\\$(printf %03o $((low ^ 64)))" | LD_PRELOAD= dd of="$D/retagged" bs=1 seek=$((dynoff + idx * 16 + 8)) conv=notrunc 2>/dev/null
-KPREWRITE_REPORT=1 "$D/retagged" 1000 abc >"$D/retagged.out" 2>"$D/retagged.hits"
+KPREWRITE_REPORT=all "$D/retagged" 1000 abc >"$D/retagged.out" 2>"$D/retagged.hits"
 is "$("$P.orig" 1000 abc)|" "$(cat "$D/retagged.out")|$(hits "$D/retagged.hits" mix)" \
     "a KPRW_DT_TABLE edited to name no segment's start arms nothing: output identical, no hits"
 
@@ -89,7 +89,7 @@ else
 fi
 strip -o "$D/stripped" "$P" 2>"$D/strip.err"
 is "$("$P.orig" 300 s)|" "$("$D/stripped" 300 s)|$(cat "$D/strip.err")" "strip keeps it running"
-KPREWRITE_REPORT=1 "$D/stripped" 300 >/dev/null 2>"$D/hits"
+KPREWRITE_REPORT=all "$D/stripped" 300 >/dev/null 2>"$D/hits"
 is "300" "$(hits "$D/hits" mix)" "and probing (the stripped copy counts mix 300 times)"
 if vg; then
     "$VALGRIND" -q --error-exitcode=99 "$P.orig" 200 >/dev/null 2>"$D/vg.orig"; r1=$?
@@ -107,7 +107,7 @@ if command -v "$CXX" >/dev/null 2>&1; then
     want=$("$X")
     KP --probe '*' "$X" >/dev/null 2>&1
     is "$want" "$("$X")" "C++: output identical with every function probed (exceptions caught through probed frames)"
-    KPREWRITE_REPORT=1 "$X" >/dev/null 2>"$D/hits"
+    KPREWRITE_REPORT=all "$X" >/dev/null 2>"$D/hits"
     is "300 1" "$(hits_like "$D/hits" _Z5parse) $(hits_like "$D/hits" _Z5total)" \
         "C++: exact hits on parse (300) and total (1)"
 else
@@ -122,7 +122,7 @@ want=$(LD_LIBRARY_PATH="$D/lib" "$D/uselib")
 KP --probe '*' -o "$D/lib-probed/libpb.so" "$D/lib/libpb.so" >/dev/null 2>&1
 ok $? "a shared library gets a pool"
 is "$want" "$(LD_LIBRARY_PATH="$D/lib-probed" "$D/uselib")" "the program using it: output identical"
-LD_LIBRARY_PATH="$D/lib-probed" KPREWRITE_REPORT=1 "$D/uselib" >/dev/null 2>"$D/hits"
+LD_LIBRARY_PATH="$D/lib-probed" KPREWRITE_REPORT=all "$D/uselib" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "the library's probes count (lib_scale 777, lib_sum 1)"
 # the exported names stay in its dynamic string table (KPRW_NAME_DYN): not in the table
 objcopy -O binary -j .kprewrite.table "$D/lib-probed/libpb.so" "$D/table.bin"
@@ -132,21 +132,21 @@ ok $([ -s "$D/table.bin" ] && ! grep -q lib_scale "$D/table.bin"; echo $?) \
 $CC -O2 -DDLOPEN -o "$D/dlopenlib" "$S/prebuilt-lib.c" -ldl
 KP --probe main "$D/dlopenlib" >/dev/null 2>&1   # the runtime is loaded (and initialised) before the dlopen
 is "$want" "$("$D/dlopenlib" "$D/lib-probed/libpb.so")" "a program opening it with dlopen: output identical"
-KPREWRITE_REPORT=1 "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
+KPREWRITE_REPORT=all "$D/dlopenlib" "$D/lib-probed/libpb.so" >/dev/null 2>"$D/hits"
 is "777 1" "$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" "a probed program that dlopens it: its probes are armed once dlopen returns"
 # dlclose and dlopen again: the runtime keeps a probed library mapped (it
 # holds its table and states), so the second copy is the first one
 L=$D/lib-probed/libpb.so
 is "$want
 $want" "$("$D/dlopenlib" "$L" "$L")" "opened, closed and opened again: output identical"
-KPREWRITE_REPORT=1 "$D/dlopenlib" "$L" "$L" >/dev/null 2>"$D/hits"; rc=$?
+KPREWRITE_REPORT=all "$D/dlopenlib" "$L" "$L" >/dev/null 2>"$D/hits"; rc=$?
 is "0 1554 2" "$rc $(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
     "and its probes count both openings (lib_scale 2 x 777, lib_sum 2)"
 # The same from a program not linked with the runtime (a plugin host): the
 # runtime comes in with the library, so closing the library must unmap
 # neither the runtime (under its control thread: a crash) nor the table.
 $CC -O2 -DDLOPEN -o "$D/dlopenplain" "$S/prebuilt-lib.c" -ldl
-out=$(KPREWRITE_REPORT=1 "$D/dlopenplain" "$L" "$L" 2>"$D/hits"); rc=$?
+out=$(KPREWRITE_REPORT=all "$D/dlopenplain" "$L" "$L" 2>"$D/hits"); rc=$?
 is "0|$want
 $want|1554 2" "$rc|$out|$(hits "$D/hits" lib_scale) $(hits "$D/hits" lib_sum)" \
     "a program without the runtime opens, closes and opens it: no crash, output identical, both openings counted"
@@ -161,7 +161,7 @@ for i in $(seq 17); do
     printf '\143\000' | LD_PRELOAD= dd of="$D/edited/libpb$i.so" bs=1 seek=$((toff + 4)) conv=notrunc 2>/dev/null   # (dd fails under libasan)
     libs="$libs $D/edited/libpb$i.so"
 done
-out=$(KPREWRITE_REPORT=1 "$D/dlopenlib" $libs 2>"$D/edited.err")
+out=$(KPREWRITE_REPORT=all "$D/dlopenlib" $libs 2>"$D/edited.err")
 is "17 17" "$(echo "$out" | grep -c "^$want\$") $(grep -c 'libpb[0-9]*\.so: probe table refused: table version 99' "$D/edited.err")" \
     "17 libraries with edited tables opened: each runs unprobed and each is refused"
 
@@ -170,7 +170,7 @@ $CC -O1 -o "$D/pad" "$S/verdicts.S" "$S/verdicts-main.c"
 "$D/pad" >"$D/pad.want"; want_rc=$?
 KP --probe f_padded --probe f_opt "$D/pad" >"$D/pad.report" 2>/dev/null
 like 'f_padded\+0x0  \[OPTIMIZED\].*padding' "$(cat "$D/pad.report")" "padding tactic: baked as a jump"
-KPREWRITE_REPORT=1 "$D/pad" >"$D/pad.got" 2>"$D/hits"; rc=$?
+KPREWRITE_REPORT=all "$D/pad" >"$D/pad.got" 2>"$D/hits"; rc=$?
 is "$want_rc $(cat "$D/pad.want") 1" "$rc $(cat "$D/pad.got") $(hits "$D/hits" f_padded)" \
     "padding tactic: same output and exit status, the probe counts its hit"
 # bytes_at FILE SYM N: N bytes at SYM, in hex, through .text's file offset
@@ -191,7 +191,7 @@ if [ -e /dev/fuse ] || command -v fusermount3 >/dev/null 2>&1; then
     cp "$D/serve" "$D/serve.orig"
     KP --probe mix "$D/serve" >/dev/null 2>&1
     rm -f "$D/go.1" "$D/go.2"
-    KPREWRITE_CTL_DIR="$D/ctl" KPREWRITE_CTL_DELAY_MS=0 KPREWRITE_REPORT=1 "$D/serve" "$D/go" >"$D/serve.out" 2>"$D/serve.err" &
+    KPREWRITE_CTL_DIR="$D/ctl" KPREWRITE_CTL_DELAY_MS=0 KPREWRITE_REPORT=all "$D/serve" "$D/go" >"$D/serve.out" 2>"$D/serve.err" &
     pid=$!
     for i in $(seq 100); do [ -e "$D/ctl/$pid/list" ] && break; sleep 0.05; done
     like 'mix\+0x0  \[OPTIMIZED\]' "$(cat "$D/ctl/$pid/list" 2>&1)" "control of a prebuilt image: mix is listed optimized"
@@ -212,7 +212,7 @@ fi
 # --- a second run, and what cannot be done --------------------------------------------
 P=$D/prog-fno-pie
 KP --remove mix "$P" >/dev/null 2>&1
-KPREWRITE_REPORT=1 "$P" 100 >/dev/null 2>"$D/hits"
+KPREWRITE_REPORT=all "$P" 100 >/dev/null 2>"$D/hits"
 is "|1" "$(hits "$D/hits" mix)|$(hits "$D/hits" work)" "--remove on a prebuilt image: mix is gone, work still counts"
 cp "$P" "$D/before"
 # mix again fits (it was baked before); return probes on every function do not
@@ -234,7 +234,7 @@ if [ -x /usr/bin/sort ]; then
         got=$(eval "\"$D/sort\" $args" <"$D/input" | cksum)
         is "$want" "$got" "/usr/bin/sort $args on 30000 lines: output identical"
     done
-    KPREWRITE_REPORT=1 "$D/sort" -n "$D/input" >/dev/null 2>"$D/hits"
+    KPREWRITE_REPORT=all "$D/sort" -n "$D/input" >/dev/null 2>"$D/hits"
     total=$(awk '$1 == "kprewrite:" { s += $6 } END { print s + 0 }' "$D/hits")
     ok $([ "$total" -gt 30000 ]; echo $?) "/usr/bin/sort: $total probe hits counted"
 else

@@ -65,7 +65,7 @@ for layout in shared inline; do
     is "OPTIMIZED OPTIMIZED INT3 INT3 OPTIMIZED OPTIMIZED OPTIMIZED " "$(verdicts "$D/qreport.$layout")" \
         "prebuilt, $layout: the probes are baked with the verdicts the fixture needs"
     is "$qwant" "$("$Q.$layout" 2>&1)" "prebuilt, $layout: every register and the live flags come back"
-    rep=$(KPREWRITE_REPORT=1 "$Q.$layout" 2>&1 >/dev/null)
+    rep=$(KPREWRITE_REPORT=all "$Q.$layout" 2>&1 >/dev/null)
     is "3 3 3 3 6 2000 2000" "$(for s in leaf_entry leaf_ret leaf_int3 leaf_int3_ret leaf_mid ipa_leaf ipa_leaf2; do
         printf '%s\n' "$rep" | awk -v s="$s" '$4 ~ "^"s"\\+" { print $6; exit }'; done | tr '\n' ' ' | sed 's/ $//')" \
         "prebuilt, $layout: every probe counted every call"

@@ -125,7 +125,7 @@ E=$((TOFF + 64 + ${e:-0} * 28))   # struct kprw_entry: 28 bytes after the 64-byt
 hostile() { # NAME OFFSET BYTES REASON-REGEX DESCRIPTION (a copy of $HBASE, or $H)
     cp "${HBASE:-$H}" "$D/$1"
     printf "$3" | dd of="$D/$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
-    out=$(KPREWRITE_REPORT=1 "$D/$1" plain 2>"$D/$1.err"); rc=$?
+    out=$(KPREWRITE_REPORT=all "$D/$1" plain 2>"$D/$1.err"); rc=$?
     is "0|$want_plain" "$rc|$out" "$5: the program runs, output unchanged"
     like "^kprewrite-rt: $D/$1: probe table refused: $4; its [0-9]+ probes are not armed\$" "$(cat "$D/$1.err")" \
         "$5: refused, one line naming the image and why"
@@ -184,7 +184,7 @@ else
     skip "no control directory here"; skip "no control directory here"
 fi
 # the untouched image arms its probes and counts
-KPREWRITE_REPORT=1 "$H" plain >/dev/null 2>"$D/good.err"
+KPREWRITE_REPORT=all "$H" plain >/dev/null 2>"$D/good.err"
 like 'work\+0x0 +hits 1 ' "$(grep 'work+' "$D/good.err")" "the untouched image counts its hits"
 is "" "$(grep 'refused' "$D/good.err")" "and is not refused"
 

@@ -26,7 +26,7 @@ mid=$(( $("$KPREWRITE" --check --probe "fde@0x$a" "$D/stripped" | sed -n 's/.*dc
 "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe '*' --probe "fde@0x$a+$mid" \
     "$D/probed" >/dev/null 2>"$D/err"
 is "$("$D/stripped")" "$("$D/probed")" "a stripped program with every function entry probed: output identical"
-KPREWRITE_REPORT=1 "$D/probed" 2>"$D/hits" >/dev/null
+KPREWRITE_REPORT=all "$D/probed" 2>"$D/hits" >/dev/null
 is "11 11" "$(awk -v s="fde@0x$a+0x0" -v m="$(printf 'fde@0x%s+0x%x' "$a" "$mid")" \
               '$4 == s { x = $6 } $4 == m { y = $6 } END { print x, y }' "$D/hits")" \
    "the runtime names fde@0x$a+0x0 and +0x$(printf %x "$mid") as kprewrite does; classify ran 11 times"

@@ -37,7 +37,7 @@ note() { # REPORT SPEC: the note of the probe's line, as a word
     *) echo "other: $line" ;;
     esac
 }
-counts() { # RUN-STDERR: the hits KPREWRITE_REPORT=1 printed, in spec order
+counts() { # RUN-STDERR: the hits KPREWRITE_REPORT=all printed, in spec order
     for s in t_loop+0x0 t_far+0x0 t_switch+0x0 t_switch+0x1c t_short+0x0 t_next+0x0 t_short_ret+0x0 t_after+0x0 \
              pk_before+0x0 pk_short+0x0 pk_loop+0x0 pk_after+0x0; do
         awk -v s="$s" '$4 == s { print $6; exit }' "$1"
@@ -64,7 +64,7 @@ for kind in linked prebuilt; do
         like '; 2 windows of instructions evicted for trampolines$' \
             "$("$KPREWRITE" --check --summary $PROBES "$( [ $kind = linked ] && echo "$P" || echo "$Q")" 2>&1)" \
             "$kind, $layout: the packed functions' trampolines got room in 2 windows evicted for them"
-        got=$(KPREWRITE_REPORT=1 "$img" 3 2>"$D/run.err")
+        got=$(KPREWRITE_REPORT=all "$img" 3 2>"$D/run.err")
         is "$want" "$got" "$kind, $layout: output identical"
         is "$want_counts" "$(counts "$D/run.err")" "$kind, $layout: every probe counted every call"
     done

@@ -17,7 +17,7 @@ else
 fi
 cp "$P.orig" "$P"
 "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe work --probe 'work%return' --probe outer \
-    --probe 'outer%return' --probe many "$P" >"$D/bake.out" 2>&1
+    --probe 'outer%return' --probe many --probe thread_main "$P" >"$D/bake.out" 2>&1
 ok $? "bake work, outer (entries and returns) and many into the prebuilt fixture"
 want_out=$("$P.orig" plain 5)
 
@@ -83,6 +83,13 @@ KPREWRITE_EVENTS='r work' KPREWRITE_TRACE=$D/fork.json KPREWRITE_TRACE_FORMAT=js
 n=$(ls "$D"/fork.json.* 2>/dev/null | wc -l)
 is "1 3 4" "$n $(perl -MJSON::PP -e 'local $/; for (@ARGV) { open my $f, "<", $_; my $e = decode_json(<$f>); print scalar(grep { $_->{ph} eq "X" } @$e), " " }' "$D/fork.json" "$D"/fork.json.* | sed 's/ $//')" \
     "fork, JSON: the child writes its own document (FILE.PID), both parse, 3 and 4 calls"
+
+# --- KPREWRITE_REPORT: the busiest first, the never hit left out ----------------------
+KPREWRITE_REPORT=1 "$P" plain 5 2>"$D/rep1" >/dev/null
+is "work+0x0 5|many+0x0 1|outer+0x0 1|3 points hit, 1 never hit" \
+    "$(sed -E 's/^kprewrite: [0-9a-f]{16}  [kr]  ([^ ]+)  hits ([0-9]+) .*/\1 \2/; s/^kprewrite: //; s/ \(KPREWRITE_REPORT=all lists them\)//' "$D/rep1" | tr '\n' '|' | sed 's/|$//')" \
+    "KPREWRITE_REPORT=1: the points hit, busiest first (ties by address), then how many were never hit"
+like "thread_main\+0x0  hits 0  nmissed 0" "$(KPREWRITE_REPORT=all "$P" plain 5 2>&1 >/dev/null)" "KPREWRITE_REPORT=all: every point, the never hit too"
 
 # --- a library someone else built: Debian's zlib, under pigz ---------------------
 Z=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -n 1)

@@ -41,7 +41,7 @@ is 3 "$rc" "baking: exit 3 (a probe refused)"
 like "wrote .*baked: 2 probes baked" "$(cat "$D/err")" "baking: the other two are baked"
 unset KP_ZYDIS_FAIL_OPS
 preload_sanitizer
-KPREWRITE_REPORT=1 "$D/baked" >"$D/out" 2>"$D/hits"
+KPREWRITE_REPORT=all "$D/baked" >"$D/out" 2>"$D/hits"
 is "$want" "$(cat "$D/out")" "the baked program prints what it printed"
 is "3 3" "$(awk '$4 == "lea_second+0x0" || $4 == "lea_after+0x0" { printf "%s%s", n++ ? " " : "", $6 }' "$D/hits")" \
     "each baked probe counted its 3 hits (lea_second by its int3)"

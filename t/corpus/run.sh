@@ -106,7 +106,7 @@ reasons() { # REPORT
                print s == "" ? "-" : s }' "$1"
 }
 
-# hits REPORT LOG: per probe hit in LOG (KPREWRITE_REPORT=1 lines, every
+# hits REPORT LOG: per probe hit in LOG (KPREWRITE_REPORT=all lines, every
 # process summed), "HITS NAME+OFF VERDICT", most hit first. A probe is
 # known by its name and the low 12 bits of its address (the load bias is
 # page-aligned; two processes of a PIE have different ones)
@@ -193,14 +193,14 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                     export KP_SUBJECT="$f" KP_PROBED="$out" KP_LIBDIR='' KP_LDDCHECK=''
                 fi
                 : >"$W/run/$row.ldd"
-                # the checked run: counts every hit (KPREWRITE_REPORT=1)
-                export KPREWRITE_REPORT=1
+                # the checked run: counts every hit (KPREWRITE_REPORT=all)
+                export KPREWRITE_REPORT=all
                 run_once "$wl" "$row" "$L/$row.log"
                 unset KPREWRITE_REPORT
                 # (the report lists every probe of each process: keep the hit ones)
                 sed -i '/^kprewrite: [0-9a-f]*  [kr]  [^ ]*  hits 0  nmissed 0$/d' "$L/$row.log"
                 status=$r_status
-                echo "checked run (KPREWRITE_REPORT=1): $r_ms ms; the original: $oms ms" >"$L/$row.timing.log"
+                echo "checked run (KPREWRITE_REPORT=all): $r_ms ms; the original: $oms ms" >"$L/$row.timing.log"
                 cp "$W/run/$row.out" "$L/$row.out"
                 if [ "$status" = ok ]; then
                     if [ "$r_sum" = "$osum" ]; then status=identical; else status=DIFFERENT; fi

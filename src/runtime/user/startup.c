@@ -54,24 +54,74 @@ const struct rt_hooks rt_hooks = {
     .trap_done = rt_kretprobe_trap_hook,
 };
 
-/* KPREWRITE_REPORT=1: print every point's counts at exit (stderr). */
+/* KPREWRITE_REPORT at exit (stderr): any value but 0 or all prints the
+ * points that were hit, the busiest first, then how many were never hit;
+ * "all" prints every point in address order, as the list file does. */
 static int report_fd = 2;   /* a copy of stderr: programs may close theirs before exit */
+static bool report_all;
+
+struct report_line {
+    const struct point *pt;
+    uint64_t hits, missed;
+};
+struct report {
+    struct report_line *v;
+    size_t n, cap, never;
+};
+
+static void report_line(const struct point *pt, uint64_t hits, uint64_t missed)
+{
+    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind,
+            pt->name, pt->offset, (unsigned long)hits, (unsigned long)missed);
+}
 
 static void report_point(struct point *pt, void *arg)
 {
-    (void)arg;
+    struct report *r = arg;
     uint64_t hits, missed;
     rt_stats(pt, &hits, &missed);
-    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr,
-            pt->kind, pt->name, pt->offset, (unsigned long)hits, (unsigned long)missed);
+    if (report_all) {
+        report_line(pt, hits, missed);
+        return;
+    }
+    if (!hits && !missed) {
+        r->never++;
+        return;
+    }
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        struct report_line *v = realloc(r->v, cap * sizeof *v);
+        if (!v)
+            return;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = (struct report_line){ pt, hits, missed };
+}
+
+static int busiest_first(const void *a, const void *b)
+{
+    const struct report_line *x = a, *y = b;
+    if (x->hits != y->hits)
+        return x->hits < y->hits ? 1 : -1;
+    return x->pt->addr < y->pt->addr ? -1 : x->pt->addr > y->pt->addr;
 }
 
 static void report(void)
 {
+    struct report r = { 0 };
     rt_lock_take();
     rt_points_ready();
-    rt_each_ready_point(report_point, NULL);
+    rt_each_ready_point(report_point, &r);
+    if (!report_all) {
+        qsort(r.v, r.n, sizeof *r.v, busiest_first);
+        for (size_t i = 0; i < r.n; i++)
+            report_line(r.v[i].pt, r.v[i].hits, r.v[i].missed);
+        dprintf(report_fd, "kprewrite: %zu points hit, %zu never hit (KPREWRITE_REPORT=all lists them)\n", r.n,
+                r.never);
+    }
     rt_lock_drop();
+    free(r.v);
 }
 
 /* glibc passes constructors the program's arguments and environment. */
@@ -92,6 +142,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
     trace_env_start();
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
+        report_all = strcmp(r, "all") == 0;
         int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
         if (fd >= 0)
             report_fd = fd;
