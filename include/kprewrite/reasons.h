@@ -30,7 +30,8 @@
     X(NORETURN,           "noreturn",                 "a return probe on a function that never returns (no ret, no tail jump): its instances would never come back") \
     X(STACK_SWITCH,       "stack-switch",             "a return probe on a function that loads %rsp from elsewhere (a context or coroutine switch): its return cannot be matched") \
     X(RETURNS_TWICE,      "returns-twice",            "a return probe on setjmp, vfork, getcontext or the like: the second return would find no instance") \
-    X(NOT_CALLED,         "not-called",               "a return probe on code that is jumped to, not called (a .cold piece, a landing pad): by its unwind data the stack holds no return address there")
+    X(NOT_CALLED,         "not-called",               "a return probe on code that is jumped to, not called (a .cold piece, a landing pad): by its unwind data the stack holds no return address there") \
+    X(MOVES_AT_RUN_TIME,  "moves-at-run-time",        "the code is copied or remapped elsewhere at run time and run there (V8's embedded builtins): a jump there would run from the copy")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,
