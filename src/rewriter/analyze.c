@@ -169,6 +169,20 @@ static void describe_ref(const struct ref *r, char *buf, size_t size)
     }
 }
 
+/* Code the image's runtime copies elsewhere and runs there (a fact of the
+ * image, facts.h: kfacts_moving): the probe's site, or its function. */
+static bool moves(const struct state *s, struct probe *p, const struct func *fn)
+{
+    const struct kmoving *m = kfacts_moving(s->kf, p->addr, p->addr + 1);
+    if (!m)
+        m = kfacts_moving(s->kf, fn->start, fn->end);
+    if (!m)
+        return false;
+    probe_set(p, V_REFUSED, KP_R_MOVES_AT_RUN_TIME, "%s 0x%llx-0x%llx: %s", m->what, (unsigned long long)m->start,
+              (unsigned long long)(m->start + m->len), m->why);
+    return true;
+}
+
 static bool blacklisted(const struct state *s, struct probe *p, const struct func *fn)
 {
     const struct krange *r = kfacts_blacklisted(s->kf, p->addr);
@@ -263,7 +277,8 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
         if (!x86_is_padding(b[a]))
             return false;
     /* ref_into takes targets above its first bound: fn->end itself counts here */
-    return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
+    return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end) &&
+           !kfacts_moving(s->kf, fn->end, pad_end);
 }
 
 /* Is a landing pad at a? */
@@ -341,6 +356,10 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
             why = "";
             break;
         }
+        if (kfacts_moving(s->kf, r->from, r->from + 1)) {
+            why = " (in code that moves at run time: it stays as it is)";
+            break;
+        }
         if (!dcr_boundary(p, fn, f, i, j, r->target)) {
             why = " (inside an instruction)";
             break;
@@ -405,7 +424,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     const char *why;
 
     *i = find_insn(f, off);
-    if (blacklisted(s, p, fn))
+    if (moves(s, p, fn) || blacklisted(s, p, fn))
         return false;
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;

@@ -107,6 +107,15 @@ wl_tcl() {
     echo "exit $?"
 }
 
+# JavaScript: JSON, regexps, arrays, strings, BigInt, exceptions, zlib and
+# crypto through V8's builtins (the same output with node 18 and 20)
+gen_node() { :; }
+wl_node() {
+    cp "$DATA/builtins.js" .
+    kp "$(bin /usr/bin/node)" builtins.js
+    echo "exit $?"
+}
+
 # ---- servers on 127.0.0.1 ----------------------------------------------------------
 
 gen_redis() {
