@@ -119,7 +119,7 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
         if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, &ctx, &zi, ops, zi.operand_count))) {
             for (unsigned i = 0; i < zi.operand_count; i++) {
                 if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP) {
-                    out->flags |= XF_RIPREL;
+                    out->flags |= XF_RIPREL | (zi.mnemonic == ZYDIS_MNEMONIC_LEA ? XF_ADDR : 0);
                     out->disp_off = zi.raw.disp.offset;
                     break;
                 }

@@ -36,6 +36,7 @@ enum x86_flags {
     XF_NOTRACK = 1u << 1,   /* notrack prefix on an indirect branch */
     XF_LOCK    = 1u << 2,
     XF_NOP     = 1u << 3,
+    XF_ADDR    = 1u << 4,   /* its RIP-relative operand is an address computed (lea), not memory accessed */
 };
 
 /* One decoded instruction. */
