@@ -215,7 +215,10 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
      * a function (its .cold part, a landing pad) starts with its parent's
      * frame, and its top of stack is the parent's data */
     if (!call_entry(s, fn)) {
-        probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
+        if (fn->origin == FO_FOUND)
+            probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "no call leads to it as far as proven: found without symbols or CFI");
+        else
+            probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
         return true;
     }
     bool leaves = f->decode_fail != 0;   /* undecoded bytes may hold its ret */

@@ -104,21 +104,25 @@ static void data_mark(struct ff *f, uint64_t addr)
         f->oom = true;
 }
 
-/* What one instruction of proven code leads to: calls, addresses, data. */
-static void insn_seeds(struct ff *f, const struct x86_insn *in, bool named)
+/* What one instruction of proven code (its function ends by end) leads
+ * to: calls, addresses, data. An address is data's when the code reads
+ * or writes memory through it, a label when it jumps to it. */
+static void insn_seeds(struct ff *f, const struct x86_insn *in, bool named, uint64_t end)
 {
     size_t avail;
     const uint8_t *p = image_read(f->img, in->addr, &avail);
     if (in->kind == XK_CALL)
         seed(f, in->target, S_CALL);
-    if (p && (in->flags & XF_RIPREL)) {
-        int32_t d;
-        memcpy(&d, p + in->disp_off, 4);
-        uint64_t to = in->addr + in->len + (uint64_t)(int64_t)d;
-        if (in->flags & XF_ADDR)
-            seed(f, to, named ? S_LEA : S_LEA_FOUND);
+    uint64_t to = flow_riprel(f->img, in);
+    if (to && !(in->flags & XF_ADDR)) {
+        data_mark(f, to);
+    } else if (to && image_is_exec_addr(f->img, to) && !symbols_func_at(f->sy, to)) {
+        int64_t disp;
+        enum x86_addr_use use = x86_lea_use(image_read_cb, (void *)f->img, in->addr, end, &disp);
+        if (use == X86_USE_MEMORY)
+            data_mark(f, to + (uint64_t)disp);   /* (NASM code reaches tables as base + label - base) */
         else
-            data_mark(f, to);
+            seed(f, to, use == X86_USE_JUMP ? S_JUMP : named ? S_LEA : S_LEA_FOUND);
     }
     if (p && f->img->kind == IMG_EXEC) {   /* non-PIE: an immediate may be an address */
         uint64_t vals[3];
@@ -139,7 +143,7 @@ static bool named_seeds(struct ff *f, const struct func *fn)
         const uint8_t *p = image_read(f->img, a, &avail);
         if (!p || !x86_decode(p, avail < fn->end - a ? avail : (size_t)(fn->end - a), a, &in))
             return true;
-        insn_seeds(f, &in, true);
+        insn_seeds(f, &in, true, fn->end);
         if ((in.kind == XK_JMP || in.kind == XK_JCC) && (in.target < fn->start || in.target >= fn->end)) {
             struct eh_cfa c = symbols_cfa_at(f->sy, in.addr);
             seed(f, in.target, c.known && isa_cfa_at_call_entry(f->img->isa, c.reg, c.off) ? S_TAIL : S_JUMP);
@@ -318,7 +322,7 @@ static bool jumps_into(const struct ff *f)
 static void flow_seeds(struct ff *f)
 {
     for (size_t k = 0; k < f->w.n; k++)
-        insn_seeds(f, &f->w.in[k], false);
+        insn_seeds(f, &f->w.in[k], false, f->w.bound);
     for (size_t k = 0; k < f->w.nout; k++)
         seed(f, f->w.out[k], S_JUMP);
     for (size_t k = 0; k < f->w.ntables; k++)

@@ -84,7 +84,19 @@ static void target(struct flow *w, const struct image *img, uint64_t t)
     }
 }
 
-/* Walks straight on from a, queueing the branch targets. */
+uint64_t flow_riprel(const struct image *img, const struct x86_insn *in)
+{
+    size_t avail;
+    const uint8_t *p = (in->flags & XF_RIPREL) ? image_read(img, in->addr, &avail) : NULL;
+    int32_t d;
+    if (!p || avail < in->disp_off + 4u)
+        return 0;
+    memcpy(&d, p + in->disp_off, 4);
+    return in->addr + in->len + (uint64_t)(int64_t)d;
+}
+
+/* Walks straight on from a, queueing the branch targets (and the labels
+ * a lea computes for an indirect jump: lea l(%rip),%rax; jmp *%rax). */
 static void walk(struct flow *w, const struct image *img, uint64_t a)
 {
     struct x86_insn in;
@@ -107,6 +119,9 @@ static void walk(struct flow *w, const struct image *img, uint64_t a)
         default:
             if (stops(&in))   /* ret, ud2, int3, an indirect jump */
                 return;
+            int64_t disp;
+            if ((in.flags & XF_ADDR) && x86_lea_use(image_read_cb, (void *)img, a, w->bound, &disp) == X86_USE_JUMP)
+                target(w, img, flow_riprel(img, &in));
         }
         a += in.len;
     }

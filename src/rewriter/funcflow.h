@@ -33,6 +33,8 @@ void flow_run(struct flow *w, const struct image *img, uint64_t start, uint64_t 
 /* Forgets a run's instructions (keeps the buffers). */
 void flow_reset(struct flow *w);
 void flow_free(struct flow *w);
+/* The address a RIP-relative operand names, or 0. */
+uint64_t flow_riprel(const struct image *img, const struct x86_insn *in);
 /* Is the instruction a padding one (a nop, int3)? */
 static inline bool flow_padding(const struct x86_insn *in)
 {

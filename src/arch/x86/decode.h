@@ -98,6 +98,15 @@ bool x86_switches_stack(const uint8_t *p, size_t n);
 typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
 bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
 
+/* How the straight-line code after a lea (at addr; instructions before
+ * end) first uses the address it computed: as a memory operand's base or
+ * index (data is there: at the address + *disp, the operand's
+ * displacement), as an indirect jump's target (a label of the code), or
+ * otherwise (copied, stored, compared, passed on, overwritten, or control
+ * left the straight line first). */
+enum x86_addr_use { X86_USE_OTHER, X86_USE_MEMORY, X86_USE_JUMP };
+enum x86_addr_use x86_lea_use(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end, int64_t *disp);
+
 /* Is this `call __fentry__`-shaped (e8 rel32) or a 5-byte nop (the fentry
  * site after boot)? */
 bool x86_is_call_or_nop5(const uint8_t *p, size_t avail);
