@@ -97,8 +97,8 @@ static void json_found(FILE *out, const struct symbols *sy, const struct probe_l
     for (int r = 0, k = 0; r < FF_R__COUNT; r++)
         if (ff->rejected[r])
             fprintf(out, "%s\"%s\": %zu", k++ ? ", " : "", funcfind_reason_name((enum ff_reason)r), ff->rejected[r]);
-    fprintf(out, "}, \"code_bytes_outside_named\": %zu, \"code_bytes_in_no_function\": %zu}", ff->gap_bytes,
-            ff->unexplained_bytes);
+    fprintf(out, "}, \"code_bytes_outside_named\": %zu, \"code_bytes_in_no_function\": %zu, \"rounds\": %u}",
+            ff->gap_bytes, ff->unexplained_bytes, ff->rounds);
 }
 
 struct counts {
