@@ -66,7 +66,7 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
 }
 
 #define USER_RULES \
-    .untyped_functions = false, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
+    .untyped_functions = false, .finds_functions = true, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
     .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, \
     .load_facts = user_facts, .pool_areas = pool_user_areas
 
