@@ -33,7 +33,7 @@ else
     done_testing
 fi
 is "700" "$(stat -c %a "$C")" "the directory is 0700"
-is "control enabled list optimization profile" "$(ls "$C" | tr '\n' ' ' | sed 's/ $//')" "its files"
+is "control enabled events hist list optimization profile trace trace.folded trace.json trace_pipe" "$(ls "$C" | tr '\n' ' ' | sed 's/ $//')" "its files"
 is "600 600 400 600 400" "$(cd "$C" && stat -c %a control enabled list optimization profile | tr '\n' ' ' | sed 's/ $//')" "file modes"
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
     as_nobody_in "$C" cat list >/dev/null 2>&1   # in it already: only its own permissions count
