@@ -17,6 +17,7 @@
 static void fork_child(void)
 {
     trap_fork_child();
+    patch_fork_child();
     ctl_dir_fork_child();
 }
 
