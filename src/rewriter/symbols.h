@@ -1,11 +1,14 @@
 /* Functions of an image: names and bounds from .symtab, .dynsym, System.map
- * and .eh_frame FDEs; lookups by name, glob and address. */
+ * and .eh_frame FDEs, and those found without any (funcfind.h); lookups by
+ * name, glob and address. */
 #ifndef KPREWRITE_SYMBOLS_H
 #define KPREWRITE_SYMBOLS_H
 #include "ehframe.h"
+#include "funcfind.h"
 #include "image.h"
 
-enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE };
+/* FO_FOUND: no symbol, no FDE: found and proven by funcfind.c, "fn@0x..." */
+enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE, FO_FOUND };
 
 struct func {
     uint64_t start, end;       /* [start, end) */
@@ -14,6 +17,7 @@ struct func {
     enum func_origin origin;
     bool size_guessed;         /* no size: bounded by the next function or section end */
     size_t parent;             /* for foo.cold / foo.part.N / foo.isra.N: index of foo, else self */
+    bool call_entry;           /* FO_FOUND: proven entered by calls only (funcfind.h) */
 };
 
 struct name_ent {
@@ -35,6 +39,8 @@ struct symbols {
     size_t nfdes;              /* FDEs seen in .eh_frame */
     struct eh_fde *fdes;       /* them, sorted by start */
     const struct section *eh;  /* .eh_frame, when it has any */
+    struct funcfind found;     /* the FO_FOUND functions' proofs, and what was left out */
+    char *found_names;         /* storage for fn@ names */
 };
 
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,

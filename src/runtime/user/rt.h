@@ -32,7 +32,7 @@
 #define TLS __attribute__((tls_model("initial-exec"))) __thread
 #define EXPORT __attribute__((visibility("default")))
 
-#define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
+#define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the longer prefix (fde@0x, fn@0x), 16 hex digits, NUL */
 
 /* The caller's flags that registration keeps (the kernel keeps only
  * KPROBE_FLAG_DISABLED; KPROBE_FLAG_FPU is kprewrite's). The runtime keeps
