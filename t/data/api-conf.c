@@ -188,7 +188,7 @@ static void registration(void)
      * struct then stood for one's fields (a holder) */
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(20);
+        alarm(120);   /* a hang becomes a failure */
         static struct { struct kprobe kp; long after[7]; } k30 = {
             .kp = { .symbol_name = "f_ret", .pre_handler = pre_count, .flags = 1u << 30 },
             .after = { 0, 0, 0, 0, 0xdead0, 0xdead0, 0 } };
@@ -497,7 +497,7 @@ static void threads(void)
     /* two threads each unregistering from a handler of the same point */
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(20);   /* a hang becomes a failure */
+        alarm(120);   /* a hang becomes a failure (generous: the machine may be loaded) */
         pthread_barrier_init(&hang_bar, NULL, 2);
         for (int i = 0; i < 2; i++) {
             hk[i] = (struct kprobe){ .symbol_name = "f_hang", .pre_handler = pre_count };
@@ -514,7 +514,8 @@ static void threads(void)
     }
     int st;
     waitpid(pid, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two threads unregistering from handlers of one point both return (no hang)");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two threads unregistering from handlers of one point both return (no hang; %s %d)",
+          WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 
     /* unregister from inside a handler of another point */
     other = (struct kprobe){ .symbol_name = "f_opt2", .pre_handler = pre_count };
@@ -851,7 +852,7 @@ static int child_status(void (*fn)(void))
 {
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(20);
+        alarm(120);   /* a hang becomes a failure */
         fn();
         _exit(0);
     }

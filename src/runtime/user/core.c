@@ -176,6 +176,8 @@ static void fold(void *p)
  * fork, as libc does with its own locks (startup.c registers these with
  * pthread_atfork), and the child forgets the other threads as if they had
  * exited (their counts stay in its totals). */
+static _Atomic int membarrier_state;   /* rt_membarrier_ready(): 0 unknown, 1 registered, -1 unavailable */
+
 void rt_fork_prepare(void) { rt_lock_take(); }
 void rt_fork_parent(void) { rt_lock_drop(); }
 void rt_fork_child(void)
@@ -188,6 +190,7 @@ void rt_fork_child(void)
             counters_free(h, cap);
         }
     }
+    atomic_store(&membarrier_state, 0);
     rt_hooks.fork_child();
     rt_lock_drop();
 }
@@ -287,14 +290,14 @@ void rt_stats(struct point *pt, uint64_t *hits, uint64_t *missed)
 }
 
 /* membarrier(PRIVATE_EXPEDITED) needs the process registered first (it
- * fails with EPERM otherwise): done once, here. Is it usable? */
+ * fails with EPERM otherwise): done once, here (and once again in a child
+ * of fork, whose mm is not the one registered). Is it usable? */
 bool rt_membarrier_ready(void)
 {
-    static _Atomic int state;   /* 0 unknown, 1 registered, -1 unavailable */
-    int s = atomic_load_explicit(&state, memory_order_acquire);
+    int s = atomic_load_explicit(&membarrier_state, memory_order_acquire);
     if (!s) {
         s = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
-        atomic_store_explicit(&state, s, memory_order_release);
+        atomic_store_explicit(&membarrier_state, s, memory_order_release);
     }
     return s == 1;
 }

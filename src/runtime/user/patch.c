@@ -63,6 +63,19 @@ static int sync_cores(void)
     return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) < 0 ? -errno : 0;
 }
 
+/* The child of a fork: mem_fd is the parent's /proc/PID/mem (the file
+ * names the process that opened it), so the child's writes would change
+ * the parent's code and leave its own as it was. The child opens its own
+ * at its first write. The membarrier registration is the parent's mm's;
+ * the child registers again (it is idempotent where fork keeps it). */
+void patch_fork_child(void)
+{
+    if (mem_fd >= 0)
+        close(mem_fd);
+    mem_fd = -1;
+    sync_registered = false;
+}
+
 /* write then serialize */
 static int poke(uintptr_t addr, const void *bytes, size_t n)
 {

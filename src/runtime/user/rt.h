@@ -287,6 +287,7 @@ enum code_state patch_wanted(const struct point *pt);
 int patch_list(struct point *const *v, size_t n);
 int patch_all(void);
 void patch_pool_added(void);           /* a new pool's points as the knobs want them */
+void patch_fork_child(void);           /* the child writes its own code, not the parent's */
 
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */
 void trace_env_pools_added(void);      /* trace-env.c: pending KPREWRITE_EVENTS bound now */

@@ -21,6 +21,7 @@ void trace_env_fork_child(void);
 static void fork_child(void)
 {
     trap_fork_child();
+    patch_fork_child();
     trace_env_fork_child();
     ctl_dir_fork_child();
 }
