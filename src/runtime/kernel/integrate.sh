@@ -42,9 +42,12 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 # kernel rebuilds: include/linux/kprewrite.h reaches the unwinders' header)
 put() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 mkdir -p "$src/kernel/kprewrite"
-for f in kprewrite.c module.c post.c kretprobe.c internal.h trampoline.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
+# (one line: t/deb/check-deb.sh reads the list from it)
+for f in startup.c dispatch.c patch.c api.c debugfs.c module.c post.c kretprobe.c internal.h arch.h arch-x86.h arch-x86.c trampoline-x86.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
     put "$here/$f" "$src/kernel/kprewrite/$f"
 done
+# an earlier layout's files (one kprewrite.c, trampoline.S): no longer built
+rm -f "$src/kernel/kprewrite/kprewrite.c" "$src/kernel/kprewrite/trampoline.S"
 put "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime
 put "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/kprw-core.h"

@@ -5,8 +5,8 @@
  *
  * A kretprobe is a kprobe on a point baked as SYM%return (the function's
  * entry: its detour is a kprobe's) whose pre_handler, kprw_kret_entry(),
- * takes an instance, records the return address at pt_regs.sp and puts the
- * return trampoline (trampoline.S) there. The function returns into the
+ * takes an instance, records the return address (x86: at pt_regs.sp) and
+ * puts the return trampoline (trampoline-ISA.S) there. The function returns into the
  * trampoline, which builds a struct pt_regs and calls kprw_kret_return():
  * that finds the call's instances on the task, runs their handlers with
  * regs->ip the real return address, gives them back and answers where to
@@ -120,13 +120,13 @@ static void miss(struct kprw_kretprobe *rp)
 	kprw_count_miss(KPRW_KP_POINT(&rp->kp));
 }
 
-/* The kretprobe's kp->pre_handler, at the function's entry: regs->sp holds
- * the return address. */
+/* The kretprobe's kp->pre_handler, at the function's entry (x86: regs->sp
+ * holds the return address). */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	struct kprw_kretprobe *rp = container_of(kp, struct kprw_kretprobe, kp);
 	struct kprw_kretprobe_instance *ri = inst_take(KPRW_RP_HOLDER(rp));
-	unsigned long *slot = (unsigned long *)regs->sp;
+	unsigned long *slot = kprw_arch_ret_slot(regs);
 
 	if (!ri) {
 		miss(rp);
@@ -157,7 +157,7 @@ int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
  */
 __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 {
-	unsigned long *slot = (unsigned long *)regs->sp - 1;
+	unsigned long *slot = kprw_arch_ret_slot_returned(regs);
 	struct kprw_kretprobe_instance *ri, *first, *end;
 	unsigned long ret = 0;
 
@@ -175,7 +175,7 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	/* a return to the trampoline that no instance explains: there is no
 	 * telling where to go, as in the kernel's own kretprobes */
 	BUG_ON(!ret);
-	regs->ip = ret;
+	instruction_pointer_set(regs, ret);
 	if (__this_cpu_read(kprw_running)) {
 		for (ri = first; ri != end; ri = KPRW_RI_NEXT(ri))
 			if (READ_ONCE(KPRW_RI_HOLDER(ri)->rp))
