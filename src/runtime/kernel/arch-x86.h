@@ -8,6 +8,7 @@
 #define KPREWRITE_ARCH_X86_H
 
 #include <linux/types.h>
+#include <asm/insn.h>
 #include <asm/ptrace.h>
 #include <asm/segment.h>
 #include <asm/setup.h>          /* kaslr_offset() */
@@ -17,12 +18,15 @@
 
 /* The breakpoint is int3, one byte; the trap leaves regs->ip after it. */
 #define KPRW_ARCH_BP_LEN INT3_INSN_SIZE
+/* The longest instruction */
+#define KPRW_ARCH_INSN_MAX MAX_INSN_SIZE
 
-/* What a pre_handler finds in regs->ip at a probe on addr: the probe
- * address. */
+/* What a pre_handler finds in regs->ip at a probe on addr: addr + 1, as
+ * the kernel's kprobe_int3_handler() and optimized_callback() give it
+ * (past the int3, which is one byte). */
 static __always_inline unsigned long kprw_arch_pre_ip(unsigned long addr)
 {
-	return addr;
+	return addr + INT3_INSN_SIZE;
 }
 
 /* The address of the breakpoint an int3 trap came from. */

@@ -26,43 +26,68 @@
 
 DEFINE_PER_CPU(struct kprw_point *, kprw_running);   /* the recursion guard */
 
-/* The hit's handlers; false when it ran none of them: disabled, or missed
- * (then no post_handler runs either, as with the kernel's kprobes).
+/* What a hit's pre_handlers did */
+enum hit {
+	HIT_NONE,       /* ran none: the point disabled, or missed (recursion) */
+	HIT_RAN,        /* counted, ran the handlers (if any) */
+	HIT_REDIRECT,   /* on the int3 path, a pre_handler returned non-zero:
+			   it set regs->ip to where the code is to go */
+};
+
+/* A hit while another handler ran on this CPU: counted in the nmissed of
+ * every kprobe on the point (a kretprobe's kp's too), if one of them is
+ * enabled (else the kernel's point would be disarmed), as the kernel's
+ * kprobes_inc_nmissed_count() does. */
+static __always_inline void missed(struct kprw_point *pt)
+{
+	struct kprw_kprobe *kp;
+	bool armed = false;
+
+	this_cpu_inc(pt->count[1]);
+	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
+		armed |= !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED);
+	for (kp = rcu_dereference_raw(pt->handlers); armed && kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
+		kp->nmissed++;
+}
+
+/* The hit's handlers, newest first (the kernel's order). On the int3 path
+ * (trap), as the kernel's aggr_pre_handler(), the first pre_handler that
+ * returns non-zero is the last to run, and the probed instruction is not
+ * stepped; on a jump the return values are ignored, as optimized_callback()
+ * ignores them.
  * Inlined into the noinstr probe paths: a function of its own would be a
  * function '*' probes, its detour calling back here without end. For the
  * same reason preemption comes back without a reschedule: that would call
  * preempt_schedule_notrace's thunk, which a probe may hold (a reschedule
  * due waits for the next preemption point). */
-static __always_inline bool run_handlers(struct kprw_point *pt, struct pt_regs *regs)
+static __always_inline enum hit run_handlers(struct kprw_point *pt, struct pt_regs *regs, bool trap)
 {
 	struct kprw_kprobe *kp;
-	bool ran = false;
+	enum hit hit = HIT_NONE;
 
 	if (READ_ONCE(pt->code) == CODE_DISABLED)
-		return false;           /* was in the detour when it was disabled */
+		return HIT_NONE;        /* was in the detour when it was disabled */
 	preempt_disable_notrace();
 	if (unlikely(__this_cpu_read(kprw_running))) {
-		this_cpu_inc(pt->count[1]);
-		for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
-			if (kp->flags & KPRW_FLAG_RETPROBE)
-				container_of(kp, struct kprw_kretprobe, kp)->nmissed++;
-			else
-				kp->nmissed++;
+		missed(pt);
 		goto out;
 	}
 	this_cpu_inc(pt->count[0]);
-	ran = true;
+	hit = HIT_RAN;
 	kp = rcu_dereference_raw(pt->handlers);
 	if (!kp)
 		goto out;
 	__this_cpu_write(kprw_running, pt);
 	for (; kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
-		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler)
-			kp->pre_handler(kp, regs);
+		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler &&
+		    kp->pre_handler(kp, regs) && trap) {
+			hit = HIT_REDIRECT;
+			break;
+		}
 	__this_cpu_write(kprw_running, NULL);
 out:
 	preempt_enable_no_resched_notrace();
-	return ran;
+	return hit;
 }
 
 /*
@@ -78,7 +103,7 @@ noinstr void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs)   /* kp
 		return;                 /* before the runtime started: not counted */
 	instrumentation_begin();
 	kprw_arch_detour_regs(regs, pt->addr);
-	run_handlers(pt, regs);
+	run_handlers(pt, regs, false);
 	instrumentation_end();
 }
 /* for the detours baked into modules (not GPL-only: any module's code may
@@ -127,13 +152,15 @@ noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 	pt = kprw_point_at(kprw_arch_bp_addr(regs));
 	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
 	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
-		bool ran;
+		enum hit hit;
 
-		instruction_pointer_set(regs, pt->addr);
-		ran = run_handlers(pt, regs);
-		if (instruction_pointer(regs) == pt->addr) {     /* a handler may have sent it elsewhere */
+		instruction_pointer_set(regs, kprw_arch_pre_ip(pt->addr));
+		hit = run_handlers(pt, regs, true);
+		/* (redirected: regs->ip is where a handler sent it, as the
+		 * kernel's kprobe_int3_handler() leaves it) */
+		if (hit != HIT_REDIRECT) {
 			instruction_pointer_set(regs, pt->ool);
-			if (ran)                /* a missed hit (recursion) steps no post_handler */
+			if (hit == HIT_RAN)     /* a missed hit (recursion) steps no post_handler */
 				kprw_post_arm(pt, regs);
 		}
 		ours = true;

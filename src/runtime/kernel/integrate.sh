@@ -43,7 +43,7 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 put() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 mkdir -p "$src/kernel/kprewrite"
 # (one line: t/deb/check-deb.sh reads the list from it)
-for f in startup.c dispatch.c patch.c api.c debugfs.c module.c post.c kretprobe.c internal.h arch.h arch-x86.h arch-x86.c trampoline-x86.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
+for f in startup.c dispatch.c patch.c api.c debugfs.c module.c post.c kretprobe.c internal.h arch.h arch-x86.h arch-x86.c trampoline-x86.S selftest.c selftest-kret.c selftest-api.c pool.S Makefile Kconfig; do
     put "$here/$f" "$src/kernel/kprewrite/$f"
 done
 # an earlier layout's files (one kprewrite.c, trampoline.S): no longer built

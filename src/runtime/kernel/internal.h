@@ -47,7 +47,8 @@ struct kprw_point {
 	int code;                 /* enum code_state; read by the probe paths */
 	bool disabled, unoptimized;
 	bool pinned;              /* its jump cannot be taken out (startup.c said why) */
-	u32 npost;                /* kprobes with a post_handler: the point runs unoptimized */
+	u32 ntrap;                /* enabled kprobes that need the int3 path (a
+				     post_handler): the point runs unoptimized */
 };
 
 /* The points of one probe table: the kernel's, or a module's (module.c). */
@@ -106,21 +107,34 @@ int kprw_apply_all(void);
 void kprw_arm_fresh(struct kprw_point *pt);
 
 /* ---- api.c ---- */
-/* Under kprw_lock: the point at SYM+OFF (sym) or at addr; NULL if none. */
-struct kprw_point *kprw_find_point(const char *sym, unsigned int offset, unsigned long addr);
+/* Where kp is, as the kernel's _kprobe_addr() resolves it (kallsyms): 0,
+ * -EINVAL (symbol_name and addr both or neither), -ENOENT; *entry: at a
+ * function's entry (past its endbr64 counts). */
+int kprw_resolve(const struct kprw_kprobe *kp, unsigned long *addr, bool *entry);
+/* Under kprw_lock: register_kprobe()'s steps on kp up to planting the
+ * probe (the address resolved, checked as the kernel does, set with the
+ * flags and nmissed): 0 and its point in *ptp, -EINVAL, -ENOENT, -EILSEQ. */
+int kprw_kprobe_place(struct kprw_kprobe *kp, struct kprw_point **ptp);
 /* Under kprw_lock: kp runs at pt's hits from now on / no more (after a
  * grace period: handlers run with preemption off). */
 void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt);
 void kprw_detach(struct kprw_kprobe *kp);
 /* Under kprw_lock: pt's module goes; its kprobes are gone (the kernel's
- * KPROBE_FLAG_GONE) */
+ * KPROBE_FLAG_GONE): registered still, on kprw_gone_point */
 void kprw_point_gone(struct kprw_point *pt);
+extern struct kprw_point kprw_gone_point;
 
 /* ---- kretprobe.c ---- */
 /* what the return trampoline calls (trampoline-ISA.S) */
 unsigned long kprw_kret_return(struct pt_regs *regs);
-/* the pre_handler of a kretprobe's kp */
+/* the pre_handler of a kretprobe's kp (what tells its kp from others) */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs);
+static inline bool kprw_is_kret(const struct kprw_kprobe *kp)
+{
+	return kp->pre_handler == kprw_kret_entry;
+}
+/* kretprobes' instance holders allocated and not yet freed (the self-test's view) */
+int kprw_kret_holders(void);
 /* how many of rp's instances are free (the self-test's view) */
 int kprw_kret_free_instances(const struct kprw_kretprobe *rp);
 /* the same for a kretprobe's kp whose point went with its module, a grace

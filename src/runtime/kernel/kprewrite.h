@@ -67,9 +67,13 @@ struct pt_regs;
 struct kprw_kprobe;
 
 /* Runs at each hit, before the probed instruction, with preemption off
- * (and in the int3 path with interrupts off). Writes to the general
- * registers take effect; a changed ip is honoured on the int3 path only, as
- * with the kernel's optprobes. The return value is ignored. */
+ * (and in the int3 path with interrupts off); regs->ip is the probe address
+ * + 1 (x86: past the int3, as the kernel's kprobes give it). Writes to the
+ * general registers take effect. As with the kernel's kprobes, on the int3
+ * path a non-zero return means the handler set regs->ip (and what goes with
+ * it) to where the code is to resume: the probed instruction is not run, no
+ * post_handler runs, nor the handlers of older kprobes on the point; on a
+ * jump-optimized point the return value and a changed ip are ignored. */
 typedef int (*kprw_pre_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs);
 /* Runs after the probed instruction (single-stepped out of line, with
  * interrupts off), regs->ip where it leaves the original code; flags is 0.
@@ -78,9 +82,11 @@ typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs
 
 #endif /* !CONFIG_KPREWRITE_KPROBES_API */
 
+/* kp->flags: a caller may set KPRW_FLAG_DISABLED only (register drops the
+ * rest, as the kernel's); the runtime sets the others */
 #define KPRW_FLAG_GONE 1        /* its module went away (as KPROBE_FLAG_GONE) */
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
-#define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
+#define KPRW_FLAG_ON_FUNC_ENTRY 16  /* at a function's entry (as KPROBE_FLAG_ON_FUNC_ENTRY) */
 
 #ifndef CONFIG_KPREWRITE_KPROBES_API
 struct kprw_kprobe {
@@ -100,16 +106,31 @@ struct kprw_kprobe {
 };
 #endif
 
-/* 0; -EINVAL (symbol_name and addr both set, or neither); -ENOENT (no point
- * was baked there); -EBUSY (kp is registered already); with a post_handler,
- * -EOPNOTSUPP (the instruction reads or writes the trap or interrupt flag:
- * pushf, popf, cli, sti, iret) or the error of unoptimizing the point */
+/*
+ * Where: symbol_name + offset, or addr + offset, resolved as the kernel's
+ * register_kprobe() does (kallsyms; SYM+0 of a function whose entry probe
+ * is past an endbr64 means that point); kp->addr holds the address after
+ * (even when a later check fails, as in the kernel), kp->flags
+ * KPRW_FLAG_DISABLED as the caller set it and KPRW_FLAG_ON_FUNC_ENTRY,
+ * kp->nmissed 0. Kprobes on one point run newest first.
+ * 0; -EINVAL (NULL, symbol_name and addr both set or neither, kp registered
+ * already or registered before by symbol_name (its addr is set now), not
+ * code); -ENOENT (no such symbol; or no point was baked there: the only
+ * answer the kernel's kprobes would not give); -EILSEQ (inside an
+ * instruction); with a post_handler, -EOPNOTSUPP (the instruction reads or
+ * writes the trap or interrupt flag: pushf, popf, cli, sti, iret) or the
+ * error of unoptimizing the point.
+ */
 int register_kprw_kprobe(struct kprw_kprobe *kp);
-/* Returns once no CPU runs kp's handler any more. */
+/* Returns once no CPU runs kp's handler any more. A kp that is not
+ * registered gets its addr cleared, as the kernel does. */
 void unregister_kprw_kprobe(struct kprw_kprobe *kp);
 /* All or nothing: on an error the ones registered are unregistered again. */
 int register_kprw_kprobes(struct kprw_kprobe **kps, int num);
 void unregister_kprw_kprobes(struct kprw_kprobe **kps, int num);
+/* A disabled kprobe's handlers do not run, and what it asked of its point
+ * (a post_handler: the int3 path) is given up while it is disabled. 0;
+ * -EINVAL (not registered; enable: its module went). */
 int enable_kprw_kprobe(struct kprw_kprobe *kp);
 int disable_kprw_kprobe(struct kprw_kprobe *kp);
 
@@ -138,9 +159,11 @@ struct kprw_kretprobe {
 	/* at the entry (regs as a kprobe's); non-zero: this call is not
 	 * followed (its handler does not run) */
 	kprw_kretprobe_handler_t entry_handler;
-	/* calls followed at once, on all CPUs; 0: max(10, 2 * CPUs) */
+	/* calls followed at once, on all CPUs; 0 or less: max(10, 2 * CPUs),
+	 * written back at registration */
 	int maxactive;
-	/* calls not followed: no free instance, or a handler was running */
+	/* calls not followed for want of a free instance (a hit while another
+	 * handler runs counts in kp.nmissed, as in the kernel) */
 	int nmissed;
 	/* bytes of ri->data each instance carries from entry_handler to handler */
 	size_t data_size;
@@ -164,14 +187,18 @@ struct kprw_kretprobe_instance {
  * followed may return later). */
 struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri);
 
-/* 0; -EINVAL (symbol_name and addr both set, or neither; a negative
- * maxactive; no handler at all); -ENOENT (no point baked as SYM%return
- * there); -EBUSY (rp is registered already); -E2BIG (data_size over
- * KPRW_KRET_MAX_DATA, as KRETPROBE_MAX_DATA_SIZE); -ENOMEM */
+/* In the kernel's order: -EINVAL (NULL, symbol_name and addr both set or
+ * neither, not a function's entry, registered already); -ENOENT (no such
+ * symbol); -E2BIG (data_size over KPRW_KRET_MAX_DATA, as
+ * KRETPROBE_MAX_DATA_SIZE); then maxactive is set (0 or less: the
+ * default); -ENOMEM; then as register_kprw_kprobe(), and -ENOENT where no
+ * point was baked as SYM%return. handler and entry_handler may be NULL. */
 #define KPRW_KRET_MAX_DATA 4096
 int register_kprw_kretprobe(struct kprw_kretprobe *rp);
 /* Returns once no CPU runs rp's handlers any more; calls still followed
- * return to their callers without running them. */
+ * return to their callers without running them, and the instances are
+ * freed when the last one is back. (Disabled, a kretprobe still runs its
+ * handler at the return of a call it followed, as the kernel's.) */
 void unregister_kprw_kretprobe(struct kprw_kretprobe *rp);
 int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
 void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num);

@@ -21,7 +21,7 @@ bool kprw_knob_enabled = true, kprw_knob_optimization = true;
 
 static enum code_state wanted(const struct kprw_point *pt)
 {
-	return kprw_wanted(kprw_knob_enabled, kprw_knob_optimization, pt->disabled, pt->unoptimized || pt->npost,
+	return kprw_wanted(kprw_knob_enabled, kprw_knob_optimization, pt->disabled, pt->unoptimized || pt->ntrap,
 			   pt->verdict == KPRW_OPTIMIZED && pt->detour);
 }
 

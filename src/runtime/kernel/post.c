@@ -47,7 +47,7 @@ void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs)
 	struct kprw_kprobe *kp;
 	bool any = false;
 
-	if (!READ_ONCE(pt->npost))
+	if (!READ_ONCE(pt->ntrap))
 		return;
 	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
 		any |= kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED);
