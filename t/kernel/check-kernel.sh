@@ -255,18 +255,20 @@ variant() {
     if [ $kunit != 0 ]; then
         rm -rf "$d/samples"; mkdir -p "$d/samples"
         cp "$tree/samples/kprobes/kprobe_example.c" "$tree/samples/kprobes/kretprobe_example.c" "$d/samples/"
-        printf 'obj-m += kprobe_example.o kretprobe_example.o\n' > "$d/samples/Kbuild"
+        # and the legacy documents' examples on kprw_ names (t/kernel/examples)
+        cp "$src/t/kernel/examples/jprobe_example.c" "$src/t/kernel/examples/fault_example.c" "$d/samples/"
+        printf 'obj-m += kprobe_example.o kretprobe_example.o jprobe_example.o fault_example.o\n' > "$d/samples/Kbuild"
         # the module build step bakes a probe into each (their exit
         # function: int3, it loads an address), which the guest lists
         printf 'cleanup_module\n' > "$d/samples.list"
         { $mk modules &&
           make -C "$tree" -s O="$obj" ARCH=x86_64 M="$d/samples" KPREWRITE="$K" KPREWRITE_PROBES="$d/samples.list" modules
         } > "$d/samples.log" 2>&1
-        ok $? "$L: samples/kprobes build as modules against it (make M=... KPREWRITE_PROBES=...)"
-        [ "$(grep -c '1 probe baked into the module' "$d/samples.log")" = 2 ]
-        ok $? "$L: the module build step baked cleanup_module into both samples"
+        ok $? "$L: samples/kprobes and the jprobe and fault_handler examples build as modules against it (make M=... KPREWRITE_PROBES=...)"
+        [ "$(grep -c '1 probe baked into the module' "$d/samples.log")" = 4 ]
+        ok $? "$L: the module build step baked cleanup_module into the 4 modules"
         cmp -s "$obj/vmlinux" "$d/vmlinux"; ok $? "$L: building modules did not relink vmlinux"
-        extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko"
+        extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko $d/samples/jprobe_example.ko $d/samples/fault_example.ko"
         # a module of the kernel's own with probes baked into it after the
         # build (the guest loads it, hits, toggles, probes and unloads it)
         m=$obj/fs/binfmt_misc.ko

@@ -264,6 +264,65 @@ api_checks() {
 }
 api_checks
 
+# jprobes and fault_handler (kprw_ names: the kernel dropped both), as the
+# kprobes documents of their time describe them, from selftest-legacy
+L=$K/selftest-legacy
+lsnap() { report=$(cat $L); }
+nmissed() { awk -v s="  $1  " 'index($0, s) { print $NF; exit }' $K/list; }
+E_FN=$(echo @ENTRY@ | sed 's/+.*//')
+legacy_checks() {
+    check "jprobe: register_kprw_jprobe on $E_FN" sh -c "echo 'jprobe $E_FN' > $L"
+    check "jprobe: its point runs unoptimized meanwhile (only a trap sends the code to the handler)" \
+        sh -c "! grep -q '@ENTRY@  \[OPTIMIZED\]' $K/list"
+    m0=$(nmissed @SYSCALL@)
+    kdrive @ENTRY@ read777 $N > /tmp/out
+    m1=$(nmissed @SYSCALL@)
+    buf=$(awk '/^buffer/ { print $2 }' /tmp/out) full=$(awk '/^full/ { print $2 }' /tmp/out)
+    lsnap
+    echo "$report" | sed 's/^/legacy: /'
+    check "jprobe: its handler, with vfs_read()'s signature, got the arguments of each read(2) of 777 bytes (count 777, buf $buf)" \
+        [ "$(field hits777) $(field count) $(field buf)" = "$N 777 $buf" ]
+    check "jprobe: each read(2) then ran as it should ($full of $N filled with zeros)" [ "$full" = $N ]
+    check "jprobe: a probe hit in its handler is missed (@SYSCALL@'s nmissed +$((m1 - m0)), $(field nests) calls)" \
+        [ "$((m1 - m0)) $(field nests)" = "$N $N" ]
+    check "jprobe: a second one on the point is refused (-EEXIST, as the kernel's was)" [ "$(field second)" = -17 ]
+    echo off > $L
+    check "jprobe unregistered: the point is optimized again" grep -q "@ENTRY@  \[OPTIMIZED\]" $K/list
+    echo "jprobe-fault $E_FN" > $L
+    kdrive @ENTRY@ read777 $N > /tmp/out
+    full=$(awk '/^full/ { print $2 }' /tmp/out)
+    lsnap
+    check "jprobe: a page fault in its handler went to the jprobe's fault_handler (trap 14), which sent it on; every read(2) ran ($full)" \
+        [ "$(field faults) $(field trapnr) $(field resumed) $full" = "$N 14 $N $N" ]
+    echo off > $L
+    # a fault in a kprobe's handler: kdrive's reads and its 2 list reads
+    fault_case() { # MODE WANT-TRAP WHAT
+        echo "fault @ENTRY@ $1" > $L
+        kdrive @ENTRY@ read $N > /dev/null
+        lsnap
+        echo "$report" | grep '^fault' | sed "s/^/legacy $1: /"
+        check "fault_handler: $3: trap $(field trapnr), handled (returned 1, the handler went on past it), kp->nmissed counted each (kernel before 5.14: the same)" \
+            [ "$(field faults) $(field trapnr) $(field resumed) $(field nmissed)" = "$((N + 2)) $2 $((N + 2)) $((N + 2))" ]
+        echo off > $L
+    }
+    fault_case pf 14 "a page fault in a pre_handler, jump-optimized"
+    echo "unoptimize @ENTRY@" > $K/control
+    fault_case pf 14 "a page fault in a pre_handler, int3 path"
+    echo "optimize @ENTRY@" > $K/control
+    fault_case gp 13 "a general protection fault in a pre_handler"
+    fault_case post 14 "a page fault in a post_handler"
+    n0=$(dmesg | wc -l)
+    echo "fault @ENTRY@ fixup" > $L
+    kdrive @ENTRY@ read 10 > /dev/null
+    lsnap
+    check "fault_handler returning 0: the fault takes its course, the exception-table fixup (copy_from_kernel_nofault() gave -EFAULT at each of 12 hits; kernel before 5.14: the same)" \
+        [ "$(field faults) $(field trapnr) $(field copy-rc) $(field nmissed)" = "12 14 -14 12" ]
+    check "fault_handler: the documents' example line (trap #14)" \
+        sh -c "dmesg | tail -n +$((n0 + 1)) | grep -q 'fault_handler: p->addr = 0x[0-9a-f]*, trap #14\$'"
+    echo off > $L
+}
+legacy_checks
+
 # return probes (register_kprw_kretprobe), from the self-test's
 # selftest-kret: its entry handler stores a mark and the entry's sp in ri->data,
 # its return handler checks regs and counts
@@ -642,6 +701,32 @@ if [ -f /bin/kprobe_example.ko ]; then
     check "samples: it printed kernel_clone's return value (a pid) and its time" grep -Eq 'kernel_clone returned [1-9][0-9]* and took [0-9]+ ns to execute' /tmp/samples
     check "samples: both unregistered on rmmod, no instance missed" \
         sh -c "grep -q 'kprobe at .* unregistered' /tmp/samples && grep -q 'kretprobe at .* unregistered' /tmp/samples && grep -q 'Missed probing 0 instances of kernel_clone' /tmp/samples"
+fi
+
+# the legacy documents' examples (t/kernel/examples, kprw_ names): the
+# jprobe example on kernel_clone, and a kprobe whose pre_handler faults with
+# the documents' fault_handler, which returns 0 (the fault's own course)
+if [ -f /bin/jprobe_example.ko ]; then
+    n0=$(dmesg | wc -l)
+    check "examples: insmod jprobe_example.ko" insmod /bin/jprobe_example.ko
+    check "examples: kernel_clone runs unoptimized while the jprobe is on it" sh -c "! grep -q ' kernel_clone+0x[04]  \[OPTIMIZED\]' $K/list"
+    rm -f /tmp/forked; sh -c 'echo forked > /tmp/forked' & wait $!
+    check "examples: the fork under the jprobe ran" grep -qx forked /tmp/forked
+    check "examples: rmmod jprobe_example" rmmod jprobe_example
+    check "examples: insmod fault_example.ko" insmod /bin/fault_example.ko
+    rm -f /tmp/forked; sh -c 'echo forked > /tmp/forked' & wait $!
+    check "examples: the fork under the faulting pre_handler ran" grep -qx forked /tmp/forked
+    check "examples: rmmod fault_example" rmmod fault_example
+    dmesg | tail -n +$((n0 + 1)) > /tmp/examples
+    sed 's/^\[[ 0-9.]*\] //; s/^/KPRW-EXAMPLE /' /tmp/examples
+    kc=$(awk '$3 ~ /^kernel_clone\+0x[04]$/ { print $1; exit }' $K/list)
+    check "jprobe example: planted on kernel_clone ($kc), unregistered" \
+        sh -c "grep -q 'Planted jprobe at $kc, handler addr ' /tmp/examples && grep -q 'jprobe at $kc unregistered' /tmp/examples"
+    check "jprobe example: its handler printed kernel_clone's arguments for the fork (exit_signal 17, no stack)" \
+        grep -Eq 'jprobe: clone_flags = 0x[0-9a-f]+, exit_signal = 17, stack = 0x0, stack_size = 0x0$' /tmp/examples
+    check "fault example: the fault_handler printed the probe's address and trap #14" grep -q "fault_handler: p->addr = 0x$kc, trap #14\$" /tmp/examples
+    check "fault example: not handled, the fault took its course: the read gave -EFAULT" \
+        grep -q '<kernel_clone> pre_handler: reading past the page gave -14$' /tmp/examples
 fi
 
 # the samples' own probes, baked by the kernel build (make M=...

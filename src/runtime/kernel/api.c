@@ -131,10 +131,23 @@ static bool is_code(unsigned long addr)
 	return code;
 }
 
-/* Does kp, enabled, make its point run on the int3 path? */
+/* Does kp, enabled, make its point run on the int3 path (a post_handler's
+ * step, a jprobe's handler, which only a trap can send the code to)? */
 static bool needs_trap(const struct kprw_kprobe *kp)
 {
-	return kp->post_handler;
+	return kp->post_handler || kprw_is_jprobe(kp);
+}
+
+/* Under kprw_lock: pt's jprobe, if it has one */
+static bool has_jprobe(struct kprw_point *pt)
+{
+	struct kprw_kprobe *kp;
+
+	for (kp = rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)); kp;
+	     kp = rcu_dereference_protected(KPRW_KP_NEXT(kp), 1))
+		if (kprw_is_jprobe(kp))
+			return true;
+	return false;
 }
 
 /*
@@ -189,17 +202,17 @@ static void trap_put(struct kprw_point *pt)
 		kprw_apply(pt);     /* optimized again, if it may be */
 }
 
-int register_kprw_kprobe(struct kprw_kprobe *kp)
+int kprw_register(struct kprw_kprobe *kp)
 {
 	struct kprw_point *pt;
 	int rc;
 
-	if (!kp)
-		return -EINVAL;     /* (the kernel's oopses) */
 	mutex_lock(&kprw_lock);
 	rc = kprw_kprobe_place(kp, &pt);
 	if (!rc && kp->post_handler && !kprw_post_allowed(pt))
 		rc = -EOPNOTSUPP;
+	if (!rc && kprw_is_jprobe(kp) && has_jprobe(pt))
+		rc = -EEXIST;       /* one jprobe a point, as the kernel had it */
 	if (!rc && needs_trap(kp) && !(kp->flags & KPRW_FLAG_DISABLED))
 		rc = trap_get(pt);
 	if (!rc)
@@ -207,16 +220,29 @@ int register_kprw_kprobe(struct kprw_kprobe *kp)
 	mutex_unlock(&kprw_lock);
 	return rc;
 }
+
+int register_kprw_kprobe(struct kprw_kprobe *kp)
+{
+	if (!kp)
+		return -EINVAL;     /* (the kernel's oopses) */
+	return kprw_register(kp);
+}
 EXPORT_SYMBOL_GPL(register_kprw_kprobe);
 
 /* Newest first, as the kernel's add_new_kprobe() puts a kprobe on an
- * address. */
+ * address; a jprobe last, as its kernel put one (it sends the code away:
+ * the others run before). */
 void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt)
 {
+	struct kprw_kprobe __rcu **pp = &pt->handlers;
+
 	KPRW_KP_POINT(kp) = pt;
 	kp->addr = (void *)pt->addr;
-	RCU_INIT_POINTER(KPRW_KP_NEXT(kp), rcu_dereference_protected(pt->handlers, lockdep_is_held(&kprw_lock)));
-	rcu_assign_pointer(pt->handlers, kp);
+	if (kprw_is_jprobe(kp))
+		while (rcu_access_pointer(*pp))
+			pp = &KPRW_KP_NEXT(rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock)));
+	RCU_INIT_POINTER(KPRW_KP_NEXT(kp), rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock)));
+	rcu_assign_pointer(*pp, kp);
 }
 
 void kprw_detach(struct kprw_kprobe *kp)

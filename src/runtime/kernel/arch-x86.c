@@ -177,12 +177,19 @@ void kprw_arch_step_end(struct pt_regs *regs, unsigned long saved)
 	regs->flags = (regs->flags & ~(X86_EFLAGS_TF | X86_EFLAGS_IF)) | (saved & (X86_EFLAGS_TF | X86_EFLAGS_IF));
 }
 
-/* The debug trap after a step (DIE_DEBUG, a single step in dr6). */
+/* The debug trap after a step (DIE_DEBUG, a single step in dr6); a fault
+ * in a handler: a general protection fault (DIE_GPF, after the
+ * exception-table fixups, as the kernel's kprobes were asked) and the other
+ * traps (DIE_TRAP: a divide error, an invalid opcode... before them). Page
+ * faults come to kprewrite_fault_handler() from the page fault handler
+ * itself (integrate.sh). */
 static int kprw_debug(struct notifier_block *nb, unsigned long val, void *data)
 {
 	struct die_args *args = data;
 	unsigned long *dr6 = (unsigned long *)args->err;
 
+	if (val == DIE_GPF || val == DIE_TRAP)
+		return kprewrite_fault_handler(args->regs, args->trapnr) ? NOTIFY_STOP : NOTIFY_DONE;
 	if (val != DIE_DEBUG || !(*dr6 & DR_STEP) || !kprw_post_stepped(args->regs))
 		return NOTIFY_DONE;
 	*dr6 &= ~DR_STEP;

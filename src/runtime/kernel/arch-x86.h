@@ -7,6 +7,7 @@
 #ifndef KPREWRITE_ARCH_X86_H
 #define KPREWRITE_ARCH_X86_H
 
+#include <linux/preempt.h>
 #include <linux/types.h>
 #include <asm/insn.h>
 #include <asm/ptrace.h>
@@ -27,6 +28,14 @@
 static __always_inline unsigned long kprw_arch_pre_ip(unsigned long addr)
 {
 	return addr + INT3_INSN_SIZE;
+}
+
+/* The context (preempt_count()'s interrupt bits) of the code an int3
+ * trapped in, from the one inside the trap: a kernel-mode int3 runs as an
+ * NMI (exc_int3()'s irqentry_nmi_enter()). */
+static __always_inline unsigned int kprw_arch_trapped_ctx(unsigned int in_trap)
+{
+	return in_trap - (NMI_OFFSET + HARDIRQ_OFFSET);
 }
 
 /* The address of the breakpoint an int3 trap came from. */

@@ -78,13 +78,22 @@ static __always_inline enum hit run_handlers(struct kprw_point *pt, struct pt_re
 	if (!kp)
 		goto out;
 	__this_cpu_write(kprw_running, pt);
-	for (; kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
-		if (!(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) && kp->pre_handler &&
-		    kp->pre_handler(kp, regs) && trap) {
+	for (; kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp))) {
+		if ((READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED) || !kp->pre_handler ||
+		    (!trap && kprw_is_jprobe(kp)))     /* (a jump cannot send the code to it) */
+			continue;
+		kprw_cur_set(kp, kprw_ctx());
+		if (kp->pre_handler(kp, regs) && trap) {
 			hit = HIT_REDIRECT;
 			break;
 		}
-	__this_cpu_write(kprw_running, NULL);
+	}
+	/* a jprobe's handler runs next, in the point's stead: this CPU is
+	 * still the point's until kprw_jprobe_return() (jprobe.c) */
+	if (!kprw_jprobe_running()) {
+		kprw_cur_set(NULL, 0);
+		__this_cpu_write(kprw_running, NULL);
+	}
 out:
 	preempt_enable_no_resched_notrace();
 	return hit;
@@ -149,6 +158,10 @@ noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 	if (user_mode(regs))
 		return false;
 	instrumentation_begin();
+	if (instruction_pointer(regs) == (unsigned long)kprw_jprobe_return_trap) {
+		ours = kprw_jprobe_longjmp(regs);
+		goto out;
+	}
 	pt = kprw_point_at(kprw_arch_bp_addr(regs));
 	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
 	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
@@ -165,6 +178,7 @@ noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 		}
 		ours = true;
 	}
+out:
 	instrumentation_end();
 	return ours;
 }

@@ -10,6 +10,8 @@
  *   api.c        register_kprw_kprobe() & co.
  *   kretprobe.c  return probes (and trampoline-ISA.S, where calls return)
  *   post.c       post_handlers: the single step
+ *   jprobe.c     jprobes (kprw_ names; the kernel dropped them)
+ *   fault.c      a kprobe's fault_handler (the kernel dropped it)
  *   module.c     probes baked into modules, as they come and go
  *   debugfs.c    /sys/kernel/debug/kprewrite/
  *   arch-ISA.c   the instruction set's facts (arch.h, arch-ISA.h)
@@ -48,7 +50,7 @@ struct kprw_point {
 	bool disabled, unoptimized;
 	bool pinned;              /* its jump cannot be taken out (startup.c said why) */
 	u32 ntrap;                /* enabled kprobes that need the int3 path (a
-				     post_handler): the point runs unoptimized */
+				     post_handler, a jprobe): the point runs unoptimized */
 };
 
 /* The points of one probe table: the kernel's, or a module's (module.c). */
@@ -95,6 +97,24 @@ int kprw_traps_hooked(void);
 /* A hit of pt that ran no handler (profile's and list's nmissed). */
 void kprw_count_miss(const struct kprw_point *pt);
 
+/* The kprobe whose handler runs on this CPU, and the context it runs in
+ * (fault.c: a fault there is its fault_handler's) */
+struct kprw_cur {
+	struct kprw_kprobe *kp;
+	unsigned int ctx;
+};
+DECLARE_PER_CPU(struct kprw_cur, kprw_cur);
+/* the context: NMI, hard interrupt, serving a softirq (preempt_count()'s) */
+static __always_inline unsigned int kprw_ctx(void)
+{
+	return preempt_count() & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET);
+}
+static __always_inline void kprw_cur_set(struct kprw_kprobe *kp, unsigned int ctx)
+{
+	__this_cpu_write(kprw_cur.kp, kp);
+	__this_cpu_write(kprw_cur.ctx, ctx);
+}
+
 /* ---- patch.c ---- */
 /* the knobs: debugfs's `enabled` and `optimization` */
 extern bool kprw_knob_enabled, kprw_knob_optimization;
@@ -115,6 +135,8 @@ int kprw_resolve(const struct kprw_kprobe *kp, unsigned long *addr, bool *entry)
  * probe (the address resolved, checked as the kernel does, set with the
  * flags and nmissed): 0 and its point in *ptp, -EINVAL, -ENOENT, -EILSEQ. */
 int kprw_kprobe_place(struct kprw_kprobe *kp, struct kprw_point **ptp);
+/* register_kprw_kprobe() and register_kprw_jprobe() once kp is filled in */
+int kprw_register(struct kprw_kprobe *kp);
 /* Under kprw_lock: kp runs at pt's hits from now on / no more (after a
  * grace period: handlers run with preemption off). */
 void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt);
@@ -140,6 +162,24 @@ int kprw_kret_free_instances(const struct kprw_kretprobe *rp);
 /* the same for a kretprobe's kp whose point went with its module, a grace
  * period later: its instances' holder is retired */
 void kprw_kret_gone(struct kprw_kprobe *kp);
+
+/* ---- jprobe.c ---- */
+/* a jprobe's pre_handler (what tells its kp from others) */
+int kprw_jprobe_setjmp(struct kprw_kprobe *kp, struct pt_regs *regs);
+static inline bool kprw_is_jprobe(const struct kprw_kprobe *kp)
+{
+	return kp->pre_handler == kprw_jprobe_setjmp;
+}
+/* the point whose jprobe's handler runs on this CPU (its pre_handler set it
+ * up), or NULL */
+DECLARE_PER_CPU(struct kprw_point *, kprw_jprobe_pt);
+static __always_inline bool kprw_jprobe_running(void)
+{
+	return __this_cpu_read(kprw_jprobe_pt) != NULL;
+}
+/* From the int3 path, at kprw_jprobe_return()'s trap: back to the probed
+ * function (true: the trap was the runtime's). */
+bool kprw_jprobe_longjmp(struct pt_regs *regs);
 
 /* ---- post.c ---- */
 /* Under kprw_lock: may a post_handler run at pt (its first instruction can

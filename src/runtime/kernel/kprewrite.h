@@ -82,6 +82,15 @@ typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs
 
 #endif /* !CONFIG_KPREWRITE_KPROBES_API */
 
+/* Called when one of the kprobe's handlers (pre, post, a jprobe's) faults,
+ * with the trap's number (x86: 14 a page fault, 13 a general protection
+ * fault); kp->nmissed counts it. 1: handled, the code goes on at regs->ip
+ * as the fault_handler left it (it must have moved it past the fault);
+ * 0: the fault takes its course (an exception-table fixup, or an oops).
+ * As the kernel's kprobes had it until 5.14: kp->fault_handler, a field of
+ * struct kprw_kprobe (and of struct kprobe without CONFIG_KPROBES). */
+typedef int (*kprw_fault_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs, int trapnr);
+
 /* kp->flags: a caller may set KPRW_FLAG_DISABLED only (register drops the
  * rest, as the kernel's); the runtime sets the others */
 #define KPRW_FLAG_GONE 1        /* its module went away (as KPROBE_FLAG_GONE) */
@@ -96,6 +105,7 @@ struct kprw_kprobe {
 	void *addr;
 	kprw_pre_handler_t pre_handler;
 	kprw_post_handler_t post_handler;
+	kprw_fault_handler_t fault_handler;
 	u32 flags;
 	/* hits of this point that ran no handler: another handler was running
 	 * on this CPU (the recursion guard) */
@@ -133,6 +143,33 @@ void unregister_kprw_kprobes(struct kprw_kprobe **kps, int num);
  * -EINVAL (not registered; enable: its module went). */
 int enable_kprw_kprobe(struct kprw_kprobe *kp);
 int disable_kprw_kprobe(struct kprw_kprobe *kp);
+
+/*
+ * Jprobes, as the kernel had them until 4.15: a kprobe on a function's
+ * entry whose handler, entry, has the function's own signature (asmlinkage
+ * and all) and is run instead of it, with its arguments, as if called
+ * from its caller; it must end by calling kprw_jprobe_return(), which
+ * never returns: the registers and the stack are put back, and the
+ * function runs. The handler runs with preemption off, with the interrupt
+ * flag as the function had it; a probe it hits is missed. A point with a
+ * jprobe runs on the int3 path (unoptimized) while it is registered; one
+ * jprobe a point, after its other kprobes. kp.fault_handler and
+ * KPRW_FLAG_DISABLED work as for a kprobe.
+ */
+struct kprw_jprobe {
+	struct kprw_kprobe kp;      /* kp.symbol_name or kp.addr: the function */
+	void *entry;                /* the handler */
+};
+/* 0; -EINVAL (NULL, no entry, not a function's entry); -EEXIST (a jprobe
+ * on the point already); else as register_kprw_kprobe(). */
+int register_kprw_jprobe(struct kprw_jprobe *jp);
+void unregister_kprw_jprobe(struct kprw_jprobe *jp);
+int register_kprw_jprobes(struct kprw_jprobe **jps, int num);
+void unregister_kprw_jprobes(struct kprw_jprobe **jps, int num);
+int enable_kprw_jprobe(struct kprw_jprobe *jp);
+int disable_kprw_jprobe(struct kprw_jprobe *jp);
+/* The end of a jprobe's handler. */
+void kprw_jprobe_return(void);
 
 /*
  * Return probes, as the kernel's kretprobes: on a point baked as
@@ -223,5 +260,10 @@ struct pt_regs;
  * whose functions may be probed themselves: true when the int3 was one of
  * kprewrite's points (regs then resume at its out-of-line copy). */
 bool kprewrite_int3_handler(struct pt_regs *regs);
+/* Called by the kernel's page fault handler (arch/x86/mm/fault.c, added by
+ * integrate.sh, where it asks kprobes) and the runtime's die notifier for
+ * the other traps: true when the fault was in a kprobe's handler and its
+ * fault_handler handled it. */
+bool kprewrite_fault_handler(struct pt_regs *regs, int trapnr);
 
 #endif

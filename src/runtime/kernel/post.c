@@ -78,8 +78,11 @@ bool kprw_post_stepped(struct pt_regs *regs)
 		instruction_pointer_set(regs, pt->addr + pt->step_len);
 	__this_cpu_write(kprw_running, pt);
 	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
-		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED))
+		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED)) {
+			kprw_cur_set(kp, kprw_ctx());
 			kp->post_handler(kp, regs, 0);
+		}
+	kprw_cur_set(NULL, 0);
 	__this_cpu_write(kprw_running, NULL);
 	return true;
 }

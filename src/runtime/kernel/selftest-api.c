@@ -134,16 +134,17 @@ static unsigned int point_len(unsigned long m)
 
 /* Where a kprobe goes, and what an address inside an instruction, in data,
  * past its symbol's end, or not baked gets */
-static void check_where(const char *entry, const char *mid, unsigned int mid_off)
+static void check_where(const char *mid, unsigned int mid_off)
 {
-	unsigned long e = kallsyms_lookup_name(entry), m = kallsyms_lookup_name(mid) + mid_off;
+	unsigned long m = kallsyms_lookup_name(mid) + mid_off;
 	unsigned long size, off, prev;
 	char *modname;
 	int rc;
 
-	init_kp(&sa_a, entry, 1);
-	put("inside-insn", register_kprw_kprobe(&sa_a));
-	put("inside-insn-addr-set", (unsigned long)sa_a.addr == e + 1);
+	/* (inside the mid point's instruction: one byte is a whole one) */
+	init_kp(&sa_a, mid, mid_off + 1);
+	put("inside-insn", point_len(m) > 1 ? register_kprw_kprobe(&sa_a) : -1000);
+	put("inside-insn-addr-set", (unsigned long)sa_a.addr == m + 1);
 	init_kp(&sa_a, NULL, 0);
 	sa_a.addr = (void *)&kprw_knob_enabled;
 	put("data", register_kprw_kprobe(&sa_a));
@@ -361,7 +362,7 @@ static int sa_static(char *arg)
 	sa_off();
 	sa_len = 0;
 	check_args(entry);
-	check_where(entry, mid, off);
+	check_where(mid, off);
 	check_kprobe(entry, mid, off);
 	check_kretprobe(ret, mid, off, konly);
 	return 0;
