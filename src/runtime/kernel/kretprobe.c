@@ -370,9 +370,9 @@ static void kret_leave(struct kprw_kretprobe *rp, struct list_head *leaving)
 	if (!h)
 		return;
 	/* no return runs a handler of rp from now on; no entry takes an
-	 * instance once a grace period has passed */
+	 * instance once a grace period has passed (one under way may yet:
+	 * rp keeps its holder until then) */
 	WRITE_ONCE(h->rp, NULL);
-	KPRW_RP_HOLDER(rp) = NULL;
 	list_add(&h->retired, leaving);
 }
 
@@ -391,6 +391,13 @@ void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
 	/* (entries and returns run with preemption off) */
 	synchronize_rcu();
 	mutex_lock(&kprw_lock);
+	for (i = 0; i < num; i++) {
+		struct kprw_kretprobe_holder *h = rps[i] ? KPRW_RP_HOLDER(rps[i]) : NULL;
+
+		/* (unless registered again meanwhile: a new holder) */
+		if (h && !READ_ONCE(h->rp))
+			KPRW_RP_HOLDER(rps[i]) = NULL;
+	}
 	list_splice(&leaving, &retired_holders);
 	mutex_unlock(&kprw_lock);
 	/* freed now if every instance is back, else when the last one is */
