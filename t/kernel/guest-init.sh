@@ -726,7 +726,7 @@ if [ -f /bin/jprobe_example.ko ]; then
         grep -Eq 'jprobe: clone_flags = 0x[0-9a-f]+, exit_signal = 17, stack = 0x0, stack_size = 0x0$' /tmp/examples
     check "fault example: the fault_handler printed the probe's address and trap #14" grep -q "fault_handler: p->addr = 0x$kc, trap #14\$" /tmp/examples
     check "fault example: not handled, the fault took its course: the read gave -EFAULT" \
-        grep -q '<kernel_clone> pre_handler: reading past the page gave -14$' /tmp/examples
+        grep -q 'pre_handler: <kernel_clone> reading past the page gave -14$' /tmp/examples
 fi
 
 # the samples' own probes, baked by the kernel build (make M=...

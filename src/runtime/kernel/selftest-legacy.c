@@ -89,7 +89,7 @@ static int lg_fault(struct kprw_kprobe *kp, struct pt_regs *regs, int trapnr)
 	atomic_long_inc(&lg_faults);
 	lg_trapnr = trapnr;
 	if (lg_mode == LG_FIXUP && !lg_jfault) {
-		pr_info("fault_handler: p->addr = 0x%p, trap #%d\n", kp->addr, trapnr);
+		pr_info("fault_handler: p->addr = 0x%px, trap #%d\n", kp->addr, trapnr);
 		return 0;
 	}
 	regs->ip = lg_resume;

@@ -23,7 +23,8 @@ static int handler_pre(struct kprw_kprobe *p, struct pt_regs *regs)
 	u8 b;
 	long rc = copy_from_kernel_nofault(&b, page + PAGE_SIZE, 1);
 
-	pr_info("<%s> pre_handler: reading past the page gave %ld\n", p->symbol_name, rc);
+	/* (a line must not begin with '<': busybox's dmesg takes it for a level) */
+	pr_info("pre_handler: <%s> reading past the page gave %ld\n", p->symbol_name, rc);
 	return 0;
 }
 
