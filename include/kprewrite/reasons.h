@@ -30,7 +30,8 @@
     X(NORETURN,           "noreturn",                 "a return probe on a function that never returns (no ret, no tail jump): its instances would never come back") \
     X(STACK_SWITCH,       "stack-switch",             "a return probe on a function that loads %rsp from elsewhere (a context or coroutine switch): its return cannot be matched") \
     X(RETURNS_TWICE,      "returns-twice",            "a return probe on setjmp, vfork, getcontext or the like: the second return would find no instance") \
-    X(NOT_CALLED,         "not-called",               "a return probe on code that is jumped to, not called (a .cold piece, a landing pad): by its unwind data the stack holds no return address there")
+    X(NOT_CALLED,         "not-called",               "a return probe on code that is jumped to, not called (a .cold piece, a landing pad): by its unwind data the stack holds no return address there") \
+    X(UNDECODABLE_OPERANDS,"undecodable-operands",    "an instruction the probe would copy out of line decodes, but its operands do not: whether its displacement is RIP-relative (and must be re-pointed) is unknown")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

@@ -71,8 +71,9 @@ void probe_set(struct probe *p, enum verdict v, enum kp_reason r, const char *fm
     __attribute__((format(printf, 4, 5)));
 /* The first ref with lo < target < hi, or NULL. */
 const struct ref *ref_into(const struct refs *r, uint64_t lo, uint64_t hi);
-/* The int3 verdict of a point with fewer than 5 bytes to its function's end. */
-void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra);
+/* The int3 verdict of a point with fewer bytes than the site's jump to its
+ * function's end. */
+void short_verdict(const struct state *s, struct probe *p, const struct func *fn, unsigned len, const char *extra);
 /* The code addresses the image materializes, or NULL (vmlinux, --strict-indirect). */
 const struct taken *taken_set(struct state *s);
 /* The index of the first instruction of f at or after off. */

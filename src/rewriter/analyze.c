@@ -2,6 +2,8 @@
 #include "analyze.h"
 #include "taken.h"
 #include "ehframe.h"
+#include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../arch/x86/detour.h"
 #include "../util/array.h"
@@ -185,12 +187,12 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
 }
 
 /* Is fn's start entered by a call, as far as its unwind data says: the
- * canonical frame address 8 bytes above %rsp (true without unwind data:
- * the symbol says it is a function)? */
+ * canonical frame address where a call leaves it (x86-64: 8 bytes above
+ * %rsp; true without unwind data: the symbol says it is a function)? */
 static bool call_entry(const struct state *s, const struct func *fn)
 {
     struct eh_cfa c = symbols_cfa_at(s->sy, fn->start);
-    return !c.known || (c.reg == 7 && c.off == 8);
+    return !c.known || isa_cfa_at_call_entry(s->img->isa, c.reg, c.off);
 }
 
 /* A return probe needs a function that returns once, on the stack it was
@@ -240,7 +242,7 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
 
 /* Tactic for a point too near the end of its function: when the function
  * ends in an instruction that does not fall through (ret, jmp) and what
- * follows, up to the jump's fifth byte, is inter-function padding that no
+ * follows, up to the jump's last byte, is inter-function padding that no
  * function, branch, table or landing pad reaches, the jump may end there:
  * nothing ever runs those bytes, and every original instruction still
  * starts where it did. */
@@ -248,7 +250,7 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
                           const struct fstate *f)
 {
     uint8_t last = f->insns[f->n - 1].kind;
-    uint64_t pad_end = p->addr + X86_JMP32_LEN;
+    uint64_t pad_end = p->addr + s->img->isa->jump_len;
     size_t avail;
     if (last != XK_RET && last != XK_JMP && last != XK_JMP_IND)
         return false;
@@ -293,11 +295,11 @@ static void dcr_text(const struct state *s, struct probe *p, const struct func *
     }
 }
 
-/* The int3 verdict of a point with fewer than 5 bytes to its function's
- * end. */
-void short_verdict(struct probe *p, const struct func *fn, unsigned len, const char *extra)
+/* The int3 verdict of a point with fewer bytes than the site's jump to its
+ * function's end. */
+void short_verdict(const struct state *s, struct probe *p, const struct func *fn, unsigned len, const char *extra)
 {
-    if (fn->end - fn->start < X86_JMP32_LEN)
+    if (fn->end - fn->start < s->img->isa->jump_len)
         probe_set(p, V_INT3, KP_R_TOO_SHORT, "the function is %llu bytes long%s", (unsigned long long)(fn->end - fn->start),
             extra ? extra : "");
     else
@@ -335,7 +337,7 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     const struct ref *end = s->refs.v + s->refs.n;
     for (; r < end && r->target < hi; r++) {
         struct retarget t = { .at = r->from, .target = r->target };
-        if (s->img->kind == IMG_VMLINUX) {
+        if (!s->img->hooks->retargets) {
             why = "";
             break;
         }
@@ -433,7 +435,8 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     /* Every probe runs its first instruction out of line (the int3 path
      * resumes at a copy of it), so that one must be relocatable. */
     if (!x86_relocatable(&pi, &why)) {
-        probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
+        probe_set(p, V_REFUSED, (pi.flags & XF_OPS_UNKNOWN) ? KP_R_UNDECODABLE_OPERANDS : KP_R_NOT_RELOCATABLE,
+                  "%s at the probe address", why);
         return false;
     }
     /* (a KASLR relocation a vmlinux's copy can carry: fine for a jump;
@@ -445,7 +448,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     p->follow_first = kfacts_follow_in(s->kf, p->addr, pi.len, &fs, 1) ? fs->table + 1 : 0;
     const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len, p->addr, UINT64_MAX);
     if (rs) {
-        if (rs->table == KT_MCOUNT && rs->start == p->addr && pi.len == X86_JMP32_LEN) {
+        if (rs->takeover && rs->start == p->addr && pi.len == s->img->isa->jump_len) {
             p->notes |= NOTE_FENTRY_TAKEOVER;
         } else {
             probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
@@ -461,14 +464,16 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
 }
 
 /* The DCR from instruction i: the fewest whole instructions covering the
- * 5-byte jump; at a function's end the jump may reach into the padding
- * after it, or the DCR be the 2 bytes of a jmp rel8 to a trampoline.
- * Instructions i..*j, *len bytes; false when the probe is int3. */
+ * site's jump (x86-64: 5 bytes); at a function's end the jump may reach
+ * into the padding after it, or the DCR be the short jump (2 bytes) to a
+ * trampoline. Instructions i..*j, *len bytes; false when the probe is
+ * int3. */
 static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, const struct fstate *f, size_t i,
                       size_t *j, unsigned *len)
 {
+    const unsigned jump = s->img->isa->jump_len, short_jump = s->img->isa->short_jump_len;
     *len = 0;
-    for (*j = i; *j < f->n && *len < X86_JMP32_LEN; (*j)++)
+    for (*j = i; *j < f->n && *len < jump; (*j)++)
         *len += f->insns[*j].len;
     dcr_text(s, p, fn, f, i, *j, *len);
     if (f->decode_fail) {
@@ -476,24 +481,24 @@ static bool judge_dcr(struct state *s, struct probe *p, const struct func *fn, c
         return false;
     }
     p->code_len = p->dcr_len;
-    if (*len < X86_JMP32_LEN && *j == f->n && padding_after(s, p, fn, f)) {
+    if (*len < jump && *j == f->n && padding_after(s, p, fn, f)) {
         p->notes |= NOTE_PADDING;
-        p->dcr_len = X86_JMP32_LEN;
-    } else if (*len < X86_JMP32_LEN) {
+        p->dcr_len = (uint8_t)jump;
+    } else if (*len < jump) {
         /* Shorter than a jmp rel32 to the function's end: a jmp rel8 to a
          * trampoline in padding nearby (placed once every verdict is in,
          * place_tactics), when at least 2 bytes of whole instructions are
          * there: the DCR is those */
         unsigned l8 = 0;
-        for (*j = i; *j < f->n && l8 < X86_JMP8_LEN; (*j)++)
+        for (*j = i; *j < f->n && l8 < short_jump; (*j)++)
             l8 += f->insns[*j].len;
-        if (s->img->kind != IMG_VMLINUX && l8 >= X86_JMP8_LEN) {
+        if (s->img->hooks->short_jumps && short_jump && l8 >= short_jump) {
             *len = l8;
             dcr_text(s, p, fn, f, i, *j, *len);
             p->code_len = p->dcr_len;
             p->notes |= NOTE_JUMP8;
         } else {
-            short_verdict(p, fn, *len, NULL);
+            short_verdict(s, p, fn, *len, NULL);
             return false;
         }
     }
@@ -532,7 +537,8 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
         if (!x86_relocatable(&in, &why)) {
-            probe_set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
+            probe_set(p, V_INT3, (in.flags & XF_OPS_UNKNOWN) ? KP_R_UNDECODABLE_OPERANDS : KP_R_NOT_RELOCATABLE,
+                      "%s at 0x%llx", why, (unsigned long long)in.addr);
             return false;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */
@@ -594,7 +600,7 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
     if (!retargets(s, p, fn, f, i, j, len))
         return false;
     if (has_call) {
-        if (s->img->kind == IMG_VMLINUX || call_inside) {
+        if (!s->img->hooks->call_in_dcr || call_inside) {
             probe_set(p, V_INT3, KP_R_CALL_IN_DCR, NULL);
             return false;
         }

@@ -2,7 +2,7 @@
 #ifndef KPREWRITE_ANALYZE_H
 #define KPREWRITE_ANALYZE_H
 #include "image.h"
-#include "ktables.h"
+#include "facts.h"
 #include "probe.h"
 #include "symbols.h"
 

@@ -9,6 +9,7 @@
 #include "addpool.h"
 #include "atomic-write.h"
 #include "emit.h"
+#include "kind.h"
 #include "plan.h"
 
 #include <stdio.h>
@@ -26,11 +27,8 @@ static int check_sizes(const struct image *img, const struct pool_sections *ps, 
         snprintf(err, errlen, "%s: the pool kprewrite added to this image is sized for the probes it was given "
                  "(%s has %llu bytes, %zu needed): rewrite the original image with every probe you want",
                  img->path, KPRW_SEC_TEXT, (unsigned long long)ps->text->size, text);
-    else if (img->kind == IMG_VMLINUX)
-        snprintf(err, errlen, "%s: the kernel's pool is too small for %zu probes: detours need %zu bytes (has "
-                 "%llu), the table %zu (has %llu), the state %zu (has %llu); raise CONFIG_KPREWRITE_TEXT_KB, "
-                 "_TABLE_KB or _DATA_KB", img->path, n, text, (unsigned long long)ps->text->size, table,
-                 (unsigned long long)ps->table->size, data, (unsigned long long)ps->data->size);
+    else if (img->hooks->pool_too_small)   /* the kind says what to enlarge */
+        img->hooks->pool_too_small(img, ps, n, text, table, data, err, errlen);
     else
         snprintf(err, errlen, "%s: the pool is too small for %zu probes: %s needs %zu bytes (has %llu), "
                  "%s needs %zu (has %llu), %s needs %zu (has %llu); enlarge it with KPREWRITE_POOL() "
@@ -75,6 +73,17 @@ int bake(const struct image *img, const struct pool_sections *ps, const struct p
     return rc;
 }
 
+int bake_into_pool(const struct bake_job *j, char *err, size_t errlen)
+{
+    struct bake_result br;
+    if (bake(j->img, j->pool, j->probes, j->dest, &br, err, errlen) < 0)
+        return -1;
+    fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
+            "data %zu bytes\n", j->dest, br.baked, br.baked == 1 ? "" : "s", j->nbaked_before, br.text_used,
+            br.table_used, br.data_used);
+    return 0;
+}
+
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,
                     const char *runtime, bool shared, bool compact, struct bake_result *res, size_t *grown,
                     char *err, size_t errlen)
@@ -106,6 +115,7 @@ int bake_added_pool(const struct image *img, const struct probe_list *probes, co
         goto out;
     if (image_open_mem(&grown_img, img->path, buf, size, img->mode, err, errlen) < 0)
         goto out;
+    grown_img.hooks = img->hooks;
     rc = pool_find(&grown_img, &ps, err, errlen);
     if (rc == 0) {
         ps.added = true;

@@ -16,6 +16,11 @@ struct bake_result {
 int bake(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
          const char *out_path, struct bake_result *res, char *err, size_t errlen);
 
+struct bake_job;
+/* The bake of a job whose image holds its pool (job->pool, pool_find's):
+ * bake(), and the "wrote" line on job->msg. 0, or -1 with err. */
+int bake_into_pool(const struct bake_job *j, char *err, size_t errlen);
+
 /* A prebuilt image (no pool): plans the probes at the address the pool's
  * text will have, adds a pool of the sizes the plan needs (and the runtime
  * as DT_NEEDED, addpool.c), and emits into it; written to out_path.

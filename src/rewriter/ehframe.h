@@ -21,7 +21,7 @@ struct eh_fde {
 };
 
 /* The rule for the canonical frame address at one pc: register (DWARF
- * numbering: 7 is %rsp) + offset; known false when the FDE computes it by
+ * numbering, the ISA's) + offset; known false when the FDE computes it by
  * an expression, or its instructions are malformed or unsupported. */
 struct eh_cfa {
     bool known;

@@ -1,7 +1,7 @@
 /* The emit stage: a plan's code, sites and fixups at the pool's addresses. */
 #include "emit.h"
-#include "kaslr.h"
-#include "fentry.h"
+#include "kind.h"
+#include "../arch/isa.h"
 #include "../arch/x86/decode.h"
 
 #include <stdio.h>
@@ -75,10 +75,11 @@ size_t emit_piece(const struct emit_env *env, const struct piece *pc, uint8_t *o
 const uint8_t *probe_bytes(const struct image *img, const struct probe *p, uint8_t *nopped, size_t *avail)
 {
     const uint8_t *orig = image_read(img, p->addr, avail);
-    if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && *avail >= sizeof x86_nop5) {
+    const struct isa_kernel *k = img->isa->kernel;
+    if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && k && *avail >= k->fentry_nop_len) {
         size_t n = *avail < KPRW_ORIG_MAX ? *avail : KPRW_ORIG_MAX;
         memcpy(nopped, orig, n);
-        memcpy(nopped, x86_nop5, sizeof x86_nop5);
+        memcpy(nopped, k->fentry_nop, k->fentry_nop_len);
         *avail = n;
         return nopped;
     }
@@ -275,9 +276,11 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
     const struct probe *p = &env->probes->v[pe->probe];
     size_t avail;
     const uint8_t *site = image_read(env->img, p->addr, &avail);
-    /* a taken-over fentry site: ftrace must never see it again */
-    if (site && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= sizeof x86_nop5 &&
-        fentry_take_over(env->img, out, p->addr, err, errlen) < 0)
+    /* a taken-over fentry site: ftrace must never see it again (the kind
+     * drops what names it) */
+    const struct kind_hooks *k = env->img->hooks;
+    if (site && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= env->img->isa->kernel->fentry_nop_len &&
+        k->take_over_site && k->take_over_site(env->img, out, p->addr, err, errlen) < 0)
         return -1;
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX], nopped[KPRW_ORIG_MAX];
     struct entry_info ec;
@@ -296,10 +299,12 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
         return -1;
     memcpy(text + pc->off, det, len);
     memcpy(out + ec.site_file_off, ec.site, ec.site_len);
+    /* relocations in the DCR the kind moves to the copy (a vmlinux's KASLR
+     * relocations) */
     if ((p->notes & NOTE_RELOC_MOVED) &&
-        (!env->kaslr || kaslr_move(env->kaslr, env->img, p, det, len, env->a.text + pc->off, &ec.map, out,
-                                   err, errlen) < 0)) {
-        if (!env->kaslr)
+        (!env->relocs || k->relocs_move(env->relocs, env->img, p, det, len, env->a.text + pc->off, &ec.map, out,
+                                        err, errlen) < 0)) {
+        if (!env->relocs)
             snprintf(err, errlen, "%s: %s+0x%llx: internal error: no relocations to move", env->img->path, p->sym,
                      (unsigned long long)p->off);
         return -1;
@@ -313,7 +318,7 @@ static int emit_pieces(const struct emit_env *env, const struct bake_plan *plan,
 {
     const struct image *img = env->img;
     uint8_t *text = out + ps->text->offset;
-    x86_fill_int3(text, ps->text->size);
+    img->isa->fill(text, ps->text->size);
     for (size_t i = 0; i < plan->npieces; i++) {
         const struct piece *pc = &plan->pieces[i];
         if (pc->off + pc->len > ps->text->size) {
@@ -363,14 +368,16 @@ int emit_image(const struct image *img, const struct pool_sections *ps, const st
         return -1;
     }
     pool_addrs(plan, ps, &env.a);
-    struct kaslr_relocs kr = { 0 };
-    for (size_t i = 0; i < probes->n && !env.kaslr; i++)
+    const struct kind_hooks *k = img->hooks;
+    void *relocs = NULL;
+    for (size_t i = 0; i < probes->n && !relocs && k->relocs_open; i++)
         if (probes->v[i].verdict == V_OPTIMIZED && (probes->v[i].notes & NOTE_RELOC_MOVED)) {
-            if (kaslr_relocs_load(img, &kr, err, errlen) < 0)
+            if (k->relocs_open(img, &relocs, err, errlen) < 0)
                 return -1;
-            env.kaslr = &kr;
+            env.relocs = relocs;
         }
     int rc = emit_pieces(&env, plan, ps, out, err, errlen);
-    kaslr_relocs_free(&kr);
+    if (relocs)
+        k->relocs_close(relocs);
     return rc;
 }

@@ -21,13 +21,12 @@ struct pool_addrs {
  * laid out so far. */
 void pool_addrs(const struct bake_plan *plan, const struct pool_sections *ps, struct pool_addrs *a);
 
-struct kaslr_relocs;
 struct emit_env {
     const struct image *img;
     const struct probe_list *probes;
     const struct plan_calls *calls;
     struct pool_addrs a;
-    const struct kaslr_relocs *kaslr;   /* a vmlinux's code relocations (NOTE_RELOC_MOVED) */
+    const void *relocs;   /* the kind's relocations that move with a copy (NOTE_RELOC_MOVED) */
 };
 
 /* The code of a piece other than an entry (thunk, shared body, evicted
@@ -61,8 +60,9 @@ const uint8_t *probe_bytes(const struct image *img, const struct probe *p, uint8
 
 /* Writes the plan's code into out (a copy of img's file bytes, whose pool
  * ps is where the plan's pieces go, at their final addresses): the text
- * (int3 where nothing goes), each site, each fixup; takes fentry sites
- * over. Returns 0, or -1 with err (something out of reach there). */
+ * (int3 where nothing goes), each site, each fixup; the image's kind
+ * takes fentry sites over and moves the relocations of DCRs. Returns 0, or
+ * -1 with err (something out of reach there). */
 int emit_image(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
                const struct bake_plan *plan, uint8_t *out, char *err, size_t errlen);
 #endif

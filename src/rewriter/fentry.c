@@ -4,11 +4,13 @@
  * so ftrace, which patches every address listed in __mcount_loc at boot and
  * whenever tracing is switched, must no longer know it. Its slot is zeroed
  * (ftrace skips zero entries) and the slot's relocation, which the bzImage's
- * KASLR pass would apply to the zero, becomes a none (X86_RELOC_NONE: the relocs tool
- * ignores those). The function then simply is not traceable by ftrace.
+ * KASLR pass would apply to the zero, becomes a none (the ISA's reloc_none:
+ * the relocs tool ignores those). The function then simply is not traceable
+ * by ftrace.
  */
 #include "fentry.h"
-#include "../arch/x86/psabi.h"
+#include "../arch/isa.h"
+#include "../util/checked.h"
 
 #include <elf.h>
 #include <stdio.h>
@@ -26,9 +28,9 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
             return -1;
         }
         a = s->addr;
-        b = s->addr + s->size;
+        b = ck_end(s->addr, s->size);
     }
-    for (uint64_t at = a; at + 8 <= b; at += 8) {
+    for (uint64_t at = a; at <= b && b - at >= 8; at += 8) {
         uint64_t v;
         size_t o;
         if (!image_file_offset(img, at, 8, &o))
@@ -52,9 +54,9 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
             continue;
         for (size_t k = 0; k < rela_count(r); k++) {
             Elf64_Rela rel = rela_get(r, k);
-            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == X86_RELOC_NONE)
+            if (rel.r_offset != slot || ELF64_R_TYPE(rel.r_info) == img->isa->reloc_none)
                 continue;
-            rel.r_info = ELF64_R_INFO(0, X86_RELOC_NONE);
+            rel.r_info = ELF64_R_INFO(0, img->isa->reloc_none);
             rel.r_addend = 0;
             memcpy(out + r->offset + k * sizeof rel, &rel, sizeof rel);
         }

@@ -9,6 +9,16 @@
 
 enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
 
+struct isa;
+struct kind_hooks;
+
+/* Every allocated section and every segment of an opened image ends at or
+ * below this address (image_open refuses others): an address in the image
+ * plus a length under 64 KiB (an instruction, a DCR, a table entry) cannot
+ * wrap. (The highest a kernel ever linked code, the vsyscall page at
+ * 0xffffffffff600000, ends 10 MiB below it.) */
+#define IMAGE_ADDR_END (UINT64_MAX - 0xffffu)
+
 struct section {
     const char *name;
     uint64_t addr, size, offset, flags, entsize;
@@ -27,11 +37,11 @@ struct image {
     Elf *elf;
     GElf_Ehdr ehdr;
     enum image_kind kind;
-    bool ibt;                /* GNU property: IBT-compatible code */
-    /* a relocation in a probe's DCR moves with its copy (a kernel module's
-     * preview, kmodule.c): it reserves no code */
-    bool relocs_follow;
-    bool kmodule;            /* a kernel module's preview (kmodule.c) */
+    const struct isa *isa;   /* its instruction set (src/arch/isa.h), by e_machine */
+    /* its kind's rules and hooks (kind.h), set by whoever opened it:
+     * kind_open, kind_attach (kinds.h) */
+    const struct kind_hooks *hooks;
+    bool ibt;                /* GNU property: indirect branches land on markers (IBT) */
     struct section *secs;
     size_t nsecs;
     /* Allocated sections with file bytes, sorted by address, for reads. */

@@ -5,6 +5,8 @@
  * unproven one, which taints its function's family. See doc/analysis.md.
  */
 #include "analysis.h"
+#include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/jumptable.h"
 #include "../util/array.h"
 
@@ -18,12 +20,13 @@ static bool got_slot(const struct image *img, uint64_t slot)
     return s && (!strcmp(s->name, ".got") || !strcmp(s->name, ".got.plt"));
 }
 
-/* The code addresses the image materializes (taken.c), built once. User
- * images only: a kernel computes addresses in ways this does not see (its
- * tables, alternatives), so there every unproven jump stays one. */
+/* The code addresses the image materializes (taken.c), built once. Where
+ * its kind allows (user images): a kernel computes addresses in ways this
+ * does not see (its tables, alternatives), so there every unproven jump
+ * stays one. */
 const struct taken *taken_set(struct state *s)
 {
-    if (s->img->kind == IMG_VMLINUX || s->taken_state < 0)
+    if (!s->img->hooks->taken_proofs || s->taken_state < 0)
         return NULL;
     if (s->taken_state == 0) {
         char e[200];
@@ -72,13 +75,14 @@ static bool in_family(const struct state *s, size_t head, uint64_t vaddr)
     return f && f->parent == head;
 }
 
-/* Is the frame at insns' address as it was at the function's entry (CFA =
- * %rsp + 8, by the function's own .eh_frame)? An indirect jump there is a
- * sibling call, as objtool decides. */
+/* Is the frame at insns' address as it was at the function's entry (the
+ * CFA where a call leaves it, x86-64: %rsp + 8, by the function's own
+ * .eh_frame)? An indirect jump there is a sibling call, as objtool
+ * decides. */
 static bool frame_at_entry(const struct state *s, uint64_t addr)
 {
     struct eh_cfa c = symbols_cfa_at(s->sy, addr);
-    return c.known && c.reg == 7 && c.off == 8;
+    return c.known && isa_cfa_at_call_entry(s->img->isa, c.reg, c.off);
 }
 
 /* The indirect jumps of one function: recover tables, prove where the
@@ -88,7 +92,7 @@ int indirect_jumps(struct state *s, size_t fi, const struct x86_insn *insns, siz
                           uint64_t *local, size_t nlocal)
 {
     const struct func *fn = &s->sy->funcs[fi];
-    bool user = s->img->kind != IMG_VMLINUX, strict = s->taken_state < 0 && user;
+    bool user = s->img->hooks->taken_proofs, strict = s->taken_state < 0 && user;
     struct jt_ctx jc = { s->img, s->sy, fn->parent };
     sort_array(local, nlocal, sizeof *local, cmp_u64);
     for (size_t k = 0; k < n; k++) {

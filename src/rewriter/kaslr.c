@@ -1,5 +1,6 @@
 /* Re-pointing a vmlinux's KASLR relocations to a detour's copy (kaslr.h). */
 #include "kaslr.h"
+#include "../arch/isa.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -55,7 +56,7 @@ static bool repoint(const struct kaslr_relocs *r, const struct image *img, uint6
         if (r->v[i].file_off + sizeof rel > img->map_size)
             return false;
         memcpy(&rel, out + r->v[i].file_off, sizeof rel);
-        if (ELF64_R_TYPE(rel.r_info) == R_X86_64_NONE || rel.r_offset != at)
+        if (ELF64_R_TYPE(rel.r_info) == img->isa->reloc_none || rel.r_offset != at)
             continue;
         rel.r_offset = to;
         memcpy(out + r->v[i].file_off, &rel, sizeof rel);

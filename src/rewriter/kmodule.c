@@ -8,9 +8,9 @@
 #include "plan.h"
 #include "table.h"
 #include "../arch/x86/decode.h"
-#include "../arch/x86/elfrel.h"
-#include "../arch/x86/psabi.h"
+#include "../arch/isa.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -42,6 +42,7 @@ struct kmodule {
     size_t size;
     unsigned mode;
     Elf64_Ehdr eh;
+    const struct isa *isa;     /* its instruction set, by e_machine */
     Elf64_Shdr *sh;            /* the file's section headers */
     size_t n;                  /* how many */
     uint64_t *addr;            /* each allocated section's preview address (0: not allocated) */
@@ -104,24 +105,25 @@ static bool sym_value(const struct kmodule *km, size_t i, uint64_t *v)
     else if (s->st_shndx == SHN_ABS)
         *v = s->st_value;
     else if (s->st_shndx < km->n && km->addr[s->st_shndx])
-        *v = km->addr[s->st_shndx] + s->st_value;
+        return ck_add(km->addr[s->st_shndx], s->st_value, v);   /* a value past 2^64 names nothing */
     else
         return false;
     return true;
 }
 
 /* The file's structure, checked: every section in the file, one symbol
- * table, x86-64, no signature, no pool yet. */
+ * table, a machine kprewrite knows, no signature, no pool yet. */
 static int check_file(struct kmodule *km, char *err, size_t errlen)
 {
     const char *p = km->path;
     if (km->size < sizeof km->eh)
         return fail(err, errlen, "%s: %s", p, "truncated ELF header");
     memcpy(&km->eh, km->file, sizeof km->eh);
-    if (km->eh.e_machine != X86_ELF_MACHINE || km->eh.e_ident[EI_DATA] != ELFDATA2LSB)
-        return fail(err, errlen, "%s: %s", p, "unsupported machine: x86-64 only");
+    km->isa = isa_for_machine(km->eh.e_machine);
+    if (!km->isa || km->eh.e_ident[EI_DATA] != ELFDATA2LSB)
+        return fail(err, errlen, "%s: unsupported machine: %s only", p, isa_names());
     if (km->eh.e_shentsize != sizeof(Elf64_Shdr) || km->eh.e_shnum == 0 || km->eh.e_shoff > km->size ||
-        (uint64_t)km->eh.e_shnum * sizeof(Elf64_Shdr) > km->size - km->eh.e_shoff ||
+        !ck_array_in(km->eh.e_shoff, km->eh.e_shnum, sizeof(Elf64_Shdr), km->size) ||
         km->eh.e_shstrndx >= km->eh.e_shnum)
         return fail(err, errlen, "%s: %s", p, "malformed section headers");
     if (km->eh.e_shnum + 8 >= SHN_LORESERVE)
@@ -137,13 +139,13 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
         return fail(err, errlen, "%s: %s", p, "out of memory");
     memcpy(km->sh, km->file + km->eh.e_shoff, km->n * sizeof *km->sh);
     const Elf64_Shdr *ss = &km->sh[km->eh.e_shstrndx];
-    if (ss->sh_type == SHT_NOBITS || ss->sh_offset > km->size || ss->sh_size > km->size - ss->sh_offset ||
+    if (ss->sh_type == SHT_NOBITS || !ck_in(ss->sh_offset, ss->sh_size, km->size) ||
         !ss->sh_size || km->file[ss->sh_offset + ss->sh_size - 1] != 0)
         return fail(err, errlen, "%s: %s", p, "malformed section name table");
     uint64_t total = 0;
     for (size_t i = 1; i < km->n; i++) {
         const Elf64_Shdr *s = &km->sh[i];
-        if (s->sh_type != SHT_NOBITS && (s->sh_offset > km->size || s->sh_size > km->size - s->sh_offset))
+        if (s->sh_type != SHT_NOBITS && !ck_in(s->sh_offset, s->sh_size, km->size))
             return fail(err, errlen, "%s: section %s extends past the end of the file", p, sec_name(km, i));
         /* what a module can be: its sections fit the module area together */
         if (s->sh_addralign > 0x10000 ||
@@ -151,14 +153,14 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
                                            (total += s->sh_size + s->sh_addralign) > 0x40000000)))
             return fail(err, errlen, "%s: section %s is too large or too aligned for a module", p, sec_name(km, i));
         if (s->sh_type == SHT_SYMTAB) {
-            if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link >= km->n ||
+            if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link == 0 || s->sh_link >= km->n ||
                 km->sh[s->sh_link].sh_type != SHT_STRTAB)
                 return fail(err, errlen, "%s: %s", p, "malformed or second symbol table");
             km->symtab = i;
             km->strtab = s->sh_link;
         }
         if (s->sh_type == SHT_REL && (km->sh[s->sh_info < km->n ? s->sh_info : 0].sh_flags & SHF_ALLOC))
-            return fail(err, errlen, "%s: %s", p, "SHT_REL relocations (x86-64 modules carry RELA)");
+            return fail(err, errlen, "%s: SHT_REL relocations (%s modules carry RELA)", p, km->isa->name);
         if (strcmp(sec_name(km, i), KPRW_SEC_TABLE) == 0)
             return fail(err, errlen, "%s: %s", p, "the module holds baked probes already: bake every probe "
                         "into the module as it was built");
@@ -313,7 +315,8 @@ static bool copy_sections(struct elf_out *o, const struct kmodule *km, const Elf
         return false;
     for (size_t i = 1; i < km->n; i++) {
         Elf64_Shdr s = km->sh[i];
-        const void *data = km->file + s.sh_offset;
+        /* (check_file: a section with bytes has them in the file) */
+        const void *data = s.sh_type != SHT_NOBITS ? km->file + s.sh_offset : NULL;
         if (i == km->symtab) {
             data = syms;
             s.sh_size = nsyms * sizeof *syms;
@@ -352,25 +355,16 @@ static bool out_close(struct elf_out *o, const struct kmodule *km, const struct 
     return true;
 }
 
-/* The preview: sections at their preview addresses with relocations
- * applied, symbols valued there, an extern area for the undefined ones,
- * and (pool sizes given) the pool with the symbols a kernel's has. */
-static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_t **buf, size_t *size,
-                         char *err, size_t errlen)
+struct syms { Elf64_Sym *v; size_t n, cap; };
+
+/* The preview's symbols: the module's at their preview values (undefined
+ * ones in the extern area), then kprewrite_dispatch there when the module
+ * does not name it, and (pool sizes given) the pool's symbols a kernel's
+ * has, its three sections at pool_at; their names added to str. false:
+ * out of memory. */
+static bool preview_symbols(const struct kmodule *km, const struct pool_req *pool, struct syms *syms,
+                            struct names *str, uint64_t pool_at[3])
 {
-    struct elf_out o = { .err = err, .errlen = errlen };
-    struct names shstr, str;
-    Elf64_Sym *syms = NULL;
-    size_t nsyms = 0, capsyms = 0;
-    int rc = -1;
-    if (!names_init(&shstr, km, km->eh.e_shstrndx) || !names_init(&str, km, km->strtab) ||
-        !out_reserve(&o, sizeof(Elf64_Ehdr))) {
-        snprintf(err, errlen, "%s: out of memory", km->path);
-        goto out;
-    }
-    o.size = sizeof(Elf64_Ehdr);
-    memset(o.buf, 0, o.size);
-    /* symbols at their preview values */
     for (size_t i = 0; i < km->nsyms; i++) {
         Elf64_Sym s = km->syms[i];
         uint64_t v;
@@ -381,14 +375,13 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
                 s.st_info = ELF64_ST_INFO(ELF64_ST_BIND(s.st_info), STT_NOTYPE);
             }
         }
-        if (!ARRAY_PUSH(syms, nsyms, capsyms, s))
-            goto oom;
+        if (!ARRAY_PUSH(syms->v, syms->n, syms->cap, s))
+            return false;
     }
     struct added { const char *name; uint16_t sec; uint64_t value; } add[7];
     size_t nadd = 0;
     if (!km->dispatch_sym)
         add[nadd++] = (struct added){ KPRW_KERNEL_DISPATCH, (uint16_t)km->n, km->dispatch };
-    uint64_t pool_at[3] = { 0 };
     if (pool) {
         static const char *const names[3] = { KPRW_STR(KPRW_KPOOL_TEXT), KPRW_STR(KPRW_KPOOL_TABLE),
                                               KPRW_STR(KPRW_KPOOL_STATE) };
@@ -404,79 +397,118 @@ static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_
         }
     }
     for (size_t k = 0; k < nadd; k++) {
-        size_t name = str_add(&str.v, &str.n, &str.cap, add[k].name);
+        size_t name = str_add(&str->v, &str->n, &str->cap, add[k].name);
         Elf64_Sym s = { (uint32_t)name, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), 0, add[k].sec, add[k].value, 0 };
-        if (name == SIZE_MAX || !ARRAY_PUSH(syms, nsyms, capsyms, s))
-            goto oom;
+        if (name == SIZE_MAX || !ARRAY_PUSH(syms->v, syms->n, syms->cap, s))
+            return false;
     }
-    /* the sections */
-    if (!copy_sections(&o, km, syms, nsyms, &str, km->addr))
-        goto out;
-    /* the extern area and the pool */
+    return true;
+}
+
+/* After the module's sections in o: the extern area and (pool sizes
+ * given) the pool's three sections at pool_at, their names added to
+ * shstr. false with err. */
+static bool preview_areas(struct elf_out *o, const struct kmodule *km, const struct pool_req *pool,
+                          struct names *shstr, const uint64_t pool_at[3])
+{
     const char *extra[4] = { ".kprewrite.extern", KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA };
     const uint64_t flags[4] = { SHF_ALLOC, SHF_ALLOC | SHF_EXECINSTR, SHF_ALLOC, SHF_ALLOC | SHF_WRITE };
     const size_t sizes[4] = { km->ext_end - PREVIEW_EXTERN_BASE, pool ? pool->text : 0, pool ? pool->table : 0,
                               pool ? pool->data : 0 };
     for (int k = 0; k < (pool ? 4 : 1); k++) {
-        size_t name = str_add(&shstr.v, &shstr.n, &shstr.cap, extra[k]);
+        size_t name = str_add(&shstr->v, &shstr->n, &shstr->cap, extra[k]);
         Elf64_Shdr s = { (uint32_t)name, k ? SHT_PROGBITS : SHT_NOBITS, flags[k],
                          k ? pool_at[k - 1] : PREVIEW_EXTERN_BASE, 0, sizes[k], 0, 0, 64, 0 };
-        if (name == SIZE_MAX)
-            goto oom;
-        if (k && (s.sh_offset = out_data(&o, NULL, sizes[k], 64)) == SIZE_MAX)
-            goto out;
+        if (name == SIZE_MAX) {
+            snprintf(o->err, o->errlen, "%s: out of memory", km->path);
+            return false;
+        }
+        if (k && (s.sh_offset = out_data(o, NULL, sizes[k], 64)) == SIZE_MAX)
+            return false;
         if (k == 1)
-            memset(o.buf + s.sh_offset, 0xcc, sizes[k]);
-        if (!out_section(&o, s))
-            goto out;
+            km->isa->fill(o->buf + s.sh_offset, sizes[k]);   /* the pool's text */
+        if (!out_section(o, s))
+            return false;
     }
-    /* relocations: offsets become addresses, and are applied */
+    return true;
+}
+
+/* The relocations of the module's loaded sections in o: their offsets
+ * become preview addresses, and they are applied as the kernel's module
+ * loader would. false with err for one it would not apply. */
+static bool preview_relocate(struct elf_out *o, const struct kmodule *km)
+{
+    char *err = o->err;
+    size_t errlen = o->errlen;
     for (size_t i = 1; i < km->n; i++) {
-        Elf64_Shdr *r = &o.sh[i];
+        Elf64_Shdr *r = &o->sh[i];
         size_t t = r->sh_info;
         if (r->sh_type != SHT_RELA || t >= km->n || !(km->sh[t].sh_flags & SHF_ALLOC))
             continue;
         if (r->sh_link != km->symtab || r->sh_entsize != sizeof(Elf64_Rela) || km->sh[t].sh_type == SHT_NOBITS) {
             snprintf(err, errlen, "%s: relocation section %s is malformed", km->path, sec_name(km, i));
-            goto out;
+            return false;
         }
         for (size_t k = 0; k < r->sh_size / sizeof(Elf64_Rela); k++) {
             Elf64_Rela rel;
-            memcpy(&rel, o.buf + r->sh_offset + k * sizeof rel, sizeof rel);
+            memcpy(&rel, o->buf + r->sh_offset + k * sizeof rel, sizeof rel);
             uint32_t type = (uint32_t)ELF64_R_TYPE(rel.r_info);
             size_t si = ELF64_R_SYM(rel.r_info);
             bool pcrel;
-            int w = x86_module_reloc_width(type, &pcrel);
+            int w = km->isa->module_reloc_width(type, &pcrel);
             uint64_t S = 0;
             if (w < 0 || si >= km->nsyms || (si && !sym_value(km, si, &S)) ||
                 rel.r_offset > km->sh[t].sh_size || (uint64_t)w > km->sh[t].sh_size - rel.r_offset) {
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s: not one the kernel's module "
                          "loader applies there", km->path, sec_name(km, t), (unsigned long long)rel.r_offset, type,
                          si < km->nsyms ? sym_name(km, &km->syms[si]) : "a bad symbol");
-                goto out;
+                return false;
             }
             uint64_t P = km->addr[t] + rel.r_offset;
-            if (!x86_module_reloc_apply(type, S, rel.r_addend, P, o.buf + o.sh[t].sh_offset + rel.r_offset)) {
+            /* (a field of w > 0 bytes lies in the section: then its bytes were copied to o) */
+            if (w > 0 && !km->isa->module_reloc_apply(type, S, rel.r_addend, P, o->buf + o->sh[t].sh_offset + rel.r_offset)) {
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s does not fit", km->path,
                          sec_name(km, t), (unsigned long long)rel.r_offset, type, sym_name(km, &km->syms[si]));
-                goto out;
+                return false;
             }
             rel.r_offset = P;
-            memcpy(o.buf + r->sh_offset + k * sizeof rel, &rel, sizeof rel);
+            memcpy(o->buf + r->sh_offset + k * sizeof rel, &rel, sizeof rel);
         }
     }
-    if (!out_close(&o, km, &shstr, ET_EXEC, buf, size))
+    return true;
+}
+
+/* The preview: sections at their preview addresses with relocations
+ * applied, symbols valued there, an extern area for the undefined ones,
+ * and (pool sizes given) the pool with the symbols a kernel's has. */
+static int build_preview(struct kmodule *km, const struct pool_req *pool, uint8_t **buf, size_t *size,
+                         char *err, size_t errlen)
+{
+    struct elf_out o = { .err = err, .errlen = errlen };
+    struct names shstr = { 0 }, str = { 0 };   /* (freed also when the first fails) */
+    struct syms syms = { 0 };
+    uint64_t pool_at[3] = { 0 };
+    int rc = -1;
+    if (!names_init(&shstr, km, km->eh.e_shstrndx) || !names_init(&str, km, km->strtab) ||
+        !out_reserve(&o, sizeof(Elf64_Ehdr))) {
+        snprintf(err, errlen, "%s: out of memory", km->path);
         goto out;
-    rc = 0;
-    goto out;
-oom:
-    snprintf(err, errlen, "%s: out of memory", km->path);
+    }
+    o.size = sizeof(Elf64_Ehdr);
+    memset(o.buf, 0, o.size);
+    if (!preview_symbols(km, pool, &syms, &str, pool_at)) {
+        snprintf(err, errlen, "%s: out of memory", km->path);
+        goto out;
+    }
+    if (copy_sections(&o, km, syms.v, syms.n, &str, km->addr) && preview_areas(&o, km, pool, &shstr, pool_at) &&
+        preview_relocate(&o, km) && out_close(&o, km, &shstr, ET_EXEC, buf, size))
+        rc = 0;
 out:
     free(o.buf);
     free(o.sh);
     free(shstr.v);
     free(str.v);
-    free(syms);
+    free(syms.v);
     return rc;
 }
 
@@ -488,9 +520,7 @@ static int open_preview(struct kmodule *km, const struct pool_req *pool, struct 
         return -1;
     if (image_open_mem(img, km->path, buf, size, km->mode, err, errlen) < 0)
         return -1;
-    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's rules, tables and detours */
-    img->relocs_follow = true;  /* the loader relocates a copied instruction as the original */
-    img->kmodule = true;
+    img->kind = IMG_VMLINUX;   /* kernel code: the kernel's tables and detours (its kind: kind_module) */
     return 0;
 }
 
@@ -603,7 +633,7 @@ static bool rela_to(struct kwrite *w, struct relas *r, uint64_t off, uint64_t ta
     if (target >= data && target - data <= w->ps->data->size)
         return rela_add(w, r, off, w->sym_state, type, (int64_t)(target - data) + bias);
     if (target == km->dispatch)
-        return rela_add(w, r, off, w->sym_dispatch, type == X86_RELOC_PC32 ? X86_RELOC_PLT32 : type, bias);
+        return rela_add(w, r, off, w->sym_dispatch, type == km->isa->reloc_pc32 ? km->isa->reloc_plt32 : type, bias);
     size_t s = section_of(km, target);
     if (s == km->n || !w->secsym[s]) {
         snprintf(w->err, w->errlen, "%s: %s: internal error: the pool refers to 0x%llx, in no section the module "
@@ -617,7 +647,7 @@ static bool rela_to(struct kwrite *w, struct relas *r, uint64_t off, uint64_t ta
 
 /* A PC-relative field of an entry's code: within the pool it is right
  * already; elsewhere it needs the loader. */
-static bool code_ref(void *ctx, const struct x86_code_ref *c)
+static bool code_ref(void *ctx, const struct isa_code_ref *c)
 {
     struct kwrite *w = ctx;
     uint64_t text = w->ps->text->addr;
@@ -631,7 +661,8 @@ static bool code_ref(void *ctx, const struct x86_code_ref *c)
         return false;
     }
     /* S + A - P = target - insn_end */
-    return rela_to(w, &w->text, c->field - text, c->target, -(int64_t)(c->insn_end - c->field), X86_RELOC_PC32);
+    return rela_to(w, &w->text, c->field - text, c->target, -(int64_t)(c->insn_end - c->field),
+                   w->km->isa->reloc_pc32);
 }
 
 /* The module's relocations in [at, at + len) of section t, to fn. */
@@ -646,8 +677,9 @@ static bool each_reloc(const struct kmodule *km, size_t t, uint64_t at, uint64_t
             Elf64_Rela rel;
             memcpy(&rel, km->file + r->sh_offset + k * sizeof rel, sizeof rel);
             bool pc;
-            int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(rel.r_info), &pc);
-            if (width > 0 && rel.r_offset + (uint64_t)width > at && rel.r_offset < at + len && !fn(ctx, &rel))
+            int width = km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(rel.r_info), &pc);
+            if (width > 0 && ck_end(rel.r_offset, (uint64_t)width) > at && rel.r_offset < ck_end(at, len) &&
+                !fn(ctx, &rel))
                 return false;
         }
     }
@@ -671,7 +703,7 @@ static bool move_reloc(void *ctx, const Elf64_Rela *r)
     struct move_ctx *m = ctx;
     struct kwrite *w = m->w;
     bool pc;
-    int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(r->r_info), &pc);
+    int width = w->km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(r->r_info), &pc);
     uint64_t rel = r->r_offset - m->site_off;   /* from the site (wraps when before it) */
     for (int b = 0; b < width; b++)
         if (rel + (uint64_t)b < m->len)
@@ -743,7 +775,7 @@ static bool entry_relocs(struct kwrite *w, const struct emit_env *env, const str
     }
     w->nmoved = 0;
     if (!each_reloc(w->km, t, m.site_off, m.len, move_reloc, &m) ||
-        !x86_code_refs(code, len, w->ps->text->addr + pc->off, code_ref, w)) {
+        !w->km->isa->code_refs(code, len, w->ps->text->addr + pc->off, code_ref, w)) {
         if (!w->err[0])
             snprintf(w->err, w->errlen, "%s: %s: internal error: the code does not decode", w->km->path, what);
         return false;
@@ -767,7 +799,7 @@ static size_t table_finish(struct kwrite *w, const struct bake_plan *plan, const
     t->flags |= KPRW_T_MODULE;
     t->link_addr = 0;
     t->state_rel = 0;
-    if (!rela_add(w, &w->table, offsetof(struct kprw_table, state_rel), w->sym_state, X86_RELOC_PC64,
+    if (!rela_add(w, &w->table, offsetof(struct kprw_table, state_rel), w->sym_state, w->km->isa->reloc_pc64,
                   (int64_t)offsetof(struct kprw_table, state_rel)))
         return 0;
     for (size_t k = 0; k < plan->nentries; k++) {
@@ -777,9 +809,9 @@ static size_t table_finish(struct kwrite *w, const struct bake_plan *plan, const
         uint64_t code = w->ps->text->addr + pe->off + pe->code_off;
         e[k].site_rel = e[k].code_rel = 0;
         if (!rela_to(w, &w->table, base + offsetof(struct kprw_entry, site_rel), p->addr,
-                     (int64_t)(base + offsetof(struct kprw_entry, site_rel)), X86_RELOC_PC32) ||
+                     (int64_t)(base + offsetof(struct kprw_entry, site_rel)), w->km->isa->reloc_pc32) ||
             !rela_to(w, &w->table, base + offsetof(struct kprw_entry, code_rel), code,
-                     (int64_t)(base + offsetof(struct kprw_entry, code_rel)), X86_RELOC_PC32))
+                     (int64_t)(base + offsetof(struct kprw_entry, code_rel)), w->km->isa->reloc_pc32))
             return 0;
         memcpy(tab + used + 4 * k, &masks[k], 4);
     }
@@ -793,7 +825,7 @@ static int write_module(struct kwrite *w, const uint8_t *text, const uint8_t *ta
 {
     struct kmodule *km = w->km;
     struct elf_out o = { .err = w->err, .errlen = w->errlen };
-    struct names shstr, str;
+    struct names shstr = { 0 }, str = { 0 };   /* (freed also when the first fails) */
     Elf64_Sym *syms = NULL;
     size_t nsyms = km->nsyms, cap = 0;
     int rc = -1;
@@ -874,7 +906,6 @@ static size_t *section_symbols(const struct kmodule *km)
 int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe_list *probes,
                  const char *out_path, struct bake_result *res, char *err, size_t errlen)
 {
-    (void)img;
     memset(res, 0, sizeof *res);
     err[0] = 0;
     /* the pool, sized for the most these probes can take */
@@ -892,6 +923,7 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
     if (open_preview(km, &req, &km->pool_img, err, errlen) < 0)
         return -1;
     km->pool_open = true;
+    km->pool_img.hooks = img->hooks;   /* the module's kind, as the analysis's preview */
     const struct image *pv = &km->pool_img;
     struct pool_sections ps;
     if (pool_find(pv, &ps, err, errlen) < 0)
@@ -928,13 +960,11 @@ int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe
         if (!entry_relocs(&w, &env, &plan, pc, text + pc->off, probes, &masks[pc->index]))
             goto out;
     }
-    /* the kernel's module loader applies a relocation only to a field
-     * holding zero (x86 apply_relocate_add(): "existing value is nonzero") */
-    for (size_t i = 0; i < w.text.n; i++) {
-        bool pc;
-        int width = x86_module_reloc_width((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info), &pc);
-        memset(out + ps.text->offset + w.text.v[i].r_offset, 0, width > 0 ? (size_t)width : 0);
-    }
+    /* each field as the kernel's module loader wants to find it (x86-64:
+     * zero, apply_relocate_add() refuses "existing value is nonzero") */
+    for (size_t i = 0; i < w.text.n; i++)
+        km->isa->module_reloc_prepare((uint32_t)ELF64_R_TYPE(w.text.v[i].r_info),
+                                      out + ps.text->offset + w.text.v[i].r_offset);
     size_t table_size = plan.table_size + 4 * plan.nentries + 8;
     tab = calloc(1, table_size);
     if (!tab) {

@@ -25,14 +25,15 @@ struct kmodule;
 bool kmodule_is_relocatable(const char *path);
 
 /* Opens the module at path: *km its facts, *img its preview (no pool yet;
- * analyze and resolve probes on it). -1 with err for what cannot be
- * baked (not x86-64, malformed, signed, already holding probes, a
+ * analyze and resolve probes on it, its hooks kind_module's: kind_open). -1 with err for what cannot be
+ * baked (a machine kprewrite does not know, malformed, signed, already holding probes, a
  * relocation the module loader would not apply). */
 int kmodule_open(struct kmodule **km, struct image *img, const char *path, char *err, size_t errlen);
 void kmodule_free(struct kmodule *km);
 
-/* Bakes the probes (analyzed on img, kmodule_open's preview) into the
- * module, written to out_path. 0, or -1 with err. */
+/* Bakes the probes (analyzed on img, kmodule_open's preview, whose kind
+ * the preview with the pool takes) into the module, written to out_path.
+ * 0, or -1 with err. */
 int kmodule_bake(struct kmodule *km, const struct image *img, const struct probe_list *probes,
                  const char *out_path, struct bake_result *res, char *err, size_t errlen);
 #endif

@@ -71,112 +71,119 @@ static const char usage_text[] =
 "1 error (bad input, unknown symbol, malformed spec).\n"
 "Reasons are listed in kprewrite(1).\n";
 
+static const struct option long_opts[] = {
+    { "check", no_argument, NULL, 'c' },
+    { "probe", required_argument, NULL, 'p' },
+    { "probe-file", required_argument, NULL, 'f' },
+    { "json", no_argument, NULL, 'j' },
+    { "summary", no_argument, NULL, 's' },
+    { "system-map", required_argument, NULL, 'm' },
+    { "relocs", required_argument, NULL, 'L' },
+    { "kernel", no_argument, NULL, 'k' },
+    { "disasm", no_argument, NULL, 'd' },
+    { "output", required_argument, NULL, 'o' },
+    { "remove", required_argument, NULL, 'r' },
+    { "runtime", required_argument, NULL, 'R' },
+    { "strict-indirect", no_argument, NULL, 'S' },
+    { "detours", required_argument, NULL, 'D' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+/* --detours MODE into *detours; false (said) for another word. */
+static bool parse_detours(const char *mode, int *detours)
+{
+    if (strcmp(mode, "inline") == 0) {
+        *detours = DETOURS_INLINE;
+    } else if (strcmp(mode, "shared") == 0) {
+        *detours = DETOURS_SHARED;
+    } else if (strcmp(mode, "compact") == 0) {
+        *detours = DETOURS_COMPACT;
+    } else {
+        fprintf(stderr, "kprewrite: --detours takes compact, inline or shared, not '%s'\n", mode);
+        return false;
+    }
+    return true;
+}
+
+/* One option c (its argument optarg) into ro and its spec lists. 0, 1
+ * when it was --help or --version (done), -1 when it was wrong (said). */
+static int take_option(int c, char **argv, struct run_opts *ro)
+{
+    char err[1024];
+    int rc = 0, detours = ro->detours;
+    switch (c) {
+    case 'c': ro->check = true; break;
+    case 'j': ro->json = true; break;
+    case 's': ro->summary = true; break;
+    case 'k': ro->kernel = true; break;
+    case 'd': ro->disasm = true; break;
+    case 'S': ro->strict_indirect = true; break;
+    case 'o': ro->output = optarg; break;
+    case 'm': ro->system_map = optarg; break;
+    case 'L': ro->relocs = optarg; break;
+    case 'R': ro->runtime = optarg; break;
+    case 'D':
+        if (!parse_detours(optarg, &detours))
+            return -1;
+        ro->detours = detours;
+        break;
+    case 'r': rc = spec_add(ro->removes, optarg, "--remove", err, sizeof err); break;
+    case 'p': rc = spec_add(ro->specs, optarg, "--probe", err, sizeof err); break;
+    case 'f': rc = spec_read_file(ro->specs, optarg, err, sizeof err); break;
+    case 'h': fputs(usage_text, stdout); return 1;
+    case 'V': printf("kprewrite %s\n", PACKAGE_VERSION); return 1;
+    default:
+        if (optopt && strchr("pfmorRD", optopt))
+            fprintf(stderr, "kprewrite: option -%c needs an argument (try --help)\n", optopt);
+        else
+            fprintf(stderr, "kprewrite: unknown option '%s' (try --help)\n", argv[optind - 1]);
+        return -1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "kprewrite: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The options that cannot go together, or are missing; false (said). */
+static bool options_agree(int argc, const struct run_opts *ro)
+{
+    if (optind != argc - 1) {
+        fprintf(stderr, "kprewrite: %s (try --help)\n", optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
+        return false;
+    }
+    if (ro->check && (ro->output || ro->removes->n)) {
+        fprintf(stderr, "kprewrite: --check changes nothing: it takes no --output or --remove\n");
+        return false;
+    }
+    if (ro->specs->n == 0 && (ro->check || !ro->removes->n)) {
+        fprintf(stderr, "kprewrite: no probe given: use --probe SPEC or --probe-file FILE\n");
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "ctl") == 0)
         return ctl_main(argc - 1, argv + 1);
-    static const struct option opts[] = {
-        { "check", no_argument, NULL, 'c' },
-        { "probe", required_argument, NULL, 'p' },
-        { "probe-file", required_argument, NULL, 'f' },
-        { "json", no_argument, NULL, 'j' },
-        { "summary", no_argument, NULL, 's' },
-        { "system-map", required_argument, NULL, 'm' },
-        { "relocs", required_argument, NULL, 'L' },
-        { "kernel", no_argument, NULL, 'k' },
-        { "disasm", no_argument, NULL, 'd' },
-        { "output", required_argument, NULL, 'o' },
-        { "remove", required_argument, NULL, 'r' },
-        { "runtime", required_argument, NULL, 'R' },
-        { "strict-indirect", no_argument, NULL, 'S' },
-        { "detours", required_argument, NULL, 'D' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
     struct spec_list specs = { 0 }, removes = { 0 };
-    const char *output = NULL;
-    const char *system_map = NULL, *runtime = NULL, *relocs = NULL;
-    bool check = false, json = false, summary = false, kernel = false, disasm = false, strict = false;
-    char err[1024];
-    int c, status = EXIT_ERROR;
-    int detours = DETOURS_DEFAULT;
+    struct run_opts ro = { .specs = &specs, .removes = &removes, .detours = DETOURS_DEFAULT,
+                           .out = stdout, .msg = stderr };
+    int c, taken = 0, status = EXIT_ERROR;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "cp:f:jsm:L:kdo:r:R:SD:hV", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': check = true; break;
-        case 'j': json = true; break;
-        case 's': summary = true; break;
-        case 'k': kernel = true; break;
-        case 'd': disasm = true; break;
-        case 'S': strict = true; break;
-        case 'o': output = optarg; break;
-        case 'r':
-            if (spec_add(&removes, optarg, "--remove", err, sizeof err) < 0) {
-                fprintf(stderr, "kprewrite: %s\n", err);
-                goto out;
-            }
-            break;
-        case 'm': system_map = optarg; break;
-        case 'L': relocs = optarg; break;
-        case 'R': runtime = optarg; break;
-        case 'D':
-            if (strcmp(optarg, "inline") == 0) {
-                detours = DETOURS_INLINE;
-            } else if (strcmp(optarg, "shared") == 0) {
-                detours = DETOURS_SHARED;
-            } else if (strcmp(optarg, "compact") == 0) {
-                detours = DETOURS_COMPACT;
-            } else {
-                fprintf(stderr, "kprewrite: --detours takes compact, inline or shared, not '%s'\n", optarg);
-                goto out;
-            }
-            break;
-        case 'p':
-            if (spec_add(&specs, optarg, "--probe", err, sizeof err) < 0) {
-                fprintf(stderr, "kprewrite: %s\n", err);
-                goto out;
-            }
-            break;
-        case 'f':
-            if (spec_read_file(&specs, optarg, err, sizeof err) < 0) {
-                fprintf(stderr, "kprewrite: %s\n", err);
-                goto out;
-            }
-            break;
-        case 'h': fputs(usage_text, stdout); status = 0; goto out;
-        case 'V': printf("kprewrite %s\n", PACKAGE_VERSION); status = 0; goto out;
-        default:
-            if (optopt && strchr("pfmorRD", optopt))
-                fprintf(stderr, "kprewrite: option -%c needs an argument (try --help)\n", optopt);
-            else
-                fprintf(stderr, "kprewrite: unknown option '%s' (try --help)\n", argv[optind - 1]);
-            goto out;
-        }
+    while (taken == 0 && (c = getopt_long(argc, argv, "cp:f:jsm:L:kdo:r:R:SD:hV", long_opts, NULL)) != -1)
+        taken = take_option(c, argv, &ro);
+    if (taken > 0) {
+        status = 0;
+    } else if (taken == 0 && options_agree(argc, &ro)) {
+        ro.image = argv[optind];
+        status = run_image(&ro);
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "kprewrite: %s (try --help)\n", optind >= argc ? "no IMAGE given" : "more than one IMAGE given");
-        goto out;
-    }
-    if (check && (output || removes.n)) {
-        fprintf(stderr, "kprewrite: --check changes nothing: it takes no --output or --remove\n");
-        goto out;
-    }
-    if (specs.n == 0 && (check || !removes.n)) {
-        fprintf(stderr, "kprewrite: no probe given: use --probe SPEC or --probe-file FILE\n");
-        goto out;
-    }
-
-    struct run_opts ro = {
-        .image = argv[optind], .output = output, .system_map = system_map, .relocs = relocs, .runtime = runtime,
-        .specs = &specs, .removes = &removes,
-        .check = check, .json = json, .summary = summary, .kernel = kernel, .disasm = disasm,
-        .strict_indirect = strict, .detours = detours,
-        .out = stdout, .msg = stderr,
-    };
-    status = run_image(&ro);
-out:
     spec_list_free(&specs);
     spec_list_free(&removes);
     return status;

@@ -1,5 +1,7 @@
 /* The tactics that need every verdict first (see analysis.h). */
 #include "analysis.h"
+#include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 #include "kprewrite/abi.h"
@@ -25,7 +27,7 @@ static const struct span *span_overlap(const struct span *v, size_t n, uint64_t 
 /* Padding between functions, where trampolines may go: after a function
  * whose last instruction does not fall through, up to the next function
  * (or the section's end), the bytes assemblers pad with that nothing
- * branches into. Sorted, at least 5 bytes each. */
+ * branches into. Sorted, each at least a trampoline long (the site's jump). */
 static int padding_runs(const struct state *s, struct span **out, size_t *nout)
 {
     struct span *v = NULL;
@@ -46,7 +48,7 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
         const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
         if (r)
             a = r->target;
-        if (a - lo < X86_JMP32_LEN)
+        if (a - lo < s->img->isa->jump_len)
             continue;
         if (!ARRAY_PUSH(v, n, cap, (struct span){ lo, a })) {
             free(v);
@@ -58,16 +60,16 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
     return 0;
 }
 
-/* A 5-byte trampoline slot starting within [lo, hi], taken from the runs
- * (their lo moves past it); 0 when none is free there. */
-static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi)
+/* A trampoline slot (len bytes: the site's jump) starting within [lo, hi],
+ * taken from the runs (their lo moves past it); 0 when none is free there. */
+static uint64_t take_slot(struct span *runs, size_t n, uint64_t lo, uint64_t hi, unsigned len)
 {
     size_t a = LOWER_BOUND(n, m, runs[m].hi <= lo);   /* the first run ending after lo */
     for (; a < n && runs[a].lo <= hi; a++) {
         uint64_t at = runs[a].lo > lo ? runs[a].lo : lo;
-        if (at <= hi && at + X86_JMP32_LEN <= runs[a].hi) {
+        if (at <= hi && at + len <= runs[a].hi) {
             if (at == runs[a].lo)
-                runs[a].lo += X86_JMP32_LEN;
+                runs[a].lo += len;
             else
                 runs[a].hi = at;   /* the bytes above stay unused: simpler than splitting */
             return at;
@@ -101,32 +103,37 @@ static bool busy_at(const struct room *r, uint64_t lo, uint64_t hi)
 }
 
 /* The window of whole instructions of f from instruction k, at least
- * EVICT_MIN bytes, that may run out of line: relocatable, a call only at
+ * evict_min() bytes, that may run out of line: relocatable, a call only at
  * its end, nothing landing on an instruction after its first (no branch,
  * table, pad, materialized address, unproven jump), no byte another probe
  * owns or a re-pointed branch uses. Its length, or 0. */
-#define EVICT_MIN (2 * X86_JMP32_LEN)   /* the jump to its stub, one trampoline */
+static unsigned evict_min(const struct state *s)
+{
+    return 2 * s->img->isa->jump_len;   /* the jump to its stub, one trampoline */
+}
+
 static unsigned window_at(const struct room *r, const struct func *fn, const struct fstate *f, size_t k,
                           const struct span *owned, size_t nowned)
 {
     struct state *s = r->s;
     const struct taken *tk = taken_set(s);
+    const unsigned min = evict_min(s);
     uint64_t a = fn->start + f->insns[k].off;
     unsigned len = 0;
     size_t j = k;
-    for (; j < f->n && len < EVICT_MIN; j++) {
+    for (; j < f->n && len < min; j++) {
         struct x86_insn in = { .addr = fn->start + f->insns[j].off, .len = f->insns[j].len,
                                .kind = f->insns[j].kind, .flags = f->insns[j].flags };
         const char *why;
         if (!x86_relocatable(&in, &why))
             return 0;
-        if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && len + in.len < EVICT_MIN)
+        if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && len + in.len < min)
             return 0;   /* a call returns into the window: only as its last */
         if (j > k && tk && taken_inside(tk, in.addr - 1, in.addr + 1))
             return 0;
         len += in.len;
     }
-    if (len < EVICT_MIN || len > KPRW_ORIG_MAX || (s->taint[fn->parent] && j - k > 1) ||
+    if (len < min || len > KPRW_ORIG_MAX || (s->taint[fn->parent] && j - k > 1) ||
         ref_into(&s->refs, a, a + len) || span_overlap(owned, nowned, a, a + len) || busy_at(r, a, a + len))
         return 0;
     return len;
@@ -138,11 +145,12 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
 {
     struct state *s = r->s;
     const struct symbols *sy = s->sy;
-    if (s->img->kind == IMG_VMLINUX)
+    if (!s->img->hooks->evictions)
         return 0;
-    /* the functions overlapping [lo - EVICT_MIN, hi]: a window starts 5
-     * bytes before its first slot */
-    uint64_t from = lo - X86_JMP32_LEN;
+    /* the functions overlapping [lo - jump, hi]: a window starts with the
+     * jump to its stub, its first slot right after */
+    const unsigned jump = s->img->isa->jump_len;
+    uint64_t from = lo - jump;
     size_t a = LOWER_BOUND(sy->nfuncs, m, sy->funcs[m].end <= from);
     for (; a < sy->nfuncs && sy->funcs[a].start <= hi; a++) {
         const struct func *fn = &sy->funcs[a];
@@ -150,7 +158,7 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
         if (!s->probed[a] || !f->insns || f->decode_fail)
             continue;   /* refs into unprobed functions are not kept: unknown */
         for (size_t k = 0; k < f->n; k++) {
-            uint64_t at = fn->start + f->insns[k].off, slot = at + X86_JMP32_LEN;
+            uint64_t at = fn->start + f->insns[k].off, slot = at + jump;
             if (slot < lo)
                 continue;
             if (slot > hi)
@@ -161,8 +169,8 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
                 continue;
             r->probes->ev[r->probes->nev++] = (struct eviction){ at, (uint8_t)len };
             r->busy[r->nbusy++] = (struct span){ at, at + len };
-            if (len - X86_JMP32_LEN >= 2 * X86_JMP32_LEN &&
-                ARRAY_PUSH(r->runs, r->nruns, r->capruns, (struct span){ slot + X86_JMP32_LEN, at + len }))
+            if (len - jump >= 2 * jump &&
+                ARRAY_PUSH(r->runs, r->nruns, r->capruns, (struct span){ slot + jump, at + len }))
                 /* room for more: the rest of the tail is a run of its own */
                 sort_array(r->runs, r->nruns, sizeof *r->runs, cmp_span);
             s->st->evictions++;
@@ -175,12 +183,13 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
 /* A slot within [lo, hi]: in padding, else in an evicted window. */
 static uint64_t slot_for(struct room *r, uint64_t lo, uint64_t hi, const struct span *owned, size_t nowned)
 {
-    uint64_t t = take_slot(r->runs, r->nruns, lo, hi);
+    uint64_t t = take_slot(r->runs, r->nruns, lo, hi, r->s->img->isa->jump_len);
     return t ? t : evict_for(r, lo, hi, owned, nowned);
 }
 
 int place_tactics(struct state *s, struct probe_list *probes)
 {
+    const struct isa *isa = s->img->isa;
     size_t n = 0;
     bool any = false;
     for (size_t i = 0; i < probes->n; i++)
@@ -246,7 +255,7 @@ int place_tactics(struct state *s, struct probe_list *probes)
             }
             if (t->kind == RT_BRANCH8) {
                 uint64_t end = t->at + t->len;
-                t->tramp = slot_for(&r, end - 128, end + 127, owned, n);
+                t->tramp = slot_for(&r, end - isa->short_back, end + isa->short_ahead, owned, n);
                 if (!t->tramp) {
                     probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "branch at 0x%llx to 0x%llx; a rel8, and no room within its "
                         "reach for a trampoline", (unsigned long long)t->at, (unsigned long long)t->target);
@@ -255,10 +264,10 @@ int place_tactics(struct state *s, struct probe_list *probes)
             }
         }
         if (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8)) {
-            uint64_t end = p->addr + X86_JMP8_LEN;
-            p->tramp = slot_for(&r, end - 128, end + 127, owned, n);
+            uint64_t end = p->addr + isa->short_jump_len;
+            p->tramp = slot_for(&r, end - isa->short_back, end + isa->short_ahead, owned, n);
             if (!p->tramp)
-                short_verdict(p, &s->sy->funcs[p->func], p->dcr_len, "; no room within rel8 reach for a trampoline");
+                short_verdict(s, p, &s->sy->funcs[p->func], p->dcr_len, "; no room within rel8 reach for a trampoline");
         }
     }
     free(owned);

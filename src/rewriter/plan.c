@@ -6,7 +6,9 @@
  */
 #include "plan.h"
 #include "emit.h"
-#include "ktables.h"
+#include "facts.h"
+#include "../arch/isa.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
 
@@ -37,7 +39,7 @@ static int oom(struct planner *pl)
 
 struct plan_calls plan_calls_of(const struct image *img, const struct pool_sections *ps)
 {
-    struct plan_calls c = { .kernel = img->kind == IMG_VMLINUX, .added = ps->added, .shared = ps->shared_detours };
+    struct plan_calls c = { .kernel = img->hooks->kernel_contract, .added = ps->added, .shared = ps->shared_detours };
     if (!c.kernel) {
         c.kret = ps->slot->size >= KPRW_SLOTS_KRET_ENTRY;
         c.kret_return = ps->slot->size >= KPRW_SLOTS_KRET_RETURN;
@@ -160,8 +162,9 @@ static int plan_retargets(struct planner *pl, size_t i, size_t off, const struct
         if (t->kind == RT_BRANCH8) {
             /* aimed at a trampoline (checked first: the branch's message) */
             struct plan_fixup tr = { .at = t->tramp, .target = f.target, .to_text = true, .branch = t->at, .probe = i,
-                                     .len = X86_JMP32_LEN, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
-            uint8_t b[X86_JMP32_LEN];
+                                     .len = (uint8_t)pl->img->isa->jump_len, .kind = KPRW_FIX_TRAMPOLINE,
+                                     .how = FIX_JMP32 };
+            uint8_t b[KPRW_ORIG_MAX];
             if (!fixup_bytes(&pl->env, &tr, b, pl->err, pl->errlen))
                 return -1;
             f.target = t->tramp;
@@ -316,7 +319,7 @@ static int plan_entry(struct planner *pl, size_t i, size_t k, bool twinned)
     size_t fix = pl->plan->nfixups;
     if (opt && (p->notes & NOTE_JUMP8)) {
         struct plan_fixup f = { .at = p->tramp, .target = pe->off + pe->entry_off, .to_text = true, .probe = i,
-                                .len = X86_JMP32_LEN, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
+                                .len = (uint8_t)pl->img->isa->jump_len, .kind = KPRW_FIX_TRAMPOLINE, .how = FIX_JMP32 };
         if (add_fixup(pl, f) < 0)
             return -1;
     }

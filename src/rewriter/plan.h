@@ -77,7 +77,7 @@ struct plan_fixup {
 
 /* What the pool offers the detours, as the plan found it. */
 struct plan_calls {
-    bool kernel;          /* a vmlinux: the detours call the dispatcher, no slots */
+    bool kernel;          /* the kernel contract (kind.h): the detours call the dispatcher, no slots */
     bool added;           /* an added pool: detours call thunks that read the slots */
     bool kret;            /* the slot of the return-probe entry */
     bool kret_return;     /* the slot of the return-probe return */

@@ -1,8 +1,9 @@
 /* Resolving probe specs to probe points. */
 #include "resolve.h"
-#include "ktables.h"
+#include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -154,7 +155,7 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                  * not, nor a kernel's padding symbols (__pfx_, __cfi_) */
                 struct probe stub;
                 if (stub_section(img, ne->addr, &stub) ||
-                    (img->kind == IMG_VMLINUX && ktable_padding_symbol(ne->name)))
+                    (img->hooks->padding_symbol && img->hooks->padding_symbol(img, ne->name)))
                     continue;
                 matched++;
                 if (globbed[ne->func] & bit)
@@ -191,7 +192,10 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                 free(globbed);
                 return -1;
             }
-            place(p, img, sy, ne->addr + sp->off, ne->name, sp->off, ne->addr);
+            uint64_t at;
+            if (!ck_add(ne->addr, sp->off, &at))
+                at = UINT64_MAX;   /* past every function: outside-function */
+            place(p, img, sy, at, ne->name, sp->off, ne->addr);
         }
     }
     free(globbed);

@@ -1,26 +1,43 @@
-/* One kprewrite run: open, resolve, analyze, report, and bake unless --check. */
+/*
+ * One kprewrite run: open the image as its kind, take the probes an
+ * earlier run baked, resolve, analyze, report, and bake unless --check.
+ * What differs between kinds of images is asked of the image's kind
+ * (img.hooks, kind.h).
+ */
 #include "config.h"
-#include "kprewrite/abi.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "kprewrite/abi.h"
-
-#ifndef KPRW_RUNTIME_DEFAULT   /* set by the build to $(libdir)/libkprewrite-rt.so.0 */
-#define KPRW_RUNTIME_DEFAULT KPRW_RUNTIME_SONAME
-#endif
-
-#include "addpool.h"
 #include "analyze.h"
-#include "bake.h"
 #include "image.h"
-#include "kmodule.h"
-#include "ktables.h"
+#include "kinds.h"
 #include "report.h"
 #include "resolve.h"
 #include "run.h"
 #include "symbols.h"
+#include "table.h"
+
+/* What one run holds. */
+struct run {
+    struct run_opts *o;
+    struct image img;
+    void *state;                 /* the kind's (kind_open) */
+    struct symbols sy;
+    struct kfacts kf;
+    struct probe_list probes;
+    struct analysis_stats st;
+    struct pool_sections pool;   /* a module has none until its bake */
+    size_t nbaked_before;
+    char err[1024];
+};
+
+/* The error of a stage, as one line; -1. */
+static int say(const struct run *r)
+{
+    fprintf(r->o->msg, "kprewrite: %s\n", r->err);
+    return -1;
+}
 
 /* --remove: drop the probes at the points the specs name; each must be baked. */
 static int remove_probes(const struct image *img, const struct symbols *sy, const struct spec_list *removes,
@@ -54,131 +71,130 @@ static int remove_probes(const struct image *img, const struct symbols *sy, cons
     return 0;
 }
 
-int run_image(struct run_opts *o)
+/* The pool of an image to bake into, and the probes an earlier run baked
+ * there, which come first; their original bytes are put back in our
+ * private copy so the analysis sees the original code. An image without a
+ * pool becomes what its kind says (a prebuilt user ELF), or is refused. */
+static int take_baked_probes(struct run *r)
 {
-    char err[1024];
-    int status = EXIT_ERROR;
-    struct image img;
-    struct symbols sy;
-    struct kfacts kf;
-    struct probe_list probes = { 0 };
-    struct analysis_stats st;
-    struct pool_sections pool = { 0 };   /* a module has none until kmodule_bake */
-    size_t nbaked_before = 0;
-    bool add_pool = false;   /* a prebuilt image: kprewrite adds the pool */
-    struct kmodule *km = NULL;   /* a kernel module: img is its preview */
-    if (o->kernel && kmodule_is_relocatable(o->image)
-            ? kmodule_open(&km, &img, o->image, err, sizeof err) < 0
-            : image_open(&img, o->image, o->kernel, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto out;
-    }
-    if (km && o->removes && o->removes->n) {
-        fprintf(o->msg, "kprewrite: %s: --remove: a module's probes are removed by baking the module as built\n",
-                o->image);
-        goto close_image;
-    }
-    if (!o->check && !km) {
-        /* The probes baked earlier come first; their original bytes are put
-         * back in our private copy so the analysis sees the original code. */
-        struct spec_list all = { 0 };
-        int old = 0, found = pool_find(&img, &pool, err, sizeof err);
-        if (found == -2 && img.kind == IMG_VMLINUX) {
-            found = -1;   /* pool_find said what to do */
-        } else if (found == -2) {
-            add_pool = true;
-            if (!pool_add_text_addr(&img, err, sizeof err))
-                found = -1;   /* it cannot take one: say why now */
-        }
-        if (found == -1 || (found == 0 && (old = pool_existing(&img, &pool, &all, err, sizeof err)) < 0)) {
-            fprintf(o->msg, "kprewrite: %s\n", err);
-            spec_list_free(&all);
-            goto close_image;
-        }
-        nbaked_before = (size_t)old;
-        if (spec_list_move(&all, o->specs) < 0) {
-            fprintf(o->msg, "kprewrite: out of memory\n");
-            spec_list_free(&all);
-            goto close_image;
-        }
-        spec_list_free(o->specs);
-        *o->specs = all;
-    }
-    if (symbols_load(&sy, &img, o->system_map, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto close_image;
-    }
-    if (!o->check && img.kind == IMG_VMLINUX && !km)
-        symbols_addr_of(&sy, KPRW_KERNEL_DISPATCH, &pool.kernel_dispatch);   /* bake() says when missing */
-    if (kfacts_load(&kf, &img, &sy, o->relocs, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto free_symbols;
-    }
-    if (probes_resolve(o->specs, &img, &sy, &probes, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (o->removes && o->removes->n && remove_probes(&img, &sy, o->removes, &probes, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (analyze_probes(&img, &sy, &kf, o->strict_indirect, &probes, &st, err, sizeof err) < 0) {
-        fprintf(o->msg, "kprewrite: %s\n", err);
-        goto free_all;
-    }
-    if (o->disasm)
-        report_disasm(o->out, &img, &sy, &probes);
-    else if (o->json)
-        report_json(o->out, &img, &sy, &probes, &st);
-    else
-        report_text(o->out, &probes);
-    if (o->summary)
-        report_summary(o->json ? o->msg : o->out, &probes, &st);
-    if (!o->check) {
-        struct bake_result br;
-        report_refusals(o->msg, o->image, &probes);
-        const char *dest = o->output ? o->output : o->image;
-        size_t grown = 0;
-        /* by default compact at call entries; elsewhere shared in a pool
-         * kprewrite adds (now or in an earlier run), inline in a linked one */
-        bool compact = o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT;
-        pool.shared_detours = o->detours == DETOURS_SHARED || (compact && (add_pool || pool.added));
-        pool.compact_entries = compact;
-        if (!add_pool && !km)
-            pool_dynstr(&img, &img, &pool);
-        if (km ? kmodule_bake(km, &img, &probes, dest, &br, err, sizeof err) < 0
-            : add_pool ? bake_added_pool(&img, &probes, dest, o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT,
-                                       pool.shared_detours, compact, &br, &grown, err, sizeof err) < 0
-                     : bake(&img, &pool, &probes, dest, &br, err, sizeof err) < 0) {
-            fprintf(o->msg, "kprewrite: %s\n", err);
-            goto free_all;
-        }
-        if (km)
-            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked into the module, pool: text %zu, table %zu, "
-                    "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", br.text_used, br.table_used,
-                    br.data_used);
-        else if (add_pool)
-            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
-                    "loads %s)\n", dest, br.baked, br.baked == 1 ? "" : "s", grown,
-                    o->runtime ? o->runtime : KPRW_RUNTIME_DEFAULT);
+    struct run_opts *o = r->o;
+    struct image *img = &r->img;
+    struct spec_list all = { 0 };
+    int old = 0, found = pool_find(img, &r->pool, r->err, sizeof r->err);
+    if (found == -2) {
+        const struct kind_hooks *k = img->hooks->without_pool ? img->hooks->without_pool(img, r->err, sizeof r->err)
+                                                              : NULL;   /* pool_find said what to do */
+        if (!k)
+            found = -1;
         else
-            fprintf(o->msg, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
-                    "data %zu bytes\n", dest, br.baked, br.baked == 1 ? "" : "s", nbaked_before, br.text_used,
-                    br.table_used, br.data_used);
+            img->hooks = k;
     }
+    if (found == -1 || (found == 0 && (old = pool_existing(img, &r->pool, &all, r->err, sizeof r->err)) < 0)) {
+        spec_list_free(&all);
+        return say(r);
+    }
+    r->nbaked_before = (size_t)old;
+    if (spec_list_move(&all, o->specs) < 0) {
+        fprintf(o->msg, "kprewrite: out of memory\n");
+        spec_list_free(&all);
+        return -1;
+    }
+    spec_list_free(o->specs);
+    *o->specs = all;
+    return 0;
+}
+
+/* What the run does before the analysis, as the image's kind takes it. */
+static int prepare(struct run *r)
+{
+    const struct kind_hooks *k = r->img.hooks;
+    if (!k->reads_back && r->o->removes && r->o->removes->n) {
+        fprintf(r->o->msg, "kprewrite: %s: --remove: %s\n", r->o->image, k->remove_refused);
+        return -1;
+    }
+    return r->o->check || !k->reads_back ? 0 : take_baked_probes(r);
+}
+
+/* The report of the verdicts, as the options ask. */
+static void report(struct run *r)
+{
+    struct run_opts *o = r->o;
+    if (o->disasm)
+        report_disasm(o->out, &r->img, &r->sy, &r->probes);
+    else if (o->json)
+        report_json(o->out, &r->img, &r->sy, &r->probes, &r->st);
+    else
+        report_text(o->out, &r->probes);
+    if (o->summary)
+        report_summary(o->json ? o->msg : o->out, &r->probes, &r->st);
+}
+
+/* The analyzed probes baked by the image's kind, into -o or in place. */
+static int bake_probes(struct run *r)
+{
+    struct run_opts *o = r->o;
+    const struct kind_hooks *k = r->img.hooks;
+    report_refusals(o->msg, o->image, &r->probes);
+    /* by default compact at call entries; elsewhere shared in a pool
+     * kprewrite adds (now or in an earlier run), inline in a linked one */
+    bool compact = o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT;
+    r->pool.shared_detours = o->detours == DETOURS_SHARED || (compact && (k->adds_pool || r->pool.added));
+    r->pool.compact_entries = compact;
+    struct bake_job job = { &r->img, &r->sy, &r->probes, &r->pool, o->output ? o->output : o->image, o->runtime,
+                            compact, r->nbaked_before, r->state, o->msg };
+    return k->bake(&job, r->err, sizeof r->err) < 0 ? say(r) : 0;
+}
+
+/* The probes resolved, analyzed, reported and baked; the exit status. */
+static int probe(struct run *r)
+{
+    struct run_opts *o = r->o;
+    if (probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
+        (o->removes && o->removes->n &&
+         remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||
+        analyze_probes(&r->img, &r->sy, &r->kf, o->strict_indirect, &r->probes, &r->st, r->err, sizeof r->err) < 0) {
+        say(r);
+        return EXIT_ERROR;
+    }
+    report(r);
+    if (!o->check && bake_probes(r) < 0)
+        return EXIT_ERROR;
     if (fflush(o->out) != 0 || ferror(o->out)) {
         fprintf(o->msg, "kprewrite: error writing the report\n");
-        goto free_all;
+        return EXIT_ERROR;
     }
-    status = (int)report_exit_status(&probes);
-free_all:
-    probe_list_free(&probes);
-    kfacts_free(&kf);
-free_symbols:
-    symbols_free(&sy);
-close_image:
-    image_close(&img);
-    kmodule_free(km);
-out:
+    return (int)report_exit_status(&r->probes);
+}
+
+/* The image's symbols and the facts its kind imposes, then the probes. */
+static int analyze(struct run *r)
+{
+    int status = EXIT_ERROR;
+    if (symbols_load(&r->sy, &r->img, r->o->system_map, r->err, sizeof r->err) < 0) {
+        say(r);
+        return status;
+    }
+    if (r->img.hooks->load_facts(&r->kf, &r->img, &r->sy, r->o->relocs, r->err, sizeof r->err) < 0) {
+        say(r);
+    } else {
+        status = probe(r);
+        probe_list_free(&r->probes);
+        kfacts_free(&r->kf);
+    }
+    symbols_free(&r->sy);
+    return status;
+}
+
+int run_image(struct run_opts *o)
+{
+    struct run r = { .o = o };
+    int status = EXIT_ERROR;
+    if (kind_open(&r.img, &r.state, o->image, o->kernel, r.err, sizeof r.err) < 0) {
+        say(&r);
+        return status;
+    }
+    if (prepare(&r) == 0)
+        status = analyze(&r);
+    kind_close(&r.img, r.state);
     return status;
 }

@@ -4,91 +4,51 @@
  * original bytes put back), and writing the table of a plan.
  */
 #include "table.h"
+#include "kind.h"
 #include "plan.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* vmlinux: an area of the pool between the symbols NAME and NAME_end,
- * inside one section with file bytes; false when the symbols are missing. */
-static bool kernel_area(const struct image *img, const char *name, struct section *area, bool *bad)
+int pool_malformed(const struct image *img, char *err, size_t errlen)
 {
-    char end[64];
-    uint64_t a, b;
-    snprintf(end, sizeof end, "%s_end", name);
-    if (!image_symbol(img, name, &a) || !image_symbol(img, end, &b))
-        return false;
-    const struct section *s = image_section_at(img, a);
-    if (b <= a || !s || !s->data || b > s->addr + s->size) {
-        *bad = true;
-        return true;
-    }
-    *area = *s;
-    area->name = name;
-    area->addr = a;
-    area->size = b - a;
-    area->offset = s->offset + (a - s->addr);
-    area->data = s->data + (a - s->addr);
-    return true;
+    snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, too small, or "
+             "text not executable, table executable, state not writable)", img->path);
+    return -1;
 }
 
-int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen)
+int pool_user_areas(const struct image *img, struct pool_sections *ps, char *err, size_t errlen)
 {
-    memset(ps, 0, sizeof *ps);
-    bool kernel = img->kind == IMG_VMLINUX;   /* no slot: detours call the runtime directly */
-    if (kernel) {
-        static const char *const names[3] = { KPRW_STR(KPRW_KPOOL_TEXT), KPRW_STR(KPRW_KPOOL_TABLE),
-                                              KPRW_STR(KPRW_KPOOL_STATE) };
-        bool bad = false;
-        int found = 0;
-        for (int i = 0; i < 3; i++)
-            found += kernel_area(img, names[i], &ps->kernel_area[i], &bad);
-        if (found == 0) {
-            snprintf(err, errlen, "%s: no kprewrite pool: build the kernel with CONFIG_KPREWRITE=y (doc/kernel.md)",
-                     img->path);
-            return -2;
-        }
-        if (found < 3 || bad) {
-            snprintf(err, errlen, "%s: the kernel's kprewrite pool is incomplete or malformed (symbols "
-                     KPRW_STR(KPRW_KPOOL_TEXT) ", _table, _state and their _end)", img->path);
-            return -1;
-        }
-        /* the kernel's .rodata is writable in the file (read-only after
-         * init data): the table must lie between its rodata symbols */
-        uint64_t ro_a, ro_b;
-        if (image_symbol(img, "__start_rodata", &ro_a) && image_symbol(img, "__end_rodata", &ro_b) &&
-            (ps->kernel_area[1].addr < ro_a || ps->kernel_area[1].addr + ps->kernel_area[1].size > ro_b)) {
-            snprintf(err, errlen, "%s: the kprewrite probe table is not in the kernel's read-only data", img->path);
-            return -1;
-        }
-        ps->text = &ps->kernel_area[0];
-        ps->table = &ps->kernel_area[1];
-        ps->data = &ps->kernel_area[2];
-    } else {
-        ps->text = image_section_by_name(img, KPRW_SEC_TEXT);
-        ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
-        ps->data = image_section_by_name(img, KPRW_SEC_DATA);
-        ps->slot = image_section_by_name(img, KPRW_SEC_SLOT);
-    }
+    ps->text = image_section_by_name(img, KPRW_SEC_TEXT);
+    ps->table = image_section_by_name(img, KPRW_SEC_TABLE);
+    ps->data = image_section_by_name(img, KPRW_SEC_DATA);
+    ps->slot = image_section_by_name(img, KPRW_SEC_SLOT);
     if (!ps->text && !ps->table && !ps->data && !ps->slot) {
         snprintf(err, errlen, "%s: no kprewrite pool", img->path);
         return -2;
     }
-    if (!kernel && (!ps->text || !ps->table || !ps->data || !ps->slot)) {
+    if (!ps->text || !ps->table || !ps->data || !ps->slot) {
         snprintf(err, errlen, "%s: no kprewrite pool (sections %s, %s, %s, %s): link the program with "
                  "`pkg-config --libs kprewrite-rt`", img->path, KPRW_SEC_TEXT, KPRW_SEC_TABLE,
                  KPRW_SEC_DATA, KPRW_SEC_SLOT);
         return -1;
     }
-    /* state and slots may be zero-filled memory (a pool added to a library) */
+    /* slots may be zero-filled memory (a pool added to a library) */
+    if ((!ps->slot->data && ps->slot->type != SHT_NOBITS) || ps->slot->size < 8)
+        return pool_malformed(img, err, errlen);
+    return 0;
+}
+
+int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen)
+{
+    memset(ps, 0, sizeof *ps);
+    int found = img->hooks->pool_areas(img, ps, err, errlen);
+    if (found < 0)
+        return found;
+    /* state may be zero-filled memory (a pool added to a library) */
     if (!ps->text->data || !ps->table->data || (!ps->data->data && ps->data->type != SHT_NOBITS) ||
-        (!kernel && ((!ps->slot->data && ps->slot->type != SHT_NOBITS) || ps->slot->size < 8)) ||
-        !(ps->text->flags & SHF_EXECINSTR) || ps->table->size < sizeof(struct kprw_table) ||
-        (kernel && ((ps->table->flags & SHF_EXECINSTR) || !(ps->data->flags & SHF_WRITE)))) {
-        snprintf(err, errlen, "%s: the kprewrite pool sections are malformed (not PROGBITS, too small, or "
-                 "text not executable, table executable, state not writable)", img->path);
-        return -1;
-    }
+        !(ps->text->flags & SHF_EXECINSTR) || ps->table->size < sizeof(struct kprw_table))
+        return pool_malformed(img, err, errlen);
     /* the table, entries and states are written and read in place */
     if (ps->table->offset % 8 || ps->table->addr % 8 || ps->data->offset % 8 || ps->data->addr % 8 ||
         (ps->slot && (ps->slot->offset % 8 || ps->slot->addr % 8))) {
@@ -122,11 +82,12 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     }
     const struct kprw_entry *e = (const void *)(t + 1);
     uint32_t nfix = t->version >= 5 ? t->nfixups : 0;
-    const struct kprw_fixup *fx = (const void *)(e + t->nentries);
-    if ((uint64_t)((const uint8_t *)(fx + nfix) - (const uint8_t *)t) > t->strings_off) {
+    /* (32-bit counts times small sizes: no 64-bit sum here wraps) */
+    if (sizeof *t + (uint64_t)t->nentries * sizeof *e + (uint64_t)nfix * sizeof(struct kprw_fixup) > t->strings_off) {
         snprintf(err, errlen, "%s: the probe table's %u fixups overlap its strings", img->path, nfix);
         return -1;
     }
+    const struct kprw_fixup *fx = (const void *)(e + t->nentries);
     for (uint32_t i = 0; i < nfix; i++) {
         uint64_t at = ps->table->addr + (uint64_t)(int64_t)fx[i].site_rel;
         size_t off;
@@ -176,7 +137,7 @@ void pool_dynstr(const struct image *img, const struct image *out, struct pool_s
     ps->dynstr = NULL;
     ps->dynstr_size = 0;
     ps->dynstr_vaddr = 0;
-    if (img->kind == IMG_VMLINUX || !s || !s->data || !image_dynamic(img, DT_STRTAB, &strtab) || strtab != s->addr)
+    if (!s || !s->data || !image_dynamic(img, DT_STRTAB, &strtab) || strtab != s->addr)
         return;
     ps->dynstr = (const char *)s->data;
     ps->dynstr_size = s->size;

@@ -35,9 +35,14 @@ struct pool_sections {
 /* The kernel runtime's entry point every kernel detour calls. */
 #define KPRW_KERNEL_DISPATCH KPRW_STR(KPRW_KDISPATCH)
 
-/* The pool reserved at link time (or added by an earlier run); -2 when the
- * image has none, -1 with a message when it is malformed. */
+/* The pool reserved at link time (or added by an earlier run), where the
+ * image's kind says (img->hooks->pool_areas); -2 when the image has none,
+ * -1 with a message when it is malformed. */
 int pool_find(const struct image *img, struct pool_sections *ps, char *err, size_t errlen);
+/* A user ELF's pool areas (kind.h pool_areas): its sections .kprewrite.*. */
+int pool_user_areas(const struct image *img, struct pool_sections *ps, char *err, size_t errlen);
+/* The message for pool sections that are not what they must be; -1. */
+int pool_malformed(const struct image *img, char *err, size_t errlen);
 
 /* Probes an earlier run baked: puts their original bytes back in the
  * image's private copy (so analysis sees the original code) and appends
@@ -45,7 +50,7 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
 int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
                   char *err, size_t errlen);
 
-/* Where names may stay in the image's dynamic string table (ps->dynstr,
+/* Where names may stay in a user image's dynamic string table (ps->dynstr,
  * dynstr_size, dynstr_vaddr): the input's .dynstr bytes, which the names of
  * its symbols point into, and the output's DT_STRTAB (a pool kprewrite adds
  * holds a copy, offsets kept; out NULL: not known yet, dynstr_vaddr 0). */

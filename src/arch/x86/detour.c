@@ -175,6 +175,111 @@ static const uint8_t flags_restore[] = {
     0x9e,                   /* sahf: SF ZF AF PF CF */
 };
 
+/* A return probe's detour in user space with the runtime's return-probe
+ * entry: it asks the entry, which saves nothing it does not clobber,
+ * whether it took the call (ZF clear), and jumps to the hooked path then
+ * (*jne_at: the rel32 to fill). false when out of reach. */
+static bool kret_entry(struct buf *b, const struct detour_params *p, size_t *jne_at)
+{
+    push_pop(b, R11, false);                                    /* push %r11 */
+    b1(b, 0x4c); b1(b, 0x8d); b1(b, 0x1d);                      /* lea state+1(%rip),%r11 */
+    if (!rel32(b, p->state + 1) || !call_slot(b, p->kret_slot, p->via_thunks))
+        return false;
+    push_pop(b, R11, true);                                     /* pop %r11: ZF stays */
+    b1(b, 0x0f); b1(b, 0x85); *jne_at = b->n; b32(b, 0);        /* jne hooked */
+    return true;
+}
+
+/* The registers saved as pt_regs below the red zone (all of them, and the
+ * whole flags register, for the kernel), the dispatcher called with the
+ * probe's state and them, the registers restored; for a return probe
+ * its answer tested: jump to the hooked path (*jne_at) when it took the
+ * call. false when out of reach. */
+static bool save_call_restore(struct buf *b, const struct detour_params *p, size_t *jne_at)
+{
+    const int red_zone = p->kernel ? 0 : 128;
+    lea_rsp(b, RSP, -(red_zone + UPPER));
+    for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
+        push_pop(b, pushed[i], false);
+    if (p->kernel) {
+        for (size_t i = sizeof pushed / sizeof pushed[0]; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
+            push_pop(b, tramp_pushed[i], false);
+        static const uint8_t record[] = { 0x9c,                             /* pushfq */
+                                          0x8f, 0x84, 0x24, PTREGS_FLAGS, 0, 0, 0 }; /* popq flags(%rsp) */
+        bn(b, record, sizeof record);
+    } else {
+        lea_rsp(b, RSP, -LOWER);
+    }
+    if (p->save_flags && !p->ret_slot && !p->kernel) {
+        /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
+        bn(b, flags_save, sizeof flags_save);
+        mov_rsp(b, RCX, PTREGS_FLAGS, false);
+    }
+    b1(b, 0x48); b1(b, 0x8d); b1(b, 0x3d);                      /* lea state(%rip),%rdi */
+    if (!rel32(b, p->state))
+        return false;
+    static const uint8_t regs_arg[] = { 0x48, 0x89, 0xe6 };     /* mov %rsp,%rsi */
+    bn(b, regs_arg, sizeof regs_arg);
+    if (!p->entry_aligned) {
+        /* the flags are saved by now (and restored from pt_regs) */
+        static const uint8_t align[] = { 0x48, 0x83, 0xe4, 0xf0, /* and $-16,%rsp */
+                                         0x56, 0x56 };           /* push %rsi; push %rsi */
+        bn(b, align, sizeof align);
+    }
+    if (!call_slot(b, p->slot, p->via_thunks))                  /* call *slot(%rip) */
+        return false;
+    if (!p->entry_aligned)
+        b1(b, 0x5c);                                            /* pop %rsp */
+    if (p->ret_slot)
+        mov_rsp(b, RAX, PTREGS_ORIG_AX, false);                 /* the dispatcher's answer */
+    if (p->save_flags && !p->ret_slot) {
+        mov_rsp(b, RAX, PTREGS_FLAGS, true);
+        bn(b, flags_restore, sizeof flags_restore);
+    }
+    if (p->kernel) {
+        for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > sizeof pushed / sizeof pushed[0];)
+            push_pop(b, tramp_pushed[i], true);
+    } else {
+        lea_rsp(b, RSP, LOWER);
+    }
+    for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
+        push_pop(b, pushed[i], true);
+    if (p->ret_slot) {
+        static const uint8_t test[] = { 0x48, 0x83, 0x3c, 0x24, 0x00 }; /* cmpq $0,(%rsp): orig_ax */
+        bn(b, test, sizeof test);
+    }
+    lea_rsp(b, RSP, red_zone + UPPER);
+    if (p->ret_slot) {
+        b1(b, 0x0f); b1(b, 0x85); *jne_at = b->n; b32(b, 0);    /* jne hooked */
+    }
+    return true;
+}
+
+/* The hooked path of a return probe, after the DCR's copy (at dcr_off):
+ * the caller's return address is in the runtime's instance; call the DCR
+ * copy from the same slot, so the function returns here through a
+ * predicted ret (*hook_off), and so does the ret below. false when out of
+ * reach. */
+static bool hooked_return(struct buf *b, const struct detour_params *p, size_t jne_at, size_t dcr_off,
+                          size_t *hook_off)
+{
+    int32_t d = (int32_t)(b->n - (jne_at + 4));
+    bput(b, jne_at, &d, 4);
+    lea_rsp(b, RSP, 8);
+    b1(b, 0xe8);                                                /* call dcr copy */
+    if (!rel32(b, p->at + dcr_off))
+        return false;
+    *hook_off = b->n;
+    if (p->kret_return_slot) {
+        b1(b, 0xff); b1(b, 0x25);                               /* jmp *kret_return_slot(%rip) */
+        return rel32(b, p->kret_return_slot);
+    }
+    if (!return_frame(b, p->ret_slot, p->via_thunks, p->entry_aligned))
+        return false;
+    b1(b, 0xc3);                                                /* ret: to the caller */
+    return true;
+}
+
 size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_off, size_t *hook_off,
                        struct x86_copy_map *map, char *err, size_t errlen)
 {
@@ -183,97 +288,14 @@ size_t x86_emit_detour(const struct detour_params *p, uint8_t *out, size_t *dcr_
         snprintf(err, errlen, "return probes are not baked into a kernel");
         return 0;
     }
-    const int red_zone = p->kernel ? 0 : 128;
     size_t jne_at = 0;
-    if (p->ret_slot && p->kret_slot && !p->kernel) {
-        push_pop(&b, R11, false);                               /* push %r11 */
-        b1(&b, 0x4c); b1(&b, 0x8d); b1(&b, 0x1d);               /* lea state+1(%rip),%r11 */
-        if (!rel32(&b, p->state + 1) || !call_slot(&b, p->kret_slot, p->via_thunks))
-            goto far;
-        push_pop(&b, R11, true);                                /* pop %r11: ZF stays */
-        b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
-        goto dcr;
-    }
-
-    lea_rsp(&b, RSP, -(red_zone + UPPER));
-    for (size_t i = 0; i < sizeof pushed / sizeof pushed[0]; i++)
-        push_pop(&b, pushed[i], false);
-    if (p->kernel) {
-        for (size_t i = sizeof pushed / sizeof pushed[0]; i < sizeof tramp_pushed / sizeof tramp_pushed[0]; i++)
-            push_pop(&b, tramp_pushed[i], false);
-        static const uint8_t record[] = { 0x9c,                             /* pushfq */
-                                          0x8f, 0x84, 0x24, PTREGS_FLAGS, 0, 0, 0 }; /* popq flags(%rsp) */
-        bn(&b, record, sizeof record);
-    } else {
-        lea_rsp(&b, RSP, -LOWER);
-    }
-    if (p->save_flags && !p->ret_slot && !p->kernel) {
-        /* eflags image = ah | OF << 11 | IF | 2, without pushfq */
-        bn(&b, flags_save, sizeof flags_save);
-        mov_rsp(&b, RCX, PTREGS_FLAGS, false);
-    }
-    b1(&b, 0x48); b1(&b, 0x8d); b1(&b, 0x3d);                   /* lea state(%rip),%rdi */
-    if (!rel32(&b, p->state))
+    if (!(p->ret_slot && p->kret_slot && !p->kernel ? kret_entry(&b, p, &jne_at) : save_call_restore(&b, p, &jne_at)))
         goto far;
-    static const uint8_t regs_arg[] = { 0x48, 0x89, 0xe6 };     /* mov %rsp,%rsi */
-    bn(&b, regs_arg, sizeof regs_arg);
-    if (!p->entry_aligned) {
-        /* the flags are saved by now (and restored from pt_regs) */
-        static const uint8_t align[] = { 0x48, 0x83, 0xe4, 0xf0, /* and $-16,%rsp */
-                                         0x56, 0x56 };           /* push %rsi; push %rsi */
-        bn(&b, align, sizeof align);
-    }
-    if (!call_slot(&b, p->slot, p->via_thunks))                 /* call *slot(%rip) */
-        goto far;
-    if (!p->entry_aligned)
-        b1(&b, 0x5c);                                           /* pop %rsp */
-    if (p->ret_slot)
-        mov_rsp(&b, RAX, PTREGS_ORIG_AX, false);                /* the dispatcher's answer */
-    if (p->save_flags && !p->ret_slot) {
-        mov_rsp(&b, RAX, PTREGS_FLAGS, true);
-        bn(&b, flags_restore, sizeof flags_restore);
-    }
-    if (p->kernel) {
-        for (size_t i = sizeof tramp_pushed / sizeof tramp_pushed[0]; i-- > sizeof pushed / sizeof pushed[0];)
-            push_pop(&b, tramp_pushed[i], true);
-    } else {
-        lea_rsp(&b, RSP, LOWER);
-    }
-    for (size_t i = sizeof pushed / sizeof pushed[0]; i-- > 0;)
-        push_pop(&b, pushed[i], true);
-    if (p->ret_slot) {
-        static const uint8_t test[] = { 0x48, 0x83, 0x3c, 0x24, 0x00 }; /* cmpq $0,(%rsp): orig_ax */
-        bn(&b, test, sizeof test);
-    }
-    lea_rsp(&b, RSP, red_zone + UPPER);
-    if (p->ret_slot) {
-        b1(&b, 0x0f); b1(&b, 0x85); jne_at = b.n; b32(&b, 0);  /* jne hooked */
-    }
-dcr:
     *dcr_off = b.n;
     if (!x86_copy_back(&b, p->dcr, p->dcr_len, p->site, map, err, errlen))
         return 0;
-    if (p->ret_slot) {
-        /* hooked: the caller's return address is in the runtime's instance;
-         * call the DCR copy from the same slot, so the function returns
-         * here through a predicted ret, and so does the ret below */
-        int32_t d = (int32_t)(b.n - (jne_at + 4));
-        bput(&b, jne_at, &d, 4);
-        lea_rsp(&b, RSP, 8);
-        b1(&b, 0xe8);                                           /* call dcr copy */
-        if (!rel32(&b, p->at + *dcr_off))
-            goto far;
-        *hook_off = b.n;
-        if (p->kret_return_slot) {
-            b1(&b, 0xff); b1(&b, 0x25);                         /* jmp *kret_return_slot(%rip) */
-            if (!rel32(&b, p->kret_return_slot))
-                goto far;
-        } else {
-            if (!return_frame(&b, p->ret_slot, p->via_thunks, p->entry_aligned))
-                goto far;
-            b1(&b, 0xc3);                                       /* ret: to the caller */
-        }
-    }
+    if (p->ret_slot && !hooked_return(&b, p, jne_at, *dcr_off, hook_off))
+        goto far;
     return b.n;
 far:
     snprintf(err, errlen, "the pool is out of rel32 reach of 0x%llx", (unsigned long long)p->site);

@@ -59,15 +59,22 @@ bool x86_module_reloc_apply(uint32_t type, uint64_t S, int64_t A, uint64_t P, ui
     }
 }
 
+void x86_module_reloc_prepare(uint32_t type, uint8_t *field)
+{
+    bool pc;
+    int width = x86_module_reloc_width(type, &pc);
+    memset(field, 0, width > 0 ? (size_t)width : 0);
+}
+
 bool x86_code_refs(const uint8_t *code, size_t len, uint64_t at,
-                   bool (*fn)(void *ctx, const struct x86_code_ref *r), void *ctx)
+                   bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx)
 {
     for (size_t off = 0; off < len;) {
         struct x86_insn in;
         unsigned n = x86_decode(code + off, len - off, at + off, &in);
         if (!n)
             return false;
-        struct x86_code_ref r = { 0, at + off + n, 0, 0 };
+        struct isa_code_ref r = { 0, at + off + n, 0, 0 };
         if (x86_has_target(&in) && in.rel_size) {
             r.width = in.rel_size / 8;
             r.field = r.insn_end - r.width;

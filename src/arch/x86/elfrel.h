@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "../isa.h"   /* struct isa_code_ref */
 
 /* The types the kernel's module loader applies (arch/x86/kernel/module.c). */
 #define X86_RELOC_PC32 R_X86_64_PC32     /* S + A - P, 4 bytes */
@@ -25,16 +26,13 @@ int x86_module_reloc_width(uint32_t type, bool *pc_relative);
  * carry or the value does not fit. */
 bool x86_module_reloc_apply(uint32_t type, uint64_t S, int64_t A, uint64_t P, uint8_t *field);
 
-/* One PC-relative field of code: at `field` (an address), `width` bytes,
- * read by the CPU from the end of its instruction (`insn_end`), aiming at
- * `target`. */
-struct x86_code_ref {
-    uint64_t field, insn_end, target;
-    unsigned width;
-};
+/* The field of a relocation of type as the kernel's module loader wants
+ * it: zero (apply_relocate_add() refuses "existing value is nonzero"). */
+void x86_module_reloc_prepare(uint32_t type, uint8_t *field);
+
 /* Every PC-relative field of the len bytes of code at `at` (direct
  * branches and RIP-relative operands), in order, to fn; stops at fn's
  * false. false when an instruction does not decode (or fn stopped). */
 bool x86_code_refs(const uint8_t *code, size_t len, uint64_t at,
-                   bool (*fn)(void *ctx, const struct x86_code_ref *r), void *ctx);
+                   bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx);
 #endif

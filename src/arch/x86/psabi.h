@@ -1,5 +1,6 @@
 /* The x86-64 psABI's ELF facts, as far as the rewriter needs them: the
- * machine, the relocation types, the IBT feature property. */
+ * machine, the relocation types, the IBT feature property, the stack at a
+ * function's entry as unwind data tells it. */
 #ifndef KPREWRITE_X86_PSABI_H
 #define KPREWRITE_X86_PSABI_H
 #include <elf.h>
@@ -7,6 +8,11 @@
 #include <stdint.h>
 
 #define X86_ELF_MACHINE EM_X86_64
+
+/* DWARF's number of %rsp, and the CFA at a function's entry (entered by a
+ * call: the return address just pushed) as an offset from it. */
+#define X86_DWARF_RSP 7
+#define X86_CALL_CFA_OFF 8
 
 /* .note.gnu.property: the x86 feature bits (a 4-byte word), and the bit
  * of code built for IBT (indirect branches land on endbr64). */

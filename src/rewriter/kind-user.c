@@ -1,0 +1,83 @@
+/*
+ * The user ELF kinds (kind.h): a program or library linked with the
+ * runtime, whose pool was reserved at link time (or added by an earlier
+ * run), and a prebuilt one, to which the bake adds a pool of the sizes the
+ * plan needs and the runtime as DT_NEEDED (addpool.c). Both follow the
+ * same rules; their facts are their code relocations (TEXTREL).
+ */
+#include "config.h"
+#include "kinds.h"
+#include "addpool.h"
+#include "bake.h"
+#include "facts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef KPRW_RUNTIME_DEFAULT   /* set by the build to $(libdir)/libkprewrite-rt.so.0 */
+#define KPRW_RUNTIME_DEFAULT KPRW_RUNTIME_SONAME
+#endif
+
+/* Only code relocations: no table of a user image is read (a program that
+ * happened to name a section __ex_table must not be read as a kernel). */
+static int user_facts(struct kfacts *kf, const struct image *img, const struct symbols *sy, const char *relocs,
+                      char *err, size_t errlen)
+{
+    static const struct reloc_rules rules = { NULL, false };
+    struct facts_build c = { .img = img, .sy = sy };
+    memset(kf, 0, sizeof *kf);
+    if (relocs) {
+        snprintf(err, errlen, "%s: --relocs is for a vmlinux (give --kernel)", img->path);
+        return -1;
+    }
+    if (facts_read_relocs(&c, kf, &rules, err, errlen) < 0) {
+        facts_build_free(&c);
+        return -1;
+    }
+    return facts_build_finish(kf, &c, err, errlen);
+}
+
+/* Without a pool a user image is a prebuilt one: kprewrite adds the pool,
+ * when the image can take one (else say why now). */
+static const struct kind_hooks *user_without_pool(const struct image *img, char *err, size_t errlen)
+{
+    return pool_add_text_addr(img, err, errlen) ? &kind_prebuilt : NULL;
+}
+
+static int linked_bake(const struct bake_job *j, char *err, size_t errlen)
+{
+    pool_dynstr(j->img, j->img, j->pool);
+    return bake_into_pool(j, err, errlen);
+}
+
+static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
+{
+    struct bake_result br;
+    size_t grown = 0;
+    const char *runtime = j->runtime ? j->runtime : KPRW_RUNTIME_DEFAULT;
+    if (bake_added_pool(j->img, j->probes, j->dest, runtime, j->pool->shared_detours, j->compact, &br, &grown,
+                        err, errlen) < 0)
+        return -1;
+    fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
+            "loads %s)\n", j->dest, br.baked, br.baked == 1 ? "" : "s", grown, runtime);
+    return 0;
+}
+
+#define USER_RULES \
+    .untyped_functions = false, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
+    .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, \
+    .load_facts = user_facts, .pool_areas = pool_user_areas
+
+const struct kind_hooks kind_linked = {
+    .name = "linked",
+    USER_RULES,
+    .without_pool = user_without_pool,
+    .bake = linked_bake,
+};
+
+const struct kind_hooks kind_prebuilt = {
+    .name = "prebuilt",
+    USER_RULES,
+    .adds_pool = true,
+    .bake = prebuilt_bake,
+};
