@@ -11,6 +11,10 @@
 # kernels unwind with ORC but nokprobes, which uses frame pointers; the
 # guest checks what each unwinder sees from inside a handler.
 # KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel).
+# KP_KERNEL_VARIANTS="6.1-kprobes 6.12-mitigations ..." runs only those
+# kernels (of 6.1-kprobes, with its bzImage boot, 6.1-nokprobes,
+# 6.1-ftrace, 6.1-every, 6.12-nokprobes, 6.12-mitigations, 6.12-every;
+# default all); KP_KERNEL_EVERY=0 leaves the two every-function ones out.
 # usage: check-kernel.sh SRCDIR BUILDDIR
 src=${1:?usage: check-kernel.sh SRCDIR BUILDDIR}; build=${2:?}
 K=$build/kprewrite
@@ -20,6 +24,10 @@ W=$build/kwork
 n=0 failed=0
 ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi; }
 bail() { echo "Bail out! $*"; exit 1; }
+# wanted VER-VARIANT: is that kernel to be run (KP_KERNEL_VARIANTS)?
+wanted() { [ -z "${KP_KERNEL_VARIANTS:-}" ] || case " $KP_KERNEL_VARIANTS " in *" $1 "*) ;; *) return 1 ;; esac; }
+# timed VER-VARIANT COMMAND...: runs it, then says how long it took
+timed() { l=$1; shift; t0=$(date +%s); "$@"; echo "# time: $l took $(( $(date +%s) - t0 )) s (build, bake, boot and checks)"; }
 for t in qemu-system-x86_64 cpio gcc objdump nm; do command -v $t >/dev/null || bail "$t not found (scripts/install-deps.sh)"; done
 mkdir -p "$W"
 gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kdrive statically"
@@ -247,18 +255,20 @@ variant() {
     if [ $kunit != 0 ]; then
         rm -rf "$d/samples"; mkdir -p "$d/samples"
         cp "$tree/samples/kprobes/kprobe_example.c" "$tree/samples/kprobes/kretprobe_example.c" "$d/samples/"
-        printf 'obj-m += kprobe_example.o kretprobe_example.o\n' > "$d/samples/Kbuild"
+        # and the legacy documents' examples on kprw_ names (t/kernel/examples)
+        cp "$src/t/kernel/examples/jprobe_example.c" "$src/t/kernel/examples/fault_example.c" "$d/samples/"
+        printf 'obj-m += kprobe_example.o kretprobe_example.o jprobe_example.o fault_example.o\n' > "$d/samples/Kbuild"
         # the module build step bakes a probe into each (their exit
         # function: int3, it loads an address), which the guest lists
         printf 'cleanup_module\n' > "$d/samples.list"
         { $mk modules &&
           make -C "$tree" -s O="$obj" ARCH=x86_64 M="$d/samples" KPREWRITE="$K" KPREWRITE_PROBES="$d/samples.list" modules
         } > "$d/samples.log" 2>&1
-        ok $? "$L: samples/kprobes build as modules against it (make M=... KPREWRITE_PROBES=...)"
-        [ "$(grep -c '1 probe baked into the module' "$d/samples.log")" = 2 ]
-        ok $? "$L: the module build step baked cleanup_module into both samples"
+        ok $? "$L: samples/kprobes and the jprobe and fault_handler examples build as modules against it (make M=... KPREWRITE_PROBES=...)"
+        [ "$(grep -c '1 probe baked into the module' "$d/samples.log")" = 4 ]
+        ok $? "$L: the module build step baked cleanup_module into the 4 modules"
         cmp -s "$obj/vmlinux" "$d/vmlinux"; ok $? "$L: building modules did not relink vmlinux"
-        extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko"
+        extra="$d/samples/kprobe_example.ko $d/samples/kretprobe_example.ko $d/samples/jprobe_example.ko $d/samples/fault_example.ko"
         # a module of the kernel's own with probes baked into it after the
         # build (the guest loads it, hits, toggles, probes and unloads it)
         m=$obj/fs/binfmt_misc.ko
@@ -289,16 +299,18 @@ variant() {
     grep -q "unwind ($want), " "$d/guest.txt"; ok $? "$L: the guest ran the unwinding checks ($want unwinder)"
 }
 
-variant kprobes
 # the same baked kernel as a compressed bzImage: KASLR relocates it
-d=$W/kprobes
-$mk bzImage > "$d/bzimage.log" 2>&1
-ok $? "6.1 kprobes: make bzImage from the baked vmlinux (relocations from it)"
-cmp -s "$kb/kprobes/vmlinux" "$d/vmlinux"; ok $? "6.1 kprobes: the bzImage step did not relink vmlinux"
-boot "6.1 kprobes bzImage (KASLR)" "$kb/kprobes/arch/x86/boot/bzImage" "$d" 0
-linked=$(nm "$d/vmlinux" | awk '$3 == "vfs_read" { print $1 }')
-ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk -v e="  $entry  " 'index($0, e) { print $1; exit }')
-[ -n "$ran" ] && [ "$ran" != "$linked" ]; ok $? "6.1 kprobes bzImage: KASLR moved the kernel (vfs_read at $ran, linked at $linked)"
+bzimage() {
+    d=$W/kprobes
+    $mk bzImage > "$d/bzimage.log" 2>&1
+    ok $? "6.1 kprobes: make bzImage from the baked vmlinux (relocations from it)"
+    cmp -s "$kb/kprobes/vmlinux" "$d/vmlinux"; ok $? "6.1 kprobes: the bzImage step did not relink vmlinux"
+    boot "6.1 kprobes bzImage (KASLR)" "$kb/kprobes/arch/x86/boot/bzImage" "$d" 0
+    linked=$(nm "$d/vmlinux" | awk '$3 == "vfs_read" { print $1 }')
+    ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk -v e="  $entry  " 'index($0, e) { print $1; exit }')
+    [ -n "$ran" ] && [ "$ran" != "$linked" ]; ok $? "6.1 kprobes bzImage: KASLR moved the kernel (vfs_read at $ran, linked at $linked)"
+}
+! wanted 6.1-kprobes || timed 6.1-kprobes eval 'variant kprobes; bzimage'
 
 # after a kernel without kprobes: it has none, and lib/test_kprobes.c,
 # unmodified, passed against kprewrite's kprobes API, every case
@@ -317,10 +329,11 @@ nokprobes_checks() {
     done
     extra=
 }
-variant nokprobes
-nokprobes_checks
-variant ftrace
-grep -q 'ftrace: the function tracer is on' "$W/ftrace/guest.txt"; ok $? "6.1 ftrace: the guest ran the ftrace checks"
+! wanted 6.1-nokprobes || timed 6.1-nokprobes eval 'variant nokprobes; nokprobes_checks'
+ftrace_checks() {
+    grep -q 'ftrace: the function tracer is on' "$W/ftrace/guest.txt"; ok $? "6.1 ftrace: the guest ran the ftrace checks"
+}
+! wanted 6.1-ftrace || timed 6.1-ftrace eval 'variant ftrace; ftrace_checks'
 # A kernel with every probe-able function entry baked, count-only: boots,
 # counts, goes all off and on again (t/kernel/guest-every.sh). Baked
 # straight into the linked vmlinux, which 6.1 leaves with its relocations
@@ -364,21 +377,21 @@ every() {
     [ "$(wc -l < "$d/guest.txt")" = 13 ]; ok $? "$L: the guest reported its 13 checks"
 }
 # (KP_KERNEL_EVERY=0 leaves the two every-function kernels out)
-[ "${KP_KERNEL_EVERY:-1}" = 0 ] || every 6.1
+[ "${KP_KERNEL_EVERY:-1}" = 0 ] || ! wanted 6.1-every || timed 6.1-every every 6.1
 
 # the current LTS
-variant nokprobes 6.12
-nokprobes_checks
+! wanted 6.12-nokprobes || timed 6.12-nokprobes eval 'variant nokprobes 6.12; nokprobes_checks'
 # 6.12 with what distribution kernels build in: IBT (a function's entry
 # probe goes after its endbr64), return thunks, call-depth tracking,
 # retpolines; every check of the others
-variant mitigations 6.12
-nokprobes_checks
-for o in X86_KERNEL_IBT MITIGATION_RETHUNK MITIGATION_CALL_DEPTH_TRACKING MITIGATION_RETPOLINE; do
-    grep -q "^CONFIG_$o=y" "$obj/.config"; ok $? "$L: CONFIG_$o is built in"
-done
-case $entry in vfs_read+0x4) ok 0 "$L: entry probes go after endbr64 ($entry)" ;; *) ok 1 "$L: entry probes go after endbr64 ($entry)" ;; esac
-[ "${KP_KERNEL_EVERY:-1}" = 0 ] || every 6.12
+mitigations_checks() {
+    for o in X86_KERNEL_IBT MITIGATION_RETHUNK MITIGATION_CALL_DEPTH_TRACKING MITIGATION_RETPOLINE; do
+        grep -q "^CONFIG_$o=y" "$obj/.config"; ok $? "$L: CONFIG_$o is built in"
+    done
+    case $entry in vfs_read+0x4) ok 0 "$L: entry probes go after endbr64 ($entry)" ;; *) ok 1 "$L: entry probes go after endbr64 ($entry)" ;; esac
+}
+! wanted 6.12-mitigations || timed 6.12-mitigations eval 'variant mitigations 6.12; nokprobes_checks; mitigations_checks'
+[ "${KP_KERNEL_EVERY:-1}" = 0 ] || ! wanted 6.12-every || timed 6.12-every every 6.12
 
 bench=$(grep -h '^KPRW-BENCH' "$W/kprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r')
 if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then

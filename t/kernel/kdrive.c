@@ -6,7 +6,9 @@
  *   kdrive SPEC ACTION N     prints "delta SPEC ACTION N D"
  *                            (and, for getpid, "getpid RETURNED": the last one's)
  *
- * ACTION: read (read(2) of one byte from /dev/zero), getpid, open (open(2)
+ * ACTION: read (read(2) of one byte from /dev/zero), read777 (of 777 bytes
+ * into a buffer whose address it prints, and how many reads filled it with
+ * zeros), getpid, open (open(2)
  * of a path that does not exist), pread:PATH (pread(2) of PATH, opened
  * once), write1:PATH (write(2) of "1" to PATH, opened once), exec:PATH
  * (vfork and execve(2) of PATH, waited for), openread:PATH (open(2) of
@@ -23,7 +25,7 @@
 #include <unistd.h>
 
 static char buf[1 << 16], big[777];
-static long last_getpid, same_reads = -1, zero_reads = -1;
+static long last_getpid, same_reads = -1, zero_reads = -1, full_reads;
 
 static long hits(const char *spec)
 {
@@ -89,8 +91,15 @@ static void act(const char *what, int zero, long n)
     for (long i = 0; i < n; i++) {
         if (strcmp(what, "read") == 0)
             (void)!read(zero, &c, 1);
-        else if (strcmp(what, "read777") == 0)
-            (void)!read(zero, big, sizeof big);
+        else if (strcmp(what, "read777") == 0) {
+            /* a full read of zeros: the read(2) ran as it should */
+            memset(big, 0xa5, sizeof big);
+            ssize_t k = read(zero, big, sizeof big);
+            int zeros = 1;
+            for (size_t j = 0; j < sizeof big; j++)
+                zeros &= big[j] == 0;
+            full_reads += k == (ssize_t)sizeof big && zeros;
+        }
         else if (strcmp(what, "getpid") == 0)
             last_getpid = syscall(SYS_getpid);
         else
@@ -132,8 +141,8 @@ int main(int argc, char **argv)
     act(argv[2], zero, n);
     long after = hits(argv[1]);
     printf("delta %s %s %ld %ld\n", argv[1], argv[2], n, after - before);
-    if (strcmp(argv[2], "read777") == 0)
-        printf("buffer %lx\n", (unsigned long)big);
+    if (strcmp(argv[2], "read777") == 0)   /* and the reads that filled it with zeros */
+        printf("buffer %lx\nfull %ld\n", (unsigned long)big, full_reads);
     if (strcmp(argv[2], "getpid") == 0)   /* what the last getpid(2) returned */
         printf("getpid %ld\n", last_getpid);
     if (same_reads >= 0)

@@ -18,6 +18,9 @@
 #                          NOKPROBE_SYMBOL() and __kprobes keep the kernel's
 #                          kprobe blacklist without CONFIG_KPROBES too
 #   arch/x86/kernel/traps.c  do_int3() calls kprewrite_int3_handler() first
+#   arch/x86/mm/fault.c    a page fault asks kprewrite_fault_handler() where it
+#                          asks kprobes (a kprobe's fault_handler); struct
+#                          kprobe gets its fault_handler field back
 #   arch/x86/Kconfig       sources kernel/kprewrite/Kconfig (CONFIG_KPREWRITE)
 #   kernel/Makefile        builds kernel/kprewrite/
 #   scripts/Makefile.vmlinux  after the final link, before the arch's post-link
@@ -42,9 +45,12 @@ src=${1:?usage: integrate.sh LINUX_SOURCE_DIR}
 # kernel rebuilds: include/linux/kprewrite.h reaches the unwinders' header)
 put() { cmp -s "$1" "$2" || cp "$1" "$2"; }
 mkdir -p "$src/kernel/kprewrite"
-for f in kprewrite.c module.c post.c kretprobe.c internal.h trampoline.S selftest.c selftest-kret.c pool.S Makefile Kconfig; do
+# (one line: t/deb/check-deb.sh reads the list from it)
+for f in startup.c dispatch.c patch.c api.c debugfs.c module.c post.c kretprobe.c jprobe.c fault.c internal.h arch.h arch-x86.h arch-x86.c trampoline-x86.S selftest.c selftest-kret.c selftest-api.c selftest-legacy.c pool.S Makefile Kconfig; do
     put "$here/$f" "$src/kernel/kprewrite/$f"
 done
+# an earlier layout's files (one kprewrite.c, trampoline.S): no longer built
+rm -f "$src/kernel/kprewrite/kprewrite.c" "$src/kernel/kprewrite/trampoline.S"
 put "$top/include/kprewrite/abi.h" "$src/kernel/kprewrite/abi.h"
 # the runtime core shared with the user runtime
 put "$top/src/runtime/core/kprw-core.h" "$src/kernel/kprewrite/kprw-core.h"
@@ -115,6 +121,19 @@ grep -q 'kprewrite_int3_handler' "$tr" || {
 grep -q 'kprewrite_int3_handler' "$tr" ||
     { echo "integrate.sh: could not find kprobe_int3_handler's call in $tr" >&2; exit 1; }
 include_kprewrite "$tr" kprobes
+# a fault in a kprobe's handler goes to its fault_handler (fault.c): the page
+# fault handler asks the runtime where it asks kprobes, before the
+# exception-table fixups (the other traps come through the die notifiers)
+fa=$src/arch/x86/mm/fault.c
+grep -q 'kprewrite_fault_handler' "$fa" || {
+    awk '{ print }
+         /kprobe_page_fault[(]regs, X86_TRAP_PF[)]/ { after = 1; next }
+         after && /^[[:space:]]*return;$/ { print "#ifdef CONFIG_KPREWRITE"; print "\tif (kprewrite_fault_handler(regs, X86_TRAP_PF))"
+                                            print "\t\treturn;"; print "#endif"; n++ }
+         { after = 0 }
+         END { if (n != 2) exit 1 }' "$fa" > "$fa.kprw" && mv "$fa.kprw" "$fa"; } ||
+    { rm -f "$fa.kprw"; echo "integrate.sh: could not find kprobe_page_fault()'s two calls in $fa" >&2; exit 1; }
+include_kprewrite "$fa" kprobes
 # the unwinders recover a return address the trampoline took over
 edit "$src/arch/x86/include/asm/unwind.h" '^[[:space:]]*return addr;$' \
     "#ifdef CONFIG_KPREWRITE
@@ -164,6 +183,12 @@ if ! grep -q KPREWRITE "$kp"; then
         { rm -f "$kp.kprw"; echo "integrate.sh: could not find the !CONFIG_KPROBES stubs in $kp" >&2; exit 1; }
     mv "$kp.kprw" "$kp"
 fi
+# struct kprobe gets the fault_handler the kernel dropped in 5.14, which
+# kprewrite's runtime calls (fault.c), so that code written for it builds
+edit "$kp" '^[[:space:]]*/[*] Saved opcode [(]which has been replaced with breakpoint[)] [*]/$' \
+    "#ifdef CONFIG_KPREWRITE_KPROBES_API
+	int (*fault_handler)(struct kprobe *p, struct pt_regs *regs, int trapnr);	/* kprewrite: a handler faulted */
+#endif"
 grep -q 'KPREWRITE_KPROBES_API' "$src/arch/Kconfig" ||
     sed -i 's/^\tdepends on KPROBES && (HAVE_KRETPROBES || HAVE_RETHOOK)$/\tdepends on (KPROBES || KPREWRITE_KPROBES_API) \&\& (HAVE_KRETPROBES || HAVE_RETHOOK)/' "$src/arch/Kconfig"
 grep -q 'depends on (KPROBES || KPREWRITE_KPROBES_API) && (HAVE_KRETPROBES' "$src/arch/Kconfig" ||

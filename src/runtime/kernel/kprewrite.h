@@ -67,9 +67,13 @@ struct pt_regs;
 struct kprw_kprobe;
 
 /* Runs at each hit, before the probed instruction, with preemption off
- * (and in the int3 path with interrupts off). Writes to the general
- * registers take effect; a changed ip is honoured on the int3 path only, as
- * with the kernel's optprobes. The return value is ignored. */
+ * (and in the int3 path with interrupts off); regs->ip is the probe address
+ * + 1 (x86: past the int3, as the kernel's kprobes give it). Writes to the
+ * general registers take effect. As with the kernel's kprobes, on the int3
+ * path a non-zero return means the handler set regs->ip (and what goes with
+ * it) to where the code is to resume: the probed instruction is not run, no
+ * post_handler runs, nor the handlers of older kprobes on the point; on a
+ * jump-optimized point the return value and a changed ip are ignored. */
 typedef int (*kprw_pre_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs);
 /* Runs after the probed instruction (single-stepped out of line, with
  * interrupts off), regs->ip where it leaves the original code; flags is 0.
@@ -78,9 +82,20 @@ typedef void (*kprw_post_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs
 
 #endif /* !CONFIG_KPREWRITE_KPROBES_API */
 
+/* Called when one of the kprobe's handlers (pre, post, a jprobe's) faults,
+ * with the trap's number (x86: 14 a page fault, 13 a general protection
+ * fault); kp->nmissed counts it. 1: handled, the code goes on at regs->ip
+ * as the fault_handler left it (it must have moved it past the fault);
+ * 0: the fault takes its course (an exception-table fixup, or an oops).
+ * As the kernel's kprobes had it until 5.14: kp->fault_handler, a field of
+ * struct kprw_kprobe (and of struct kprobe without CONFIG_KPROBES). */
+typedef int (*kprw_fault_handler_t)(struct kprw_kprobe *kp, struct pt_regs *regs, int trapnr);
+
+/* kp->flags: a caller may set KPRW_FLAG_DISABLED only (register drops the
+ * rest, as the kernel's); the runtime sets the others */
 #define KPRW_FLAG_GONE 1        /* its module went away (as KPROBE_FLAG_GONE) */
 #define KPRW_FLAG_DISABLED 2    /* registered but not run (as KPROBE_FLAG_DISABLED) */
-#define KPRW_FLAG_RETPROBE 0x100 /* private: the kp of a kprw_kretprobe */
+#define KPRW_FLAG_ON_FUNC_ENTRY 16  /* at a function's entry (as KPROBE_FLAG_ON_FUNC_ENTRY) */
 
 #ifndef CONFIG_KPREWRITE_KPROBES_API
 struct kprw_kprobe {
@@ -90,6 +105,7 @@ struct kprw_kprobe {
 	void *addr;
 	kprw_pre_handler_t pre_handler;
 	kprw_post_handler_t post_handler;
+	kprw_fault_handler_t fault_handler;
 	u32 flags;
 	/* hits of this point that ran no handler: another handler was running
 	 * on this CPU (the recursion guard) */
@@ -100,18 +116,60 @@ struct kprw_kprobe {
 };
 #endif
 
-/* 0; -EINVAL (symbol_name and addr both set, or neither); -ENOENT (no point
- * was baked there); -EBUSY (kp is registered already); with a post_handler,
- * -EOPNOTSUPP (the instruction reads or writes the trap or interrupt flag:
- * pushf, popf, cli, sti, iret) or the error of unoptimizing the point */
+/*
+ * Where: symbol_name + offset, or addr + offset, resolved as the kernel's
+ * register_kprobe() does (kallsyms; SYM+0 of a function whose entry probe
+ * is past an endbr64 means that point); kp->addr holds the address after
+ * (even when a later check fails, as in the kernel), kp->flags
+ * KPRW_FLAG_DISABLED as the caller set it and KPRW_FLAG_ON_FUNC_ENTRY,
+ * kp->nmissed 0. Kprobes on one point run newest first.
+ * 0; -EINVAL (NULL, symbol_name and addr both set or neither, kp registered
+ * already or registered before by symbol_name (its addr is set now), not
+ * code); -ENOENT (no such symbol; or no point was baked there: the only
+ * answer the kernel's kprobes would not give); -EILSEQ (inside an
+ * instruction); with a post_handler, -EOPNOTSUPP (the instruction reads or
+ * writes the trap or interrupt flag: pushf, popf, cli, sti, iret) or the
+ * error of unoptimizing the point.
+ */
 int register_kprw_kprobe(struct kprw_kprobe *kp);
-/* Returns once no CPU runs kp's handler any more. */
+/* Returns once no CPU runs kp's handler any more. A kp that is not
+ * registered gets its addr cleared, as the kernel does. */
 void unregister_kprw_kprobe(struct kprw_kprobe *kp);
 /* All or nothing: on an error the ones registered are unregistered again. */
 int register_kprw_kprobes(struct kprw_kprobe **kps, int num);
 void unregister_kprw_kprobes(struct kprw_kprobe **kps, int num);
+/* A disabled kprobe's handlers do not run, and what it asked of its point
+ * (a post_handler: the int3 path) is given up while it is disabled. 0;
+ * -EINVAL (not registered; enable: its module went). */
 int enable_kprw_kprobe(struct kprw_kprobe *kp);
 int disable_kprw_kprobe(struct kprw_kprobe *kp);
+
+/*
+ * Jprobes, as the kernel had them until 4.15: a kprobe on a function's
+ * entry whose handler, entry, has the function's own signature (asmlinkage
+ * and all) and is run instead of it, with its arguments, as if called
+ * from its caller; it must end by calling kprw_jprobe_return(), which
+ * never returns: the registers and the stack are put back, and the
+ * function runs. The handler runs with preemption off, with the interrupt
+ * flag as the function had it; a probe it hits is missed. A point with a
+ * jprobe runs on the int3 path (unoptimized) while it is registered; one
+ * jprobe a point, after its other kprobes. kp.fault_handler and
+ * KPRW_FLAG_DISABLED work as for a kprobe.
+ */
+struct kprw_jprobe {
+	struct kprw_kprobe kp;      /* kp.symbol_name or kp.addr: the function */
+	void *entry;                /* the handler */
+};
+/* 0; -EINVAL (NULL, no entry, not a function's entry); -EEXIST (a jprobe
+ * on the point already); else as register_kprw_kprobe(). */
+int register_kprw_jprobe(struct kprw_jprobe *jp);
+void unregister_kprw_jprobe(struct kprw_jprobe *jp);
+int register_kprw_jprobes(struct kprw_jprobe **jps, int num);
+void unregister_kprw_jprobes(struct kprw_jprobe **jps, int num);
+int enable_kprw_jprobe(struct kprw_jprobe *jp);
+int disable_kprw_jprobe(struct kprw_jprobe *jp);
+/* The end of a jprobe's handler. */
+void kprw_jprobe_return(void);
 
 /*
  * Return probes, as the kernel's kretprobes: on a point baked as
@@ -138,9 +196,11 @@ struct kprw_kretprobe {
 	/* at the entry (regs as a kprobe's); non-zero: this call is not
 	 * followed (its handler does not run) */
 	kprw_kretprobe_handler_t entry_handler;
-	/* calls followed at once, on all CPUs; 0: max(10, 2 * CPUs) */
+	/* calls followed at once, on all CPUs; 0 or less: max(10, 2 * CPUs),
+	 * written back at registration */
 	int maxactive;
-	/* calls not followed: no free instance, or a handler was running */
+	/* calls not followed for want of a free instance (a hit while another
+	 * handler runs counts in kp.nmissed, as in the kernel) */
 	int nmissed;
 	/* bytes of ri->data each instance carries from entry_handler to handler */
 	size_t data_size;
@@ -164,14 +224,18 @@ struct kprw_kretprobe_instance {
  * followed may return later). */
 struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri);
 
-/* 0; -EINVAL (symbol_name and addr both set, or neither; a negative
- * maxactive; no handler at all); -ENOENT (no point baked as SYM%return
- * there); -EBUSY (rp is registered already); -E2BIG (data_size over
- * KPRW_KRET_MAX_DATA, as KRETPROBE_MAX_DATA_SIZE); -ENOMEM */
+/* In the kernel's order: -EINVAL (NULL, symbol_name and addr both set or
+ * neither, not a function's entry, registered already); -ENOENT (no such
+ * symbol); -E2BIG (data_size over KPRW_KRET_MAX_DATA, as
+ * KRETPROBE_MAX_DATA_SIZE); then maxactive is set (0 or less: the
+ * default); -ENOMEM; then as register_kprw_kprobe(), and -ENOENT where no
+ * point was baked as SYM%return. handler and entry_handler may be NULL. */
 #define KPRW_KRET_MAX_DATA 4096
 int register_kprw_kretprobe(struct kprw_kretprobe *rp);
 /* Returns once no CPU runs rp's handlers any more; calls still followed
- * return to their callers without running them. */
+ * return to their callers without running them, and the instances are
+ * freed when the last one is back. (Disabled, a kretprobe still runs its
+ * handler at the return of a call it followed, as the kernel's.) */
 void unregister_kprw_kretprobe(struct kprw_kretprobe *rp);
 int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
 void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num);
@@ -196,5 +260,10 @@ struct pt_regs;
  * whose functions may be probed themselves: true when the int3 was one of
  * kprewrite's points (regs then resume at its out-of-line copy). */
 bool kprewrite_int3_handler(struct pt_regs *regs);
+/* Called by the kernel's page fault handler (arch/x86/mm/fault.c, added by
+ * integrate.sh, where it asks kprobes) and the runtime's die notifier for
+ * the other traps: true when the fault was in a kprobe's handler and its
+ * fault_handler handled it. */
+bool kprewrite_fault_handler(struct pt_regs *regs, int trapnr);
 
 #endif

@@ -5,8 +5,8 @@
  *
  * A kretprobe is a kprobe on a point baked as SYM%return (the function's
  * entry: its detour is a kprobe's) whose pre_handler, kprw_kret_entry(),
- * takes an instance, records the return address at pt_regs.sp and puts the
- * return trampoline (trampoline.S) there. The function returns into the
+ * takes an instance, records the return address (x86: at pt_regs.sp) and
+ * puts the return trampoline (trampoline-ISA.S) there. The function returns into the
  * trampoline, which builds a struct pt_regs and calls kprw_kret_return():
  * that finds the call's instances on the task, runs their handlers with
  * regs->ip the real return address, gives them back and answers where to
@@ -23,11 +23,13 @@
  *
  * A kretprobe unregistered while calls it followed have not returned yet
  * leaves its holder (the instances) behind: rph->rp becomes NULL, so the
- * handler no longer runs, and the holder is freed by a later registration
- * or unregistration once every instance is back.
+ * handler no longer runs, and the holder is freed once every instance is
+ * back (the last return queues the work that frees it), as the kernel's
+ * kretprobes free theirs.
  */
 #define pr_fmt(fmt) "kprewrite: " fmt
 
+#include <linux/irq_work.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/list.h>
@@ -36,6 +38,7 @@
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <linux/kprewrite.h>
 
 #include "internal.h"
@@ -50,6 +53,8 @@ struct kprw_kretprobe_holder {
 
 /* holders of unregistered kretprobes with instances still out; under kprw_lock */
 static LIST_HEAD(retired_holders);
+/* holders allocated and not freed yet */
+static atomic_t holders_live = ATOMIC_INIT(0);
 
 static struct kprw_kretprobe_instance *inst(struct kprw_kretprobe_holder *h, int i)
 {
@@ -58,7 +63,7 @@ static struct kprw_kretprobe_instance *inst(struct kprw_kretprobe_holder *h, int
 
 struct kprw_kretprobe *get_kprw_kretprobe(struct kprw_kretprobe_instance *ri)
 {
-	return READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
+	return ri ? READ_ONCE(KPRW_RI_HOLDER(ri)->rp) : NULL;
 }
 EXPORT_SYMBOL_GPL(get_kprw_kretprobe);
 
@@ -102,31 +107,64 @@ int kprw_kret_free_instances(const struct kprw_kretprobe *rp)
 	return n;
 }
 
-/* Under kprw_lock: free the retired holders whose instances are all back. */
+int kprw_kret_holders(void)
+{
+	return atomic_read(&holders_live);
+}
+
+/* Free the retired holders whose instances are all back (not under
+ * kprw_lock), a grace period after they left the list: the return paths,
+ * which run with preemption off, are done with them. */
 static void reap_holders(void)
 {
 	struct kprw_kretprobe_holder *h, *tmp;
+	LIST_HEAD(dead);
 
+	mutex_lock(&kprw_lock);
 	list_for_each_entry_safe(h, tmp, &retired_holders, retired)
-		if (holder_idle(h)) {
-			list_del(&h->retired);
-			kfree(h);
-		}
+		if (holder_idle(h))
+			list_move(&h->retired, &dead);
+	mutex_unlock(&kprw_lock);
+	if (list_empty(&dead))
+		return;
+	synchronize_rcu();
+	list_for_each_entry_safe(h, tmp, &dead, retired) {
+		kfree(h);
+		atomic_dec(&holders_live);
+	}
 }
+
+/* A retired holder's last instance may have come back: from a return in
+ * any context (NMI included), an irq_work starts the work that frees it,
+ * as the kernel frees a kretprobe's instances when the last returns. */
+static void reap_work_fn(struct work_struct *w)
+{
+	reap_holders();
+}
+static DECLARE_WORK(reap_work, reap_work_fn);
+
+static void reap_irq_fn(struct irq_work *w)
+{
+	schedule_work(&reap_work);
+}
+static DEFINE_IRQ_WORK(reap_irq, reap_irq_fn);
 
 static void miss(struct kprw_kretprobe *rp)
 {
+	struct kprw_point *pt = KPRW_KP_POINT(&rp->kp);
+
 	rp->nmissed++;
-	kprw_count_miss(KPRW_KP_POINT(&rp->kp));
+	if (pt && pt != &kprw_gone_point)
+		kprw_count_miss(pt);
 }
 
-/* The kretprobe's kp->pre_handler, at the function's entry: regs->sp holds
- * the return address. */
+/* The kretprobe's kp->pre_handler, at the function's entry (x86: regs->sp
+ * holds the return address). */
 int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	struct kprw_kretprobe *rp = container_of(kp, struct kprw_kretprobe, kp);
 	struct kprw_kretprobe_instance *ri = inst_take(KPRW_RP_HOLDER(rp));
-	unsigned long *slot = (unsigned long *)regs->sp;
+	unsigned long *slot = kprw_arch_ret_slot(regs);
 
 	if (!ri) {
 		miss(rp);
@@ -157,15 +195,17 @@ int kprw_kret_entry(struct kprw_kprobe *kp, struct pt_regs *regs)
  */
 __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 {
-	unsigned long *slot = (unsigned long *)regs->sp - 1;
+	unsigned long *slot = kprw_arch_ret_slot_returned(regs);
 	struct kprw_kretprobe_instance *ri, *first, *end;
 	unsigned long ret = 0;
+	bool retired = false;
 
 	preempt_disable_notrace();
 	/* instances of calls below this one never returned (their stack was
 	 * abandoned): give them back */
 	while ((ri = READ_ONCE(current->kprw_kret_instances)) && (unsigned long *)KPRW_RI_FP(ri) < slot) {
 		WRITE_ONCE(current->kprw_kret_instances, KPRW_RI_NEXT(ri));
+		retired |= !READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 		inst_give(ri);
 	}
 	first = ri;
@@ -175,7 +215,7 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	/* a return to the trampoline that no instance explains: there is no
 	 * telling where to go, as in the kernel's own kretprobes */
 	BUG_ON(!ret);
-	regs->ip = ret;
+	instruction_pointer_set(regs, ret);
 	if (__this_cpu_read(kprw_running)) {
 		for (ri = first; ri != end; ri = KPRW_RI_NEXT(ri))
 			if (READ_ONCE(KPRW_RI_HOLDER(ri)->rp))
@@ -186,10 +226,12 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 		struct kprw_point *busy = rp0 ? KPRW_KP_POINT(&rp0->kp) : NULL;
 
 		__this_cpu_write(kprw_running, busy);
+		/* (disabled since the entry, it runs still: as the kernel's
+		 * kretprobe_rethook_handler(), which does not look) */
 		for (ri = first; ri != end; ri = KPRW_RI_NEXT(ri)) {
 			struct kprw_kretprobe *rp = READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 
-			if (rp && rp->handler && !(READ_ONCE(rp->kp.flags) & KPRW_FLAG_DISABLED))
+			if (rp && rp->handler)
 				rp->handler(ri, regs);
 		}
 		__this_cpu_write(kprw_running, NULL);
@@ -198,9 +240,12 @@ __visible notrace unsigned long kprw_kret_return(struct pt_regs *regs)
 	for (ri = first; ri != end; ) {
 		struct kprw_kretprobe_instance *next = KPRW_RI_NEXT(ri);
 
+		retired |= !READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 		inst_give(ri);
 		ri = next;
 	}
+	if (retired)
+		irq_work_queue(&reap_irq);
 	preempt_enable_notrace();
 	return ret;
 }
@@ -229,77 +274,140 @@ notrace unsigned long kprewrite_unwind_ret_addr(struct task_struct *tk, unsigned
 void kprewrite_flush_task(struct task_struct *tk)
 {
 	struct kprw_kretprobe_instance *ri = tk->kprw_kret_instances, *next;
+	bool retired = false;
 
 	tk->kprw_kret_instances = NULL;
 	for (; ri; ri = next) {
 		next = KPRW_RI_NEXT(ri);
+		retired |= !READ_ONCE(KPRW_RI_HOLDER(ri)->rp);
 		inst_give(ri);
 	}
+	if (retired)
+		irq_work_queue(&reap_irq);
 }
 
+/* rp's instances: maxactive of them, each with data_size bytes of data */
+static struct kprw_kretprobe_holder *holder_alloc(struct kprw_kretprobe *rp)
+{
+	size_t stride = ALIGN(sizeof(struct kprw_kretprobe_instance) + rp->data_size, sizeof(long));
+	struct kprw_kretprobe_holder *h = kzalloc(struct_size(h, inst, (size_t)rp->maxactive * stride), GFP_KERNEL);
+	int i;
+
+	if (!h)
+		return NULL;
+	atomic_inc(&holders_live);
+	h->n = rp->maxactive;
+	h->stride = stride;
+	h->rp = rp;
+	for (i = 0; i < h->n; i++)
+		KPRW_RI_HOLDER(inst(h, i)) = h;
+	return h;
+}
+
+static void holder_free(struct kprw_kretprobe_holder *h)
+{
+	kfree(h);
+	atomic_dec(&holders_live);
+}
+
+/* In the order of the kernel's register_kretprobe(), and its answers. */
 int register_kprw_kretprobe(struct kprw_kretprobe *rp)
 {
 	struct kprw_kretprobe_holder *h;
 	struct kprw_point *pt;
-	int i, n, rc = 0;
-	size_t stride;
+	unsigned long addr;
+	bool entry, again;
+	int rc;
 
-	if (rp && rp->data_size > KPRW_KRET_MAX_DATA)
-		return -E2BIG;
-	if (!rp || rp->maxactive < 0 || (!rp->handler && !rp->entry_handler) ||
-	    !rp->kp.symbol_name == !rp->kp.addr || (rp->kp.symbol_name && rp->kp.offset))
+	if (!rp)
+		return -EINVAL;     /* (the kernel's oopses) */
+	rc = kprw_resolve(&rp->kp, &addr, &entry);     /* kprobe_on_func_entry() */
+	if (rc || !entry)
+		return rc ? rc : -EINVAL;
+	mutex_lock(&kprw_lock);
+	again = rp->kp.addr && KPRW_KP_POINT(&rp->kp);
+	mutex_unlock(&kprw_lock);
+	if (again)
 		return -EINVAL;
-	n = rp->maxactive ? rp->maxactive : max(10, 2 * (int)num_possible_cpus());
-	stride = ALIGN(sizeof(struct kprw_kretprobe_instance) + rp->data_size, sizeof(long));
-	h = kzalloc(sizeof(*h) + n * stride, GFP_KERNEL);
+	if (rp->data_size > KPRW_KRET_MAX_DATA)
+		return -E2BIG;
+	rp->kp.pre_handler = kprw_kret_entry;
+	rp->kp.post_handler = NULL;
+	if (rp->maxactive <= 0)
+		rp->maxactive = max(10, 2 * (int)num_possible_cpus());
+	reap_holders();
+	h = holder_alloc(rp);
 	if (!h)
 		return -ENOMEM;
-	h->n = n;
-	h->stride = stride;
-	h->rp = rp;
-	for (i = 0; i < n; i++)
-		KPRW_RI_HOLDER(inst(h, i)) = h;
+	rp->nmissed = 0;
 	mutex_lock(&kprw_lock);
-	reap_holders();
-	pt = kprw_find_point(rp->kp.symbol_name, 0, (unsigned long)rp->kp.addr);
-	if (KPRW_KP_POINT(&rp->kp))
-		rc = -EBUSY;
-	else if (!pt || pt->kind != KPRW_KIND_R)
+	rc = kprw_kprobe_place(&rp->kp, &pt);
+	if (!rc && pt->kind != KPRW_KIND_R)
 		rc = -ENOENT;       /* not baked as SYM%return */
 	if (!rc) {
 		KPRW_RP_HOLDER(rp) = h;
-		rp->nmissed = 0;
-		rp->kp.pre_handler = kprw_kret_entry;
-		rp->kp.flags |= KPRW_FLAG_RETPROBE;
 		kprw_attach(&rp->kp, pt);
 	}
 	mutex_unlock(&kprw_lock);
 	if (rc)
-		kfree(h);
+		holder_free(h);
 	return rc;
 }
 EXPORT_SYMBOL_GPL(register_kprw_kretprobe);
 
-void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
+/* Under kprw_lock: rp leaves its point, its holder onto `leaving` (not
+ * registered: its kp.addr is cleared, as the kernel does; its module went:
+ * kprw_kret_gone() retired the holder already). */
+static void kret_leave(struct kprw_kretprobe *rp, struct list_head *leaving)
 {
-	struct kprw_kretprobe_holder *h;
+	struct kprw_kretprobe_holder *h = KPRW_RP_HOLDER(rp);
 
-	mutex_lock(&kprw_lock);
-	h = rp && KPRW_KP_POINT(&rp->kp) ? KPRW_RP_HOLDER(rp) : NULL;
-	if (h)
-		kprw_detach(&rp->kp);
-	mutex_unlock(&kprw_lock);
+	if (!KPRW_KP_POINT(&rp->kp)) {
+		rp->kp.addr = NULL;
+		return;
+	}
+	kprw_detach(&rp->kp);
 	if (!h)
 		return;
-	/* no entry takes an instance of h after this, and no handler of rp
-	 * runs (both run with preemption off) */
+	/* no return runs a handler of rp from now on; no entry takes an
+	 * instance once a grace period has passed (one under way may yet:
+	 * rp keeps its holder until then) */
 	WRITE_ONCE(h->rp, NULL);
+	list_add(&h->retired, leaving);
+}
+
+void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
+{
+	LIST_HEAD(leaving);
+	int i;
+
+	if (!rps || num <= 0)
+		return;
+	mutex_lock(&kprw_lock);
+	for (i = 0; i < num; i++)
+		if (rps[i])
+			kret_leave(rps[i], &leaving);
+	mutex_unlock(&kprw_lock);
+	/* (entries and returns run with preemption off) */
 	synchronize_rcu();
 	mutex_lock(&kprw_lock);
-	KPRW_RP_HOLDER(rp) = NULL;
-	list_add(&h->retired, &retired_holders);
-	reap_holders();
+	for (i = 0; i < num; i++) {
+		struct kprw_kretprobe_holder *h = rps[i] ? KPRW_RP_HOLDER(rps[i]) : NULL;
+
+		/* (unless registered again meanwhile: a new holder) */
+		if (h && !READ_ONCE(h->rp))
+			KPRW_RP_HOLDER(rps[i]) = NULL;
+	}
+	list_splice(&leaving, &retired_holders);
 	mutex_unlock(&kprw_lock);
+	/* freed now if every instance is back, else when the last one is */
+	reap_holders();
+}
+EXPORT_SYMBOL_GPL(unregister_kprw_kretprobes);
+
+void unregister_kprw_kretprobe(struct kprw_kretprobe *rp)
+{
+	unregister_kprw_kretprobes(&rp, 1);
 }
 EXPORT_SYMBOL_GPL(unregister_kprw_kretprobe);
 
@@ -315,14 +423,14 @@ void kprw_kret_gone(struct kprw_kprobe *kp)
 	WRITE_ONCE(h->rp, NULL);
 	KPRW_RP_HOLDER(rp) = NULL;
 	list_add(&h->retired, &retired_holders);
-	reap_holders();
+	schedule_work(&reap_work);
 }
 
 int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
 {
 	int i, rc;
 
-	if (num <= 0)
+	if (!rps || num <= 0)
 		return -EINVAL;
 	for (i = 0; i < num; i++) {
 		rc = register_kprw_kretprobe(rps[i]);
@@ -335,15 +443,6 @@ int register_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
 	return 0;
 }
 EXPORT_SYMBOL_GPL(register_kprw_kretprobes);
-
-void unregister_kprw_kretprobes(struct kprw_kretprobe **rps, int num)
-{
-	int i;
-
-	for (i = 0; i < num; i++)
-		unregister_kprw_kretprobe(rps[i]);
-}
-EXPORT_SYMBOL_GPL(unregister_kprw_kretprobes);
 
 #ifndef CONFIG_KPREWRITE_KPROBES_API   /* (else kprobes.h's inlines) */
 int enable_kprw_kretprobe(struct kprw_kretprobe *rp)

@@ -190,7 +190,7 @@ static void module_going(struct module *mod)
 	synchronize_rcu();
 	for (pt = found->points; pt < found->points + found->npoints; pt++)
 		for (kp = rcu_dereference_protected(pt->handlers, 1); kp; kp = rcu_dereference_protected(KPRW_KP_NEXT(kp), 1))
-			if (kp->flags & KPRW_FLAG_RETPROBE)
+			if (kprw_is_kret(kp))
 				kprw_kret_gone(kp);
 	mutex_unlock(&kprw_lock);
 	set_free(found);

@@ -13,16 +13,22 @@
  *                  task named kdrive, walks the stack: stack_trace_save()
  *                  and stack_trace_save_regs(regs), reported symbolized
  *   kretprobe SYM  the kernel's own kretprobe, empty handler (CONFIG_KPROBES)
+ *   refuse SYM     "follow" whose entry_handler returns 1 (the call is not
+ *                  followed)
  *   nest SYM+OFF   also a kprw_kprobe on SYM+OFF whose handler calls
  *                  __x64_sys_getpid(): a return probe there is missed
- *   mark           remember nmissed (the report gives the growth since)
+ *   disable, enable  disable_kprw_kretprobe(), enable_kprw_kretprobe()
+ *   mark           remember nmissed and kp.nmissed (the report gives their
+ *                  growth between the last two marks)
  *   off            unregister everything
  *
  * Reading it reports: entries, returns, how many returns had regs->ip the
  * call's return address, regs->sp just above where it was, ri->data what the
- * entry stored, regs->ax the task's tgid (for getpid); nmissed, its growth
- * between the last two marks, the free instances, and the entries and
- * returns in hard interrupts. Not for production.
+ * entry stored, regs->ax the task's tgid (for getpid); nmissed (no free
+ * instance) and kp.nmissed (a hit while a handler ran), their growth
+ * between the last two marks, the free instances, the instance holders not
+ * freed yet, and the entries and returns in hard interrupts. Not for
+ * production.
  */
 #define pr_fmt(fmt) "kprewrite selftest: " fmt
 
@@ -51,8 +57,8 @@ static char kt_sym[KSYM_NAME_LEN], kt_nest_sym[KSYM_NAME_LEN];
 static atomic_long_t kt_entries, kt_returns, kt_ip_ok, kt_sp_ok, kt_data_ok, kt_ax_tgid, kt_nests,
 	kt_irq_entries, kt_irq_returns;
 static long kt_set_ax;
-static int kt_mark[2];
-static bool kt_getpid;
+static long kt_mark[2], kt_kp_mark[2];
+static bool kt_getpid, kt_refuse;
 
 struct kt_data {
 	unsigned long magic, sp;
@@ -68,7 +74,7 @@ static int kt_entry(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
 		atomic_long_inc(&kt_irq_entries);
 	d->magic = KT_MAGIC;
 	d->sp = regs->sp;       /* where the return address is: ri->fp */
-	return 0;
+	return kt_refuse;
 }
 
 static int kt_return(struct kprw_kretprobe_instance *ri, struct pt_regs *regs)
@@ -154,7 +160,7 @@ static void kt_off(void)
 #endif
 }
 
-enum kt_kind { KT_FOLLOW, KT_EMPTY, KT_STACK };
+enum kt_kind { KT_FOLLOW, KT_EMPTY, KT_STACK, KT_REFUSE };
 
 static int kt_follow(const char *sym, int maxactive, long ax, enum kt_kind kind)
 {
@@ -164,8 +170,10 @@ static int kt_follow(const char *sym, int maxactive, long ax, enum kt_kind kind)
 	kt_rp.kp.symbol_name = kt_sym;
 	kt_rp.maxactive = maxactive;
 	kt_rp.data_size = sizeof(struct kt_data);
-	kt_rp.entry_handler = kind == KT_FOLLOW ? kt_entry : NULL;
-	kt_rp.handler = kind == KT_FOLLOW ? kt_return : kind == KT_EMPTY ? kt_return_empty : kt_return_stack;
+	kt_rp.entry_handler = kind == KT_FOLLOW || kind == KT_REFUSE ? kt_entry : NULL;
+	kt_rp.handler = kind == KT_FOLLOW || kind == KT_REFUSE ? kt_return :
+			kind == KT_EMPTY ? kt_return_empty : kt_return_stack;
+	kt_refuse = kind == KT_REFUSE;
 	kt_captured = false;
 	kt_walk_n[0] = kt_walk_n[1] = 0;
 	atomic_long_set(&kt_entries, 0);
@@ -177,7 +185,7 @@ static int kt_follow(const char *sym, int maxactive, long ax, enum kt_kind kind)
 	atomic_long_set(&kt_nests, 0);
 	atomic_long_set(&kt_irq_entries, 0);
 	atomic_long_set(&kt_irq_returns, 0);
-	kt_mark[0] = kt_mark[1] = 0;
+	kt_mark[0] = kt_mark[1] = kt_kp_mark[0] = kt_kp_mark[1] = 0;
 	kt_set_ax = ax;
 	kt_getpid = !strcmp(sym, "__x64_sys_getpid");
 	return register_kprw_kretprobe(&kt_rp);
@@ -187,9 +195,10 @@ static int kt_show(struct seq_file *m, void *v)
 {
 	mutex_lock(&kt_lock);
 #define V(c) atomic_long_read(&(c))
-	seq_printf(m, "kret %s entries %ld returns %ld ip-ok %ld sp-ok %ld data-ok %ld ax-tgid %ld nmissed %d marked %d free %d nests %ld irq-entries %ld irq-returns %ld\n",
+	seq_printf(m, "kret %s entries %ld returns %ld ip-ok %ld sp-ok %ld data-ok %ld ax-tgid %ld nmissed %d marked %ld kp-nmissed %lu kp-marked %ld free %d holders %d nests %ld irq-entries %ld irq-returns %ld\n",
 		   KPRW_KP_POINT(&kt_rp.kp) ? "on" : "off", V(kt_entries), V(kt_returns), V(kt_ip_ok), V(kt_sp_ok),
-		   V(kt_data_ok), V(kt_ax_tgid), kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_free(), V(kt_nests),
+		   V(kt_data_ok), V(kt_ax_tgid), kt_rp.nmissed, kt_mark[1] - kt_mark[0], kt_rp.kp.nmissed,
+		   kt_kp_mark[1] - kt_kp_mark[0], kt_free(), kprw_kret_holders(), V(kt_nests),
 		   V(kt_irq_entries), V(kt_irq_returns));
 #undef V
 #ifdef CONFIG_KPROBES
@@ -224,9 +233,16 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 	} else if (!strcmp(verb, "mark")) {
 		kt_mark[0] = kt_mark[1];
 		kt_mark[1] = kt_rp.nmissed;
+		kt_kp_mark[0] = kt_kp_mark[1];
+		kt_kp_mark[1] = kt_rp.kp.nmissed;
+	} else if (!strcmp(verb, "disable")) {
+		rc = disable_kprw_kretprobe(&kt_rp);
+	} else if (!strcmp(verb, "enable")) {
+		rc = enable_kprw_kretprobe(&kt_rp);
 	} else if (!sym || !*sym) {
 		rc = -EINVAL;
-	} else if (!strcmp(verb, "follow") || !strcmp(verb, "empty") || !strcmp(verb, "stack")) {
+	} else if (!strcmp(verb, "follow") || !strcmp(verb, "empty") || !strcmp(verb, "stack") ||
+		   !strcmp(verb, "refuse")) {
 		char *a = arg ? strsep(&arg, " ") : NULL;
 
 		if (a && *a)
@@ -235,7 +251,7 @@ static ssize_t kt_write(struct file *f, const char __user *ubuf, size_t len, lof
 			rc = kstrtol(arg, 0, &ax);
 		if (!rc)
 			rc = kt_follow(sym, maxactive, ax, !strcmp(verb, "follow") ? KT_FOLLOW :
-				       !strcmp(verb, "empty") ? KT_EMPTY : KT_STACK);
+				       !strcmp(verb, "empty") ? KT_EMPTY : !strcmp(verb, "refuse") ? KT_REFUSE : KT_STACK);
 	} else if (!strcmp(verb, "nest")) {
 		rc = kprw_split_offset(sym, &off);
 		if (!rc && KPRW_KP_POINT(&kt_nest))

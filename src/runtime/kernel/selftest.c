@@ -18,7 +18,6 @@
  *                    stack_trace_save(), stack_trace_save_tsk_reliable(current)
  *                    (when the kernel has it), stack_trace_save_regs(regs),
  *                    and dump_stack() between two marker lines in the log
- *   api              the registration API's error cases, into the report
  *   post-refused SYM+OFF  a kprw_kprobe with a post_handler on a point whose
  *                    instruction touches the trap or interrupt flag: the
  *                    registration's result, into the report
@@ -41,13 +40,12 @@
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
-#include "internal.h"   /* KPRW_SHOW_WRITE_FOPS, kprw_debugfs_add() */
+#include "internal.h"   /* KPRW_SHOW_WRITE_FOPS, kprw_debugfs_add(), the point's step length */
 
 static DEFINE_MUTEX(st_lock);
 static struct kprw_kprobe st_kp;
 static char st_sym[KSYM_NAME_LEN];
 static unsigned long st_hits, st_hits777, st_ip_ok, st_di, st_si, st_dx, st_sp_ok;
-static char st_api[256];
 static int st_post_refused = 1;     /* 1: not tried */
 static unsigned long st_posts, st_post_ip_ok, st_post_flags_ok, st_pre_flags;
 
@@ -55,7 +53,8 @@ static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 {
 	st_hits++;
 	st_pre_flags = regs->flags;
-	st_ip_ok += regs->ip == (unsigned long)kp->addr;
+	/* the probe address + 1 (x86), as the kernel's kprobes give it */
+	st_ip_ok += regs->ip == kprw_arch_pre_ip((unsigned long)kp->addr);
 	/* sp is the probed code's: at a function entry, the return address */
 	st_sp_ok += regs->sp > (unsigned long)regs && regs->sp - (unsigned long)regs <= 512;
 	if (regs->dx == 777) {
@@ -70,7 +69,8 @@ static int st_pre(struct kprw_kprobe *kp, struct pt_regs *regs)
 static void st_post(struct kprw_kprobe *kp, struct pt_regs *regs, unsigned long flags)
 {
 	st_posts++;
-	st_post_ip_ok += regs->ip > (unsigned long)kp->addr && regs->ip - (unsigned long)kp->addr <= 15;
+	/* the next instruction in place, as the kernel's resume_singlestep() */
+	st_post_ip_ok += regs->ip == (unsigned long)kp->addr + ((struct kprw_point *)KPRW_KP_POINT(kp))->step_len;
 	st_post_flags_ok += !(regs->flags & X86_EFLAGS_TF) &&
 			    (regs->flags & X86_EFLAGS_IF) == (st_pre_flags & X86_EFLAGS_IF);
 }
@@ -182,35 +182,6 @@ static void st_off(void)
 #endif
 }
 
-/* The error cases of include/linux/kprewrite.h, on the point SYM+OFF. */
-static void st_api_check(const char *sym, unsigned int off)
-{
-	static struct kprw_kprobe a, bad;
-	struct kprw_kprobe *batch[2] = { &a, &bad };
-	int both, none, busy, rollback;
-
-	memset(&a, 0, sizeof(a));
-	a.symbol_name = sym;
-	a.offset = off;
-	a.addr = (void *)1;
-	both = register_kprw_kprobe(&a);           /* symbol and addr: -EINVAL */
-	memset(&bad, 0, sizeof(bad));
-	bad.symbol_name = "kprewrite_no_such_point";
-	none = register_kprw_kprobe(&bad);         /* not baked: -ENOENT */
-	memset(&a, 0, sizeof(a));
-	a.symbol_name = sym;
-	a.offset = off;
-	busy = register_kprw_kprobe(&a);
-	busy = busy ? busy : register_kprw_kprobe(&a);   /* twice: -EBUSY */
-	unregister_kprw_kprobe(&a);
-	memset(&a, 0, sizeof(a));
-	a.symbol_name = sym;
-	a.offset = off;
-	rollback = register_kprw_kprobes(batch, 2);   /* the 2nd fails: the 1st is rolled back */
-	snprintf(st_api, sizeof(st_api), "einval %d enoent %d ebusy %d batch %d rolled-back %d",
-		 both == -EINVAL, none == -ENOENT, busy == -EBUSY, rollback == -ENOENT, KPRW_KP_POINT(&a) == NULL);
-}
-
 static int st_show(struct seq_file *m, void *v)
 {
 	mutex_lock(&st_lock);
@@ -222,8 +193,6 @@ static int st_show(struct seq_file *m, void *v)
 #endif
 	seq_printf(m, "post posts %lu post-ip-ok %lu post-flags-ok %lu post-refused %d\n", st_posts, st_post_ip_ok,
 		   st_post_flags_ok, st_post_refused);
-	if (st_api[0])
-		seq_printf(m, "api %s\n", st_api);
 	if (st_stack_on || st_captured) {
 		int w;
 		unsigned int i;
@@ -253,13 +222,11 @@ static ssize_t st_write(struct file *f, const char __user *ubuf, size_t len, lof
 		st_off();
 	} else if (!arg || !*arg) {
 		rc = -EINVAL;
-	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") || !strcmp(verb, "api") ||
+	} else if (!strcmp(verb, "kprw") || !strcmp(verb, "kprw-empty") ||
 		   !strcmp(verb, "stack") || !strcmp(verb, "post") || !strcmp(verb, "post-refused")) {
 		rc = kprw_split_offset(arg, &off);
 		strscpy(st_sym, arg, sizeof(st_sym));
-		if (!rc && !strcmp(verb, "api")) {
-			st_api_check(st_sym, off);
-		} else if (!rc && !strcmp(verb, "post-refused")) {
+		if (!rc && !strcmp(verb, "post-refused")) {
 			static struct kprw_kprobe r;
 
 			memset(&r, 0, sizeof(r));

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The return trampoline of kprewrite's kernel return probes (kretprobe.c).
+ * kprewrite's kernel runtime on x86-64: the return trampoline of its return
+ * probes (kretprobe.c), and the end of a jprobe's handler (jprobe.c, below).
+ *
+ * The return trampoline:
  * A followed call's function returns here instead of to its caller, with
  * %rsp just above the slot its return address was in. The trampoline puts
  * a word back into that slot (its own address until the real return
@@ -82,3 +85,17 @@ SYM_CODE_START(kprewrite_kret_trampoline)
 	leave
 	RET
 SYM_CODE_END(kprewrite_kret_trampoline)
+
+/*
+ * kprw_jprobe_return() (jprobe.c): a jprobe's handler ends by calling it.
+ * Its int3 comes to kprewrite_int3_handler(), which finds the trap's
+ * regs->ip at kprw_jprobe_return_trap and puts the registers and the stack
+ * back as the jprobe's hit found them: the call never returns. Called
+ * outside a jprobe's handler, the trap returns and so does the call.
+ */
+SYM_FUNC_START(kprw_jprobe_return)
+	int3
+SYM_INNER_LABEL(kprw_jprobe_return_trap, SYM_L_GLOBAL)
+	ANNOTATE_NOENDBR	/* the runtime compares addresses with it; nothing calls it */
+	RET
+SYM_FUNC_END(kprw_jprobe_return)
