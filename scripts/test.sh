@@ -7,8 +7,8 @@
 # skips it), `make check-fresh` (README's two commands on a fresh Debian 12
 # root, from /root and from under a mktemp -d; only with KP_FRESH=1: it
 # takes longer than CI's time), `make
-# check-kernel` (a small
-# kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
+# check-kernel` (small kernels built, baked and booted under qemu: two of
+# its seven, KP_KERNEL_VARIANTS=all for every one; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
 # and every return, their workloads' output compared with the originals';
 # one row a file and mode; KP_CORPUS=0 skips it).
@@ -101,10 +101,20 @@ tap_target() {
 
 # make check-deb: the Debian packages built from the tarball, lintian,
 # installed and the demo run against them, purged (KP_DEB=0 skips it)
+# (nocheck when distcheck has just run the same tarball's make check)
+[ "${KP_DISTCHECK:-1}" = 0 ] || export KP_DEB_NOCHECK=${KP_DEB_NOCHECK:-1}
 [ "${KP_DEB:-1}" = 0 ] || tap_target check-deb deb
 # make check-fresh: README's two commands on a fresh Debian 12 root, from a
 # clone in /root and from under a mktemp -d (only with KP_FRESH=1)
 [ "${KP_FRESH:-0}" = 0 ] || tap_target check-fresh fresh
+# the kernels: two of make check-kernel's seven by default, as CI's time
+# allows (6.1 with the kernel's kprobes beside baked ones, the KASLR
+# bzImage boot; 6.12 without CONFIG_KPROBES, with IBT and the other
+# mitigations, the kernel's kprobes KUnit suite on baked probes);
+# KP_KERNEL_VARIANTS=all runs every one (doc/kernel.md has each one's time)
+kv=${KP_KERNEL_VARIANTS-6.1-kprobes 6.12-mitigations}
+[ "$kv" != all ] || kv=
+export KP_KERNEL_VARIANTS="$kv"
 [ "${KP_KERNEL:-1}" = 0 ] || tap_target check-kernel kernel
 
 if [ "${KP_CORPUS:-1}" != 0 ]; then

@@ -7,6 +7,9 @@
 # kprewrite-rt(3) and kprewrite(1) found by man, the bash completion and
 # the CMake package in place, the kernel runtime's integrate.sh there. The
 # packages are purged at the end (KP_DEB_KEEP=1 keeps them).
+# KP_DEB_NOCHECK=1 builds them with DEB_BUILD_OPTIONS=nocheck: the test
+# command sets it when make distcheck has just run the same tarball's
+# make check (four runs of the suite do not fit CI's time).
 # usage: check-deb.sh SRCDIR BUILDDIR
 src=${1:?usage: check-deb.sh SRCDIR BUILDDIR}; build=${2:?}
 W=$build/deb-work
@@ -22,8 +25,13 @@ make -s -C "$build" dist >"$W/dist.log" 2>&1 || bail "make dist failed ($W/dist.
 tar -C "$W" -xzf "$build"/kprewrite-*.tar.gz || bail "no tarball"
 tree=$(ls -d "$W"/kprewrite-*/ | head -n 1)
 ok $([ -f "$tree/debian/control" ]; echo $?) "the tarball has debian/"
-(cd "$tree" && dpkg-buildpackage -us -uc -b) >"$W/build.log" 2>&1
-ok $? "dpkg-buildpackage -us -uc -b builds it, make check included ($(grep -m 1 -E '^(FAIL|dpkg-buildpackage: error)' "$W/build.log"))"
+if [ "${KP_DEB_NOCHECK:-0}" = 1 ]; then
+    (cd "$tree" && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b) >"$W/build.log" 2>&1
+    ok $? "dpkg-buildpackage -us -uc -b builds it, nocheck (make distcheck ran its make check) ($(grep -m 1 -E '^dpkg-buildpackage: error' "$W/build.log"))"
+else
+    (cd "$tree" && dpkg-buildpackage -us -uc -b) >"$W/build.log" 2>&1
+    ok $? "dpkg-buildpackage -us -uc -b builds it, make check included ($(grep -m 1 -E '^(FAIL|dpkg-buildpackage: error)' "$W/build.log"))"
+fi
 debs=$(ls "$W"/*.deb 2>/dev/null)
 for p in kprewrite libkprewrite-rt0 libkprewrite-rt-dev kprewrite-kernel-source; do
     ls "$W"/${p}_*.deb >/dev/null 2>&1; ok $? "the $p package was built"
