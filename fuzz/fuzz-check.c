@@ -3,6 +3,7 @@
  * the input's last byte). */
 #include <stdint.h>
 
+#include "elf-mutate.h"
 #include "fuzz-io.h"
 #include "run.h"
 

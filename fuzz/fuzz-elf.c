@@ -2,6 +2,7 @@
  * facts its kind reads (a vmlinux's kernel tables), on an arbitrary file. */
 #include <stdint.h>
 
+#include "elf-mutate.h"
 #include "fuzz-io.h"
 #include "facts.h"
 #include "image.h"

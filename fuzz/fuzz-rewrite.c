@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "elf-mutate.h"
 #include "fuzz-io.h"
 #include "run.h"
 

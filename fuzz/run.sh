@@ -2,13 +2,16 @@
 # make fuzz: builds the libFuzzer harnesses (clang, ASan+UBSan), a seed corpus
 # from the test fixtures, and runs each harness for FUZZ_SECONDS. Corpora and
 # findings stay under BUILDDIR/fuzz-work, so a later run goes on from there.
-# Exit 1 when any harness found a crash, a hang (> 10 s), a leak or an OOM.
+# Exit 1 when any harness found a crash, a hang (> 10 s), a leak or an OOM;
+# the last lines are a table: per harness, seconds, executions and findings
+# by kind.
 #   sh fuzz/run.sh SRCDIR BUILDDIR "CORE-SOURCES..." [HARNESS...]
-# Environment: FUZZ_CC (clang), FUZZ_SECONDS (60), FUZZ_JOBS (1 process each).
+# Environment: FUZZ_CC (clang), FUZZ_SECONDS (60 a harness, run one after
+# another), KP_FUZZ_TMP (/dev/shm: where the inputs are written as files).
 set -u
 src=$1 build=$2 core=$3
 shift 3
-harnesses=${*:-spec elf check rewrite}
+harnesses=${*:-spec elf check rewrite prebuilt}
 cc=${FUZZ_CC:-clang}
 secs=${FUZZ_SECONDS:-60}
 W=$build/fuzz-work
@@ -60,24 +63,86 @@ for s in main main+4 'f_*' 'do_sys_open%return' 0xffffffff81000000 'vfs_[rw]*+0x
     printf '%s\n' "$s" >"$W/seeds/spec/$(printf '%s' "$s" | od -An -tx1 | tr -d ' \n')"
 done
 
+# Prebuilt layouts (t/phdr.t makes the same): the pool added over two
+# PT_NOTEs (the programs above), over one in a library, by growing the
+# program header table in place (no PT_NOTE), or by moving it (data right
+# after it); and the crafted PIEs of issue 33 (t/bad-input.t).
+ldscript() { # MODE NAME SED: the linker's default script for MODE, edited, in $W/NAME.ld
+    [ -s "$W/$2.ld" ] && return 0
+    case $1 in
+    -shared) set -- "$2" "$3" -shared -fPIC "$T/prebuilt-lib.c" ;;
+    *) set -- "$2" "$3" "$1" "$T/prebuilt-prog.c" -pthread ;;
+    esac
+    name=$1 edit=$2
+    shift 2
+    gcc "$@" -Wl,--verbose -o "$W/ld-probe" 2>/dev/null | sed -n '/^======/,/^======/p' | sed '1d;$d' |
+        sed "$edit" >"$W/$name.ld"
+}
+if [ "$(uname -m)" = x86_64 ]; then
+    NONOTES='s|/DISCARD/ : {|/DISCARD/ : { *(.note.gnu.property) *(.note.ABI-tag)|'
+    FIRST='s|\(+ SIZEOF_HEADERS;\)|\1 .kp_first : { KEEP(*(.kp_first)) }|'
+    for m in pie shared; do
+        ldscript "-$m" "$m-nonotes" "$NONOTES"
+        ldscript "-$m" "$m-first" "$NONOTES;$FIRST"
+    done
+    P="$T/prebuilt-prog.c -pthread"
+    seed pie-grow gcc -O2 -fPIE -pie -Wl,-T,"$W/pie-nonotes.ld" -Wl,--build-id=none -o "$D/pie-grow" $P
+    seed pie-move gcc -O2 -fPIE -pie -Wl,-T,"$W/pie-first.ld" -Wl,--build-id=none -o "$D/pie-move" $P "$T/phdr-first.c"
+    seed nopie gcc -O2 -fno-pie -no-pie -o "$D/nopie" $P
+    seed lib-1note gcc -O2 -shared -fPIC -Wl,--build-id=sha1 -o "$D/lib-1note" "$T/prebuilt-lib.c"
+    seed lib-grow gcc -O2 -shared -fPIC -Wl,-T,"$W/shared-nonotes.ld" -Wl,--build-id=none -o "$D/lib-grow" "$T/prebuilt-lib.c"
+    seed lib-move gcc -O2 -shared -fPIC -Wl,-T,"$W/shared-first.ld" -Wl,--build-id=none -o "$D/lib-move" \
+        "$T/prebuilt-lib.c" "$T/phdr-first.c"
+    patch="perl $src/t/data/phdr-patch.pl"
+    [ -s "$D/pie-grow" ] && {
+        seed crafted-offset $patch "$D/pie-grow" "$D/crafted-offset" load:0 p_offset=0x8000000000000000 p_filesz=0x8000000000001000
+        seed crafted-vaddr $patch "$D/pie-grow" "$D/crafted-vaddr" load:1 p_vaddr=0xfffffffffffff000 p_memsz=0x2000
+    }
+fi
+
+# Findings by kind, from the names libFuzzer gives what it writes.
+kinds="crash leak timeout oom"
+count() { # HARNESS KIND: the artifacts of that kind this run wrote
+    find "$W/artifacts" -name "$1-$2-*" -newer "$W/started-$1" 2>/dev/null | wc -l
+}
+TMPD=${KP_FUZZ_TMP:-/dev/shm}/kpfuzz.$$   # the inputs as files, private to this run
+mkdir -p "$TMPD" || exit 1
 status=0
-printf '%-8s %8s %12s  %s\n' harness seconds executions findings
+summary=
 for h in $harnesses; do
     case $h in spec) seeds=$W/seeds/spec ;; *) seeds=$W/seeds/elf ;; esac
     corpus=$W/corpus-$h
     mkdir -p "$corpus"
-    before=$(ls "$W/artifacts" | wc -l)
-    KP_FUZZ_TMP=${KP_FUZZ_TMP:-/dev/shm} "$W/fuzz-$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    touch "$W/started-$h"
+    t0=$(date +%s)
+    echo "fuzz: $h for $secs s ($W/$h.log)"
+    KP_FUZZ_TMP=$TMPD "$W/fuzz-$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$W/artifacts/$h-" "$corpus" "$seeds" >"$W/$h.log" 2>&1
     rc=$?
-    after=$(ls "$W/artifacts" | wc -l)
+    took=$(($(date +%s) - t0))
+    # executions: the final count, or (a run that stopped on a finding) the last status line's
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$W/$h.log" | tail -n 1)
-    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$W/$h.log" | tail -n 1)
-    found=$((after - before))
-    if [ $rc -ne 0 ] || [ $found -gt 0 ]; then
+    [ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$W/$h.log" | tail -n 1)
+    line=$(printf '%-9s %8s %12s' "$h" "$took" "${runs:-?}")
+    total=0
+    for k in $kinds; do
+        c=$(count "$h" "$k")
+        total=$((total + c))
+        line="$line $(printf '%8s' "$c")"
+    done
+    other=0
+    [ $rc -ne 0 ] && [ $total -eq 0 ] && other=1   # a non-zero exit with nothing written
+    line="$line $(printf '%6s' "$other")"
+    summary="$summary$line
+"
+    if [ $rc -ne 0 ] || [ $total -gt 0 ]; then
         status=1
-        grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$W/$h.log" | head -n 5 | sed "s/^/  $h: /"
+        grep -E 'ERROR|SUMMARY|runtime error|fuzz-prebuilt:|Test unit written' "$W/$h.log" | head -n 6 | sed "s/^/  $h: /"
     fi
-    printf '%-8s %8s %12s  %s\n' "$h" "${took:-?}" "${runs:-?}" "$found (exit $rc)"
 done
+rm -rf "$TMPD"
+echo
+printf '%-9s %8s %12s %8s %8s %8s %8s %6s\n' harness seconds executions crashes leaks timeouts ooms other
+printf '%s' "$summary"
+[ $status -eq 0 ] && echo "fuzz: no findings" || echo "fuzz: FINDINGS (artifacts in $W/artifacts)"
 exit $status

@@ -4,26 +4,49 @@
 # with "N passed, N failed[, N skipped]", the harness's own counts summed.
 # KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make
 # check-deb` (the Debian packages built, installed, demo run; KP_DEB=0
-# skips it), `make check-kernel` (a small
+# skips it), `make check-fresh` (README's two commands on a fresh Debian 12
+# root, from /root and from under a mktemp -d; only with KP_FRESH=1: it
+# takes longer than CI's time), `make
+# check-kernel` (a small
 # kernel built, baked and booted under qemu; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
 # and every return, their workloads' output compared with the originals';
 # one row a file and mode; KP_CORPUS=0 skips it).
+# Every part that fails adds at least one to the failed count, so the last
+# line always agrees with the exit status (0 exactly when it says 0 failed).
 top=$(cd "$(dirname "$0")/.." && pwd)
-sh "$top/scripts/install-deps.sh" || exit 1
-sh "$top/scripts/build.sh" || exit 1
-
 passed=0 failed=0 skipped=0 status=0
+summary() {
+    if [ "$skipped" -gt 0 ]; then
+        echo "$passed passed, $failed failed, $skipped skipped"
+    else
+        echo "$passed passed, $failed failed"
+    fi
+}
+for step in install-deps build; do
+    sh "$top/scripts/$step.sh" && continue
+    echo "$step: scripts/$step.sh failed"; failed=1; summary; exit 1
+done
+
 count() { sed -n "s/^# $1: *\([0-9]*\)/\1/p" test-suite.log | head -n 1; }
 suite() { # BUILD-DIR LABEL
     cd "$1" || { failed=$((failed + 1)); status=1; return; }
+    # a test-suite.log left by an earlier run must not be read as this one's
+    rm -f test-suite.log
     make -s -j"$(nproc)" check >check.out 2>&1
     rc=$?
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' check.out | grep -v '^PASS' | sed "s/^/[$2] /" || true
-    [ $rc -eq 0 ] || { status=1; echo "== $2: test-suite.log"; sed -n '1,200p' test-suite.log; }
-    pass=$(count PASS); fail=$(count FAIL); err=$(count ERROR); xpass=$(count XPASS); xfail=$(count XFAIL)
-    skip=$(count SKIP)
+    [ $rc -eq 0 ] || { status=1; echo "== $2: make check exited $rc"; [ -f test-suite.log ] && sed -n '1,200p' test-suite.log; }
+    pass= fail= err= xpass= xfail= skip=
+    if [ -f test-suite.log ]; then
+        pass=$(count PASS); fail=$(count FAIL); err=$(count ERROR); xpass=$(count XPASS); xfail=$(count XFAIL)
+        skip=$(count SKIP)
+    fi
+    # no counts (a test program did not build, the harness did not run):
+    # one failure
     [ -n "$pass" ] || { fail=1; echo "== $2: no test-suite.log counts"; tail -n 30 check.out; }
+    # make check failed but the log counts no failure: one failure
+    [ $rc -eq 0 ] || [ $(( ${fail:-0} + ${err:-0} + ${xpass:-0} )) -gt 0 ] || fail=1
     passed=$((passed + ${pass:-0} + ${xfail:-0}))
     failed=$((failed + ${fail:-0} + ${err:-0} + ${xpass:-0}))
     skipped=$((skipped + ${skip:-0}))
@@ -56,18 +79,23 @@ fi
 # tap_target TARGET LABEL: make TARGET in build/, which writes TARGET.log
 # (TAP); its ok and not-ok lines counted
 tap_target() {
+    log=$top/build/$1.log
+    rm -f "$log"   # an earlier run's log is not this one's
     make -s -C "$top/build" "$1" >/dev/null 2>&1
     rc=$?
-    log=$top/build/$1.log
     tpass=$(grep -c '^ok' "$log" 2>/dev/null); tfail=$(grep -c -E '^(not ok|Bail out)' "$log" 2>/dev/null)
     [ $rc -eq 0 ] || { status=1; [ "${tfail:-0}" -gt 0 ] || tfail=1; grep -E '^(not ok|Bail out)' "$log"; tail -n 20 "$log"; }
     passed=$((passed + ${tpass:-0})); failed=$((failed + ${tfail:-0}))
-    echo "$2: ${tpass:-0} passed, ${tfail:-0} failed"
+    # a target that ran a test command of its own reports it ("; inside: ...")
+    echo "$2: ${tpass:-0} passed, ${tfail:-0} failed$(sed -n 's/^check-[a-z]*: .*\(; inside: .*\)$/\1/p' "$log" 2>/dev/null)"
 }
 
 # make check-deb: the Debian packages built from the tarball, lintian,
 # installed and the demo run against them, purged (KP_DEB=0 skips it)
 [ "${KP_DEB:-1}" = 0 ] || tap_target check-deb deb
+# make check-fresh: README's two commands on a fresh Debian 12 root, from a
+# clone in /root and from under a mktemp -d (only with KP_FRESH=1)
+[ "${KP_FRESH:-0}" = 0 ] || tap_target check-fresh fresh
 [ "${KP_KERNEL:-1}" = 0 ] || tap_target check-kernel kernel
 
 if [ "${KP_CORPUS:-1}" != 0 ]; then
@@ -85,9 +113,7 @@ if [ "${KP_CORPUS:-1}" != 0 ]; then
     echo "corpus: ${cpass:-0} passed, ${cfail:-0} failed"
 fi
 
-if [ "$skipped" -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $status -eq 0 ] && [ $failed -eq 0 ]
+# each part counts its own failure; this only guards the promise above
+[ $status -eq 0 ] || [ $failed -gt 0 ] || failed=1
+summary
+[ $failed -eq 0 ]

@@ -51,6 +51,39 @@ run 'cannot open probe file' "missing probe file" --check --probe-file "$D/nosuc
 run 'cannot open System.map' "missing System.map" --check --probe main --system-map "$D/nosuch" "$D/good"
 printf 'garbage line\n' >"$D/map"
 run 'map:1:1: not a System.map line' "bad System.map" --check --probe main --system-map "$D/map" "$D/good"
+# Crafted program headers (issue 33): a PIE whose first PT_LOAD has p_offset
+# 2^63 and p_filesz 2^63 + 0x1000 (their sum wraps to 0x1000, which passed
+# the old bound; adding a pool then read 2^63 bytes past the file: SIGSEGV),
+# one whose addresses p_vaddr + p_memsz wrap (the pool went at the wrapped
+# address), and a PT_LOAD with more file bytes than memory. Each is refused
+# with one line naming the file, the header and the reason, exit 1, no
+# output, the input byte for byte as it was; also in place (no temporary
+# file left) and with --check.
+need perl cmp
+printf 'int f(int x) { return x * 3 + 1; }\nint main(int c, char **v) { (void)v; return f(c); }\n' >"$D/pie.c"
+$CC -O1 -fPIE -pie -o "$D/pie" "$D/pie.c"
+crafted() { # NAME WANT-REGEX HEADER FIELD=VALUE...
+    cn=$1 cw=$2; shift 2   # (not name/want: run() sets those)
+    perl "$KP_SRCDIR/t/data/phdr-patch.pl" "$D/pie" "$D/$cn" "$@"
+    cp "$D/$cn" "$D/$cn.orig"
+    run "$cn: $cw" "crafted $cn: rewritten to -o" --probe f -o "$D/$cn.out" "$D/$cn"
+    ok $([ ! -e "$D/$cn.out" ] && cmp -s "$D/$cn" "$D/$cn.orig"; echo $?) \
+        "crafted $cn: no output file, the input unchanged"
+    mkdir -p "$D/inplace"; rm -rf "$D/inplace/"* "$D/inplace/".[!.]*
+    cp "$D/$cn" "$D/inplace/$cn"
+    run "$cn: $cw" "crafted $cn: rewritten in place" --probe f "$D/inplace/$cn"
+    is "$cn" "$(ls -A "$D/inplace")" "crafted $cn: nothing but the input in its directory"
+    ok $(cmp -s "$D/inplace/$cn" "$D/$cn.orig"; echo $?) "crafted $cn: in place, the input unchanged"
+    run "$cn: $cw" "crafted $cn: --check" --check --probe f "$D/$cn"
+}
+crafted offset-wraps 'program header [0-9]+ \(PT_LOAD, p_offset 0x8000000000000000, p_filesz 0x8000000000001000, .*\): its file bytes \(p_offset \+ p_filesz\) lie past the end of the file$' \
+    load:0 p_offset=0x8000000000000000 p_filesz=0x8000000000001000
+crafted vaddr-wraps 'program header [0-9]+ \(PT_LOAD, .*p_vaddr 0xfffffffffffff000, p_memsz 0x2000\): its addresses \(p_vaddr \+ p_memsz\) run past the end of the address space$' \
+    load:3 p_vaddr=0xfffffffffffff000 p_paddr=0xfffffffffffff000 p_memsz=0x2000
+crafted filesz-memsz 'program header [0-9]+ \(PT_LOAD, .*p_memsz 0x10\): p_filesz is larger than p_memsz$' \
+    load:1 p_memsz=0x10
+crafted dynamic-past-end 'program header [0-9]+ \(PT_DYNAMIC, p_offset 0xfffffffffffffff0, .*\): its file bytes \(p_offset \+ p_filesz\) lie past the end of the file$' \
+    dynamic:0 p_offset=0xfffffffffffffff0
 # A fuzz-lite sweep: every 97th byte of the file flipped, one at a time; no signal may kill us.
 crashed=0; i=64
 while [ $i -lt "$size" ] && [ $i -lt 20000 ]; do

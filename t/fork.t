@@ -2,7 +2,7 @@
 # fork() in a threaded probed program: the child inherits neither the
 # runtime's lock held by a thread it does not have, nor the marks, traps
 # and return-probe instances of those threads, nor the parent's control
-# directory connection (t/data/fork-prog.c).
+# directory connection or socket, nor its watcher's pipe (t/data/fork-prog.c).
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC"
 D=$(tmpdir fork)
@@ -27,10 +27,15 @@ like 'held returns 1 nmissed 0,' "$child" \
     "the child's call finds free the only instance (maxactive 1) a thread held at the fork"
 like '^parent: held returns 1 nmissed 0,' "$(grep '^parent' "$D/out")" "the parent's thread returns through its hook after the fork"
 if grep -q '^parent: .*/dev/fuse fds [1-9]' "$D/out"; then
-    like '/dev/fuse fds 0$' "$child" "the child does not keep the parent's /dev/fuse connection open"
+    like '/dev/fuse fds 0, control fds 0$' "$child" \
+        "the child keeps neither the parent's /dev/fuse connection nor its watcher's pipe open"
 else
     skip "the parent has no control directory here"
 fi
+# the same with the directory as a socket: the child keeps no listening socket
+KPREWRITE_CTL_SOCKET=1 timeout 300 "$P" 1 >"$D/out.sock" 2>&1
+like 'control fds 2$' "$(grep '^parent' "$D/out.sock")" "socket: the parent has its listening socket and the watcher's pipe"
+like 'control fds 0$' "$(grep '^child' "$D/out.sock")" "socket: the child has neither"
 is "loop: 200 forks, 0 hung, 0 wrong" "$(grep '^loop' "$D/out")" \
     "200 forks while two threads register and unregister kprobes: no child hangs, each counts its own hits exactly"
 done_testing

@@ -106,4 +106,36 @@ sane "a NULL section past the end of the file, pool added" --runtime "$rtlib" --
 preload_sanitizer
 ok $([ "$("$D/out"; echo $?)" = 0 ]; echo $?) "the probed program runs"
 
+# 6. A prebuilt library whose PT_LOAD says p_memsz 2^63 (its addresses end
+#    below 2^64) and whose PT_NOTE's alignment (2^42 + 8) keeps the program
+#    header table from growing in place: the new table had to lie past
+#    that memory, and adding a pool (no probe: 0x0 is refused) asked calloc
+#    for 2^63 bytes (ASan: allocation-size-too-big; valgrind: a fishy
+#    calloc size; found by the prebuilt harness's ELF-aware mutation within
+#    2,516 executions of the code before issue 33's fixes). Segments past
+#    the user address space (2^56) are now refused before any layout.
+$CC -O2 -shared -fPIC -Wl,--build-id=sha1 -o "$D/lib1.so" "$KP_SRCDIR/t/data/prebuilt-lib.c"
+perl "$KP_SRCDIR/t/data/phdr-patch.pl" "$D/lib1.so" "$D/hugemem0.so" load:2 p_memsz=0x8000000000000000 &&
+    perl "$KP_SRCDIR/t/data/phdr-patch.pl" "$D/hugemem0.so" "$D/hugemem.so" note:0 p_align=0x40000000008
+ok $? "a PT_LOAD of the library now says p_memsz 2^63, its PT_NOTE p_align 2^42 + 8"
+like "hugemem.so: program header [0-9]+ lies past the end of the file or of the user address space: cannot add a pool" \
+    "$("$KPREWRITE" --runtime "$rtlib" --probe 0x0 -o "$D/out" "$D/hugemem.so" 2>&1)" "a segment past 2^56 is refused"
+sane "a PT_LOAD of 2^63 bytes of memory, pool added" --runtime "$rtlib" --probe 0x0 -o "$D/out" "$D/hugemem.so"
+
+# 7. The same with 1 GiB of memory, where the program header table cannot
+#    grow in place (data follows it): the new table must lie in the file at
+#    the offset of its address, past that memory, and the output was 1 GiB
+#    of padding (2 GiB of memory, 50 s). Now refused past 64 MiB of padding.
+printf '.section .kp_first,"a"\n.quad 1\n' >"$D/first.s"
+$CC -O2 -fPIE -pie -Wl,--verbose -o "$D/ld-probe" "$D/plain.c" 2>/dev/null | sed -n '/^======/,/^======/p' | sed '1d;$d' |
+    sed 's|/DISCARD/ : {|/DISCARD/ : { *(.note.gnu.property) *(.note.ABI-tag)|;s|\(+ SIZEOF_HEADERS;\)|\1 .kp_first : { KEEP(*(.kp_first)) }|' >"$D/first.ld"
+$CC -O2 -fPIE -pie -Wl,-T,"$D/first.ld" -Wl,--build-id=none -o "$D/first" "$D/plain.c" "$D/first.s"
+rm -f "$D/out"
+perl "$KP_SRCDIR/t/data/phdr-patch.pl" "$D/first" "$D/bigbss" load:3 p_memsz=0x40000000
+ok $? "a PIE with data after its program headers and 1 GiB of .bss"
+like "bigbss: the program header table must move to file offset 0x4000[0-9a-f]{4}, past 1024 MiB of padding, to match its address: cannot add a pool" \
+    "$("$KPREWRITE" --runtime "$rtlib" --probe main -o "$D/out" "$D/bigbss" 2>&1)" "1 GiB of padding is refused"
+ok $([ ! -e "$D/out" ]; echo $?) "no output"
+sane "1 GiB of padding before a moved table" --runtime "$rtlib" --probe main -o "$D/out" "$D/bigbss"
+
 done_testing

@@ -215,7 +215,7 @@ for pie in -fPIE/-pie -fno-pie/-no-pie; do
     out=$("$KPREWRITE" --check --summary --probe tail --probe cgoto --probe cgoto2 --probe selfgo "$D/ind$cf")
     like 'tail\+0x0  \[OPTIMIZED\]' "$out" "$cf: a tail call through a vtable leaves its function: optimized"
     like 'cgoto\+0x0  \[OPTIMIZED\]' "$out" "$cf: a computed goto whose labels lie past the DCR: optimized"
-    like "cgoto2\\+0x0  \\[INT3\\] jump-into-dcr \\(address 0x0*$(addr_of "$D/ind$cf" cgoto2 | sed 's/^0*//' | awk '{ printf "%x", strtonum("0x"$1) + 2 }') is taken" \
+    like "cgoto2\\+0x0  \\[INT3\\] jump-into-dcr \\(address 0x0*$(printf %x $((0x$(addr_of "$D/ind$cf" cgoto2) + 2))) is taken" \
         "$out" "$cf: a label of a computed goto on the DCR's second instruction: int3, naming the address"
     like 'selfgo\+0x0  \[INT3\] indirect-jump' "$out" "$cf: arithmetic on the function's own start: int3"
     out2=$("$KPREWRITE" --check --summary --probe tailcfi --probe tailnocfi --probe onejmp "$D/ind$cf")

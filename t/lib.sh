@@ -37,6 +37,13 @@ done_testing() { echo "1..$T"; exit 0; }
 need() { for t in "$@"; do command -v "$t" >/dev/null 2>&1 || skip_all "$t not found"; done; }
 # A fresh private directory for one test script.
 tmpdir() { d="$KP_BUILDDIR/t/tmp/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; }
+# as_nobody_in DIR CMD...: CMD as user 65534 (nobody), its working directory
+# DIR, entered as root first. The tree may lie under a directory nobody
+# cannot enter (a clone in /root, a mktemp -d), so CMD's paths are relative
+# to DIR, DIR is one nobody may enter (or the one whose refusal is tested),
+# and a program of the build is run as a copy in DIR (nobody_copy).
+as_nobody_in() { (cd "$1" && shift && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+nobody_copy() { cp "$1" "$2/$(basename "$1").copy" && chmod 755 "$2" "$2/$(basename "$1").copy"; } # PROGRAM DIR
 # The --check line for one probe, without the address column.
 check1() { # IMAGE SPEC [options...]
     img=$1; spec=$2; shift 2

@@ -8,6 +8,7 @@
  */
 #include "addpool-plan.h"
 #include "kprewrite/abi.h"
+#include "../util/checked.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,8 +24,8 @@ static const uint8_t *at_vaddr(const struct image *img, const struct plan *p, ui
 {
     for (size_t i = 0; i < p->phnum; i++) {
         const Elf64_Phdr *ph = &p->ph[i];
-        if (ph->p_type == PT_LOAD && vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr <= ph->p_filesz &&
-            len <= ph->p_filesz - (vaddr - ph->p_vaddr) && ph->p_offset + ph->p_filesz <= img->map_size)
+        if (ph->p_type == PT_LOAD && ck_within(vaddr, len, ph->p_vaddr, ph->p_filesz) &&
+            ck_in(ph->p_offset, ph->p_filesz, img->map_size))
             return img->map + ph->p_offset + (vaddr - ph->p_vaddr);
     }
     return NULL;
@@ -36,7 +37,7 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     memset(p, 0, sizeof *p);
     p->eh = (const Elf64_Ehdr *)img->map;
     if (p->eh->e_phentsize != sizeof(Elf64_Phdr) || p->eh->e_phnum == 0 || p->eh->e_phnum == PN_XNUM ||
-        p->eh->e_phoff % 8 || p->eh->e_phoff > img->map_size || (uint64_t)p->eh->e_phnum * sizeof(Elf64_Phdr) > img->map_size - p->eh->e_phoff)
+        p->eh->e_phoff % 8 || !ck_array_in(p->eh->e_phoff, p->eh->e_phnum, sizeof(Elf64_Phdr), img->map_size))
         return addpool_fail(err, errlen, path, "malformed program headers: cannot add a pool");
     if (p->eh->e_shnum + NEW_SECTIONS >= SHN_LORESERVE || p->eh->e_shstrndx == 0 || p->eh->e_shstrndx >= img->nsecs)
         return addpool_fail(err, errlen, path, "too many sections, or no section name table: cannot add a pool");
@@ -45,8 +46,18 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     p->dyn_ph = p->interp_ph = SIZE_MAX;
     p->first_load = p->last_load = SIZE_MAX;
     bool interp = false;
+    if (img->map_size >= PLAN_LIMIT)
+        return addpool_fail(err, errlen, path, "the file is too large to add a pool to");
     for (size_t i = 0; i < p->phnum; i++) {
         const Elf64_Phdr *ph = &p->ph[i];
+        /* (image_open checked the same; the layout's sums rely on it) */
+        if (ph->p_type != PT_NULL && ((ph->p_filesz && !ck_in(ph->p_offset, ph->p_filesz, img->map_size)) ||
+                                      !ck_in(ph->p_vaddr, ph->p_memsz, PLAN_LIMIT))) {
+            char what[128];
+            snprintf(what, sizeof what, "program header %zu lies past the end of the file or of the user "
+                     "address space: cannot add a pool", i);
+            return addpool_fail(err, errlen, path, what);
+        }
         if (ph->p_type == PT_LOAD) {
             if (p->first_load == SIZE_MAX)
                 p->first_load = i;
@@ -67,7 +78,7 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     if (p->last_load == SIZE_MAX)
         return addpool_fail(err, errlen, path, "no PT_LOAD segment");
     const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
-    if (dp->p_offset > img->map_size || dp->p_filesz > img->map_size - dp->p_offset)
+    if (!ck_in(dp->p_offset, dp->p_filesz, img->map_size))
         return addpool_fail(err, errlen, path, "PT_DYNAMIC lies past the end of the file");
     if (dp->p_offset % 8)   /* the loader reads it as an array of Elf64_Dyn */
         return addpool_fail(err, errlen, path, "PT_DYNAMIC is misaligned in the file");
@@ -312,8 +323,8 @@ bool plan_strtab_room(const struct image *img, const struct plan *p, uint64_t le
     uint64_t r0 = end_of(p->strtab, p->strsz), r1 = end_of(r0, len);
     for (size_t l = 0; l < p->phnum; l++) {
         const Elf64_Phdr *ph = &p->ph[l];
-        if (ph->p_type != PT_LOAD || p->strtab < ph->p_vaddr || r1 > ph->p_vaddr + ph->p_filesz ||
-            ph->p_offset + ph->p_filesz > img->map_size)
+        if (ph->p_type != PT_LOAD || !ck_within(p->strtab, r1 - p->strtab, ph->p_vaddr, ph->p_filesz) ||
+            !ck_in(ph->p_offset, ph->p_filesz, img->map_size))
             continue;
         uint64_t dv = ph->p_vaddr - ph->p_offset;
         if (img->secs[p->dynstr_sec].offset + dv != p->strtab)

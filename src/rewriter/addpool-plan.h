@@ -13,6 +13,11 @@
 #define PAGE 0x1000u
 #define NEW_SECTIONS 4   /* .kprewrite.text, .table, .data, .slot */
 #define BLOCK_ALIGN 64u   /* the moved sections keep their place modulo this (none needs more) */
+/* plan_read refuses an image whose file size or any segment's end reaches
+ * this (the x86-64 user address space, with 5-level paging): every
+ * address, offset and size the layout adds up is then below it, and a sum
+ * of fewer than 256 of them cannot wrap. */
+#define PLAN_LIMIT (1ull << 56)
 
 static inline uint64_t up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 static inline uint64_t end_of(uint64_t a, uint64_t n) { return a + n < a ? UINT64_MAX : a + n; }

@@ -57,6 +57,7 @@
 #include <string.h>
 
 #define SPARE_DYN 3   /* DT_NULLs left for later tools */
+#define MOVE_PAD_MAX (64u << 20)   /* ROOM_MOVE: the most padding written before the new table */
 
 uint64_t pool_add_text_addr(const struct image *img, char *err, size_t errlen)
 {
@@ -284,6 +285,15 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
         if (up(L->fw + L->wfile, PAGE) + d0 > L->vp)
             L->vp = up(L->fw + L->wfile, PAGE) + d0;
         L->fp = L->vp - d0;
+        /* the file up to fp: padding as large as the memory (a .bss) the
+         * table's address lies past; a few MiB are fine, a GiB is not */
+        if (L->fp - (L->fw + L->wfile) > MOVE_PAD_MAX) {
+            char what[200];
+            snprintf(what, sizeof what, "the program header table must move to file offset 0x%llx, past %llu MiB "
+                     "of padding, to match its address: cannot add a pool", (unsigned long long)L->fp,
+                     (unsigned long long)((L->fp - (L->fw + L->wfile)) >> 20));
+            return addpool_fail(err, errlen, img->path, what);
+        }
     }
     /* non-allocated: the tail's sections (when they move), .shstrtab, section headers */
     L->ftail = L->room == ROOM_MOVE ? L->fp + L->phsz : L->two ? L->fw + L->wfile : L->fx + L->xsz;
@@ -477,6 +487,8 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)(img->nsecs > oe->e_shnum ? img->nsecs : oe->e_shnum) * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
         return addpool_fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
+    if (sz->text >= PLAN_LIMIT || sz->table >= PLAN_LIMIT || sz->data >= PLAN_LIMIT || strlen(runtime) >= PAGE)
+        return addpool_fail(err, errlen, img->path, "the pool would not fit the address space");
     struct layout L;
     if (plan_layout(img, &p, sz, runtime, &L, err, errlen) < 0)
         return -1;

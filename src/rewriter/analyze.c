@@ -435,7 +435,8 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     /* Every probe runs its first instruction out of line (the int3 path
      * resumes at a copy of it), so that one must be relocatable. */
     if (!x86_relocatable(&pi, &why)) {
-        probe_set(p, V_REFUSED, KP_R_NOT_RELOCATABLE, "%s at the probe address", why);
+        probe_set(p, V_REFUSED, (pi.flags & XF_OPS_UNKNOWN) ? KP_R_UNDECODABLE_OPERANDS : KP_R_NOT_RELOCATABLE,
+                  "%s at the probe address", why);
         return false;
     }
     /* (a KASLR relocation a vmlinux's copy can carry: fine for a jump;
@@ -536,7 +537,8 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
         struct x86_insn in = { .addr = fn->start + f->insns[k].off, .len = f->insns[k].len,
                                .kind = f->insns[k].kind, .flags = f->insns[k].flags };
         if (!x86_relocatable(&in, &why)) {
-            probe_set(p, V_INT3, KP_R_NOT_RELOCATABLE, "%s at 0x%llx", why, (unsigned long long)in.addr);
+            probe_set(p, V_INT3, (in.flags & XF_OPS_UNKNOWN) ? KP_R_UNDECODABLE_OPERANDS : KP_R_NOT_RELOCATABLE,
+                      "%s at 0x%llx", why, (unsigned long long)in.addr);
             return false;
         }
         /* The fentry call is a nop after boot: the detour runs a nop in its place. */

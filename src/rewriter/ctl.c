@@ -1,14 +1,17 @@
 /* `kprewrite ctl PID COMMAND`: the control directory of a running probed
- * process, for people who prefer a command to echo and cat. */
+ * process, for people who prefer a command to echo and cat, and the one
+ * way in where the directory is a socket (no FUSE: ctl-socket.c). */
 #include "ctl.h"
 #include "kprewrite/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char ctl_usage[] =
@@ -16,6 +19,14 @@ static const char ctl_usage[] =
 "       kprewrite ctl PID enabled [0|1] | optimization [0|1]\n"
 "       kprewrite ctl PID enable|disable|optimize|unoptimize SPEC...\n"
 "SPEC is SYM, SYM+OFF, 0xADDR; SYM may be a glob.\n";
+
+/* The process's control directory, served as files (FUSE) or through
+ * its socket. */
+struct target {
+    long pid;
+    char dir[4200], sock[4300];
+    bool socket;
+};
 
 static int cat_file(const char *path)
 {
@@ -44,6 +55,56 @@ static int write_file(const char *path, const char *text)
     return rc;
 }
 
+static int target_read(const struct target *t, const char *file)
+{
+    char path[4300];
+    if (t->socket)
+        return ctl_socket_request(t->sock, "read", file, NULL, stdout);
+    snprintf(path, sizeof path, "%s/%s", t->dir, file);
+    return cat_file(path);
+}
+
+static int target_write(const struct target *t, const char *file, const char *text)
+{
+    char path[4300];
+    if (t->socket)
+        return ctl_socket_request(t->sock, "write", file, text, NULL);
+    snprintf(path, sizeof path, "%s/%s", t->dir, file);
+    return write_file(path, text);
+}
+
+/* Which kind of directory PID has, or one line saying why it has none. */
+static bool find_target(long pid, struct target *t)
+{
+    char base[4096], list[4300];
+    kprewrite_ctl_base(base, sizeof base);
+    t->pid = pid;
+    snprintf(t->dir, sizeof t->dir, "%s/%ld", base, pid);
+    snprintf(t->sock, sizeof t->sock, "%s/socket", t->dir);
+    snprintf(list, sizeof list, "%s/list", t->dir);
+    struct stat st;
+    if (lstat(t->sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        t->socket = true;
+        return true;
+    }
+    if (stat(list, &st) == 0)
+        return true;
+    int err = errno;
+    if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+        fprintf(stderr, "kprewrite: ctl %ld: no such process\n", pid);
+    else if (err == ENOTCONN)
+        fprintf(stderr, "kprewrite: ctl %ld: %s is a FUSE mount nobody serves (its process died or is dumping "
+                "core)\n", pid, t->dir);
+    else if (err == EACCES)
+        fprintf(stderr, "kprewrite: ctl %ld: %s: %s\n", pid, t->dir, strerror(err));
+    else if (lstat(t->dir, &st) < 0)
+        fprintf(stderr, "kprewrite: ctl %ld: no control directory %s (not a probed process, just started, or it "
+                "could neither mount one nor make its socket)\n", pid, t->dir);
+    else
+        fprintf(stderr, "kprewrite: ctl %ld: %s holds neither control files nor a control socket\n", pid, t->dir);
+    return false;
+}
+
 static const char *why(int err)
 {
     switch (err) {
@@ -67,21 +128,17 @@ int ctl_main(int argc, char **argv)
         fprintf(stderr, "kprewrite: ctl: '%s' is not a process id\n", argv[1]);
         return 1;
     }
-    char base[4096], dir[4200], path[4300];
-    kprewrite_ctl_base(base, sizeof base);
-    snprintf(dir, sizeof dir, "%s/%ld", base, pid);
-    if (access(dir, F_OK) < 0) {
-        fprintf(stderr, "kprewrite: ctl %ld: no control directory %s (not a probed process, or it could not "
-                "make one)\n", pid, dir);
+    struct target t;
+    if (!find_target(pid, &t))
         return 1;
-    }
     const char *cmd = argv[2];
     int rc = 0;
     if (!strcmp(cmd, "list") || !strcmp(cmd, "profile") ||
         ((!strcmp(cmd, "enabled") || !strcmp(cmd, "optimization")) && argc == 3)) {
-        snprintf(path, sizeof path, "%s/%s", dir, cmd);
-        if ((rc = cat_file(path)) < 0)
-            fprintf(stderr, "kprewrite: ctl %ld: %s: %s\n", pid, path, strerror(-rc));
+        if ((rc = target_read(&t, cmd)) < 0 && t.socket)
+            fprintf(stderr, "kprewrite: ctl %ld: %s: read %s: %s\n", pid, t.sock, cmd, strerror(-rc));
+        else if (rc < 0)
+            fprintf(stderr, "kprewrite: ctl %ld: %s/%s: %s\n", pid, t.dir, cmd, strerror(-rc));
         return rc < 0;
     }
     if (!strcmp(cmd, "enabled") || !strcmp(cmd, "optimization")) {
@@ -89,8 +146,7 @@ int ctl_main(int argc, char **argv)
             fprintf(stderr, "kprewrite: ctl: %s takes 0 or 1\n", cmd);
             return 1;
         }
-        snprintf(path, sizeof path, "%s/%s", dir, cmd);
-        if ((rc = write_file(path, argv[3])) < 0)
+        if ((rc = target_write(&t, cmd, argv[3])) < 0)
             fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", pid, cmd, argv[3], why(-rc));
         return rc < 0;
     }
@@ -102,12 +158,11 @@ int ctl_main(int argc, char **argv)
         fprintf(stderr, "kprewrite: ctl: %s needs a SPEC\n", cmd);
         return 1;
     }
-    snprintf(path, sizeof path, "%s/control", dir);
     bool failed = false;
     for (int i = 3; i < argc; i++) {
         char line[1024];
         snprintf(line, sizeof line, "%s %s\n", cmd, argv[i]);
-        if ((rc = write_file(path, line)) < 0) {
+        if ((rc = target_write(&t, "control", line)) < 0) {
             fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", pid, cmd, argv[i], why(-rc));
             failed = true;
         }

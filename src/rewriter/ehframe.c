@@ -6,6 +6,7 @@
  * out-of-bounds access. */
 #include "ehframe.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -264,6 +265,8 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
     if (!rd_uleb(&c, &ci->code_align) || !rd_sleb(&c, &u)) /* code / data alignment */
         goto trunc;
     ci->data_align = (int64_t)u;
+    if (ci->data_align != (int32_t)ci->data_align || ci->code_align > UINT32_MAX)   /* an FDE keeps them in 32 bits */
+        return fail(err, errlen, "eh_frame: CIE alignment factors out of range at offset 0x%zx", ci->off);
     if (ver == 1 ? !rd_u8(&c, &b) : !rd_uleb(&c, &u)) /* return address register */
         goto trunc;
     ci->insns = c.pos;
@@ -422,6 +425,8 @@ int eh_frame_fdes(const uint8_t *data, size_t size, uint64_t vaddr,
         err[0] = '\0';
     if (!data || size == 0)
         return fail(err, errlen, "eh_frame: empty section");
+    if (size > UINT32_MAX)   /* an FDE keeps its offsets in 32 bits */
+        return fail(err, errlen, "eh_frame: section of 0x%zx bytes, larger than 4 GiB", size);
 
     size_t pos = 0;
     while (pos < size) {
@@ -556,10 +561,12 @@ static int cfa_run(const uint8_t *data, size_t from, size_t to, const struct eh_
             if (!rd_uleb(&c, &a) || !rd_uleb(&c, &b)) return -1;
             r->cfa = (struct eh_cfa){ true, (unsigned)a, (int64_t)b };
             continue;
-        case 0x12:                                                   /* def_cfa_sf */
-            if (!rd_uleb(&c, &a) || !rd_sleb(&c, &b)) return -1;
-            r->cfa = (struct eh_cfa){ true, (unsigned)a, (int64_t)b * f->data_align };
+        case 0x12: {                                                 /* def_cfa_sf */
+            int64_t off;
+            if (!rd_uleb(&c, &a) || !rd_sleb(&c, &b) || !ck_smul((int64_t)b, f->data_align, &off)) return -1;
+            r->cfa = (struct eh_cfa){ true, (unsigned)a, off };
             continue;
+        }
         case 0x0d:                                                   /* def_cfa_register */
             if (!rd_uleb(&c, &a)) return -1;
             r->cfa.reg = (unsigned)a;
@@ -569,8 +576,7 @@ static int cfa_run(const uint8_t *data, size_t from, size_t to, const struct eh_
             r->cfa.off = (int64_t)a;
             continue;
         case 0x13:                                                   /* def_cfa_offset_sf */
-            if (!rd_sleb(&c, &a)) return -1;
-            r->cfa.off = (int64_t)a * f->data_align;
+            if (!rd_sleb(&c, &a) || !ck_smul((int64_t)a, f->data_align, &r->cfa.off)) return -1;
             continue;
         case 0x0f:                                                   /* def_cfa_expression */
             if (!rd_uleb(&c, &a) || a > c.lim - c.pos) return -1;
@@ -584,10 +590,12 @@ static int cfa_run(const uint8_t *data, size_t from, size_t to, const struct eh_
         default:                                                     /* set_loc, vendor ops */
             return -1;
         }
-    advance:
-        if (r->loc + adv * f->code_align > pc)
-            return 1;
-        r->loc += adv * f->code_align;
+    advance: {
+        uint64_t step, loc;
+        if (!ck_mul(adv, f->code_align, &step) || !ck_add(r->loc, step, &loc) || loc > pc)
+            return 1;   /* past pc (an advance past the end of the address space is too) */
+        r->loc = loc;
+    }
     }
     return 0;
 }

@@ -10,6 +10,7 @@
  */
 #include "fentry.h"
 #include "../arch/isa.h"
+#include "../util/checked.h"
 
 #include <elf.h>
 #include <stdio.h>
@@ -27,9 +28,9 @@ int fentry_take_over(const struct image *img, uint8_t *out, uint64_t site, char 
             return -1;
         }
         a = s->addr;
-        b = s->addr + s->size;
+        b = ck_end(s->addr, s->size);
     }
-    for (uint64_t at = a; at + 8 <= b; at += 8) {
+    for (uint64_t at = a; at <= b && b - at >= 8; at += 8) {
         uint64_t v;
         size_t o;
         if (!image_file_offset(img, at, 8, &o))

@@ -2,6 +2,7 @@
 #include "image.h"
 #include "../arch/isa.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,7 @@ static bool read_ibt(const struct image *img)
     while (end - p >= 12) {
         uint32_t namesz, descsz, type;
         memcpy(&namesz, p, 4); memcpy(&descsz, p + 4, 4); memcpy(&type, p + 8, 4);
-        size_t name_al = (namesz + 3u) & ~3u, desc_al = (descsz + 7u) & ~7u;
+        size_t name_al = ((size_t)namesz + 3) & ~(size_t)3, desc_al = ((size_t)descsz + 7) & ~(size_t)7;
         if (name_al > (size_t)(end - p - 12) || desc_al > (size_t)(end - p - 12) - name_al)
             return false;
         const uint8_t *d = p + 12 + name_al;
@@ -63,7 +64,7 @@ static bool read_ibt(const struct image *img)
                     memcpy(&v, q + 8, 4);
                     return v & img->isa->landing_pad_bit;
                 }
-                q += 8 + ((psz + 7u) & ~7u);
+                q += 8 + (((size_t)psz + 7) & ~(size_t)7);
             }
         }
         p += 12 + name_al + desc_al;
@@ -91,6 +92,59 @@ static bool dynamic_pie_flag(const struct image *img)
             return true;
     }
     return false;
+}
+
+static const char *segment_type(uint32_t type)
+{
+    switch (type) {
+    case PT_LOAD: return "PT_LOAD";
+    case PT_DYNAMIC: return "PT_DYNAMIC";
+    case PT_INTERP: return "PT_INTERP";
+    case PT_NOTE: return "PT_NOTE";
+    case PT_PHDR: return "PT_PHDR";
+    case PT_TLS: return "PT_TLS";
+    }
+    return "segment";
+}
+
+/* The program headers: each one's file bytes in the file, its addresses
+ * below IMAGE_ADDR_END, a PT_LOAD's file bytes no more than its memory.
+ * Everything that reads a segment relies on this (addpool-plan.c). */
+static int check_segments(const struct image *img, char *err, size_t errlen)
+{
+    size_t phnum = 0;
+    if (elf_getphdrnum(img->elf, &phnum) != 0)
+        return fail(err, errlen, "%s: malformed program headers: %s", img->path, elf_errmsg(-1));
+    if (phnum && img->ehdr.e_phoff % 8) {   /* read in place as an array (addpool-plan.c) */
+        snprintf(err, errlen, "%s: malformed program headers: e_phoff 0x%llx is not 8-byte aligned", img->path,
+                 (unsigned long long)img->ehdr.e_phoff);
+        return -1;
+    }
+    if (phnum && (img->ehdr.e_phentsize != sizeof(Elf64_Phdr) ||
+                  !ck_array_in(img->ehdr.e_phoff, phnum, sizeof(Elf64_Phdr), img->map_size)))
+        return fail(err, errlen, "%s: truncated: program headers past end of file%s", img->path, "");
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(img->elf, (int)i, &ph))
+            return fail(err, errlen, "%s: malformed program header: %s", img->path, elf_errmsg(-1));
+        if (ph.p_type == PT_NULL)
+            continue;
+        const char *what = NULL;
+        if (ph.p_filesz && !ck_in(ph.p_offset, ph.p_filesz, img->map_size))
+            what = "its file bytes (p_offset + p_filesz) lie past the end of the file";
+        else if (!ck_in(ph.p_vaddr, ph.p_memsz, IMAGE_ADDR_END))
+            what = "its addresses (p_vaddr + p_memsz) run past the end of the address space";
+        else if (ph.p_type == PT_LOAD && ph.p_filesz > ph.p_memsz)
+            what = "p_filesz is larger than p_memsz";
+        if (what) {
+            snprintf(err, errlen, "%s: program header %zu (%s, p_offset 0x%llx, p_filesz 0x%llx, p_vaddr 0x%llx, "
+                     "p_memsz 0x%llx): %s", img->path, i, segment_type(ph.p_type), (unsigned long long)ph.p_offset,
+                     (unsigned long long)ph.p_filesz, (unsigned long long)ph.p_vaddr,
+                     (unsigned long long)ph.p_memsz, what);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int parse(struct image *img, bool force_kernel, char *err, size_t errlen);
@@ -190,8 +244,7 @@ static int read_sections(struct image *img, char *err, size_t errlen)
     const char *path = img->path;
     size_t shnum, shstrndx;
     /* libelf does not check that section headers fit in the file. */
-    if (img->ehdr.e_shoff > img->map_size ||
-        (uint64_t)img->ehdr.e_shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
+    if (!ck_array_in(img->ehdr.e_shoff, img->ehdr.e_shnum, img->ehdr.e_shentsize, img->map_size)) {
         image_close(img);
         return fail(err, errlen, "%s: truncated: section headers past end of file%s", path, "");
     }
@@ -203,7 +256,7 @@ static int read_sections(struct image *img, char *err, size_t errlen)
         image_close(img);
         return fail(err, errlen, "%s: no section headers (cannot find functions)%s", path, "");
     }
-    if ((uint64_t)shnum * img->ehdr.e_shentsize > img->map_size - img->ehdr.e_shoff) {
+    if (!ck_array_in(img->ehdr.e_shoff, shnum, img->ehdr.e_shentsize, img->map_size)) {
         image_close(img);
         return fail(err, errlen, "%s: truncated: section headers past end of file%s", path, "");
     }
@@ -230,7 +283,7 @@ static int read_sections(struct image *img, char *err, size_t errlen)
         s->flags = sh.sh_flags; s->type = sh.sh_type; s->entsize = sh.sh_entsize;
         s->link = sh.sh_link; s->info = sh.sh_info;
         if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL) {
-            if (sh.sh_offset > img->map_size || sh.sh_size > img->map_size - sh.sh_offset) {
+            if (!ck_in(sh.sh_offset, sh.sh_size, img->map_size)) {
                 char sec[64];
                 snprintf(sec, sizeof sec, "%.60s", s->name);
                 image_close(img);
@@ -238,10 +291,20 @@ static int read_sections(struct image *img, char *err, size_t errlen)
             }
             s->data = img->map + sh.sh_offset;
         }
-        if ((sh.sh_flags & SHF_ALLOC) && sh.sh_size && sh.sh_addr + sh.sh_size >= sh.sh_addr)
+        if ((sh.sh_flags & SHF_ALLOC) && !ck_in(sh.sh_addr, sh.sh_size, IMAGE_ADDR_END)) {
+            snprintf(err, errlen, "%s: section %.60s: its addresses 0x%llx + 0x%llx run past the end of the address "
+                     "space", path, s->name, (unsigned long long)sh.sh_addr, (unsigned long long)sh.sh_size);
+            image_close(img);
+            return -1;
+        }
+        if ((sh.sh_flags & SHF_ALLOC) && sh.sh_size)
             img->by_addr[img->nby_addr++] = s;
     }
     sort_array(img->by_addr, img->nby_addr, sizeof *img->by_addr, cmp_addr);
+    if (check_segments(img, err, errlen) < 0) {
+        image_close(img);
+        return -1;
+    }
     return 0;
 }
 
@@ -366,8 +429,8 @@ bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value)
         return false;
     for (size_t i = 0; i < phnum; i++) {
         GElf_Phdr ph;
-        if (!gelf_getphdr(img->elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC || ph.p_offset > img->map_size ||
-            ph.p_filesz > img->map_size - ph.p_offset)
+        if (!gelf_getphdr(img->elf, (int)i, &ph) || ph.p_type != PT_DYNAMIC ||
+            !ck_in(ph.p_offset, ph.p_filesz, img->map_size))
             continue;
         for (uint64_t off = 0; off + sizeof(Elf64_Dyn) <= ph.p_filesz; off += sizeof(Elf64_Dyn)) {
             Elf64_Dyn d;
@@ -386,7 +449,7 @@ bool image_dynamic(const struct image *img, int64_t tag, uint64_t *value)
 bool image_file_offset(const struct image *img, uint64_t vaddr, size_t len, size_t *off)
 {
     const struct section *s = image_section_at(img, vaddr);
-    if (!s || !s->data || vaddr + len > s->addr + s->size)
+    if (!s || !s->data || !ck_within(vaddr, len, s->addr, s->size))
         return false;
     *off = (size_t)(s->offset + (vaddr - s->addr));
     return true;

@@ -12,6 +12,13 @@ enum image_kind { IMG_EXEC, IMG_PIE, IMG_DSO, IMG_VMLINUX };
 struct isa;
 struct kind_hooks;
 
+/* Every allocated section and every segment of an opened image ends at or
+ * below this address (image_open refuses others): an address in the image
+ * plus a length under 64 KiB (an instruction, a DCR, a table entry) cannot
+ * wrap. (The highest a kernel ever linked code, the vsyscall page at
+ * 0xffffffffff600000, ends 10 MiB below it.) */
+#define IMAGE_ADDR_END (UINT64_MAX - 0xffffu)
+
 struct section {
     const char *name;
     uint64_t addr, size, offset, flags, entsize;

@@ -12,6 +12,7 @@
 #include "kaslr.h"
 #include "kmodule.h"
 #include "ktables.h"
+#include "../util/checked.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static bool kernel_area(const struct image *img, const char *name, struct sectio
     if (!image_symbol(img, name, &a) || !image_symbol(img, end, &b))
         return false;
     const struct section *s = image_section_at(img, a);
-    if (b <= a || !s || !s->data || b > s->addr + s->size) {
+    if (b <= a || !s || !s->data || !ck_within(a, b - a, s->addr, s->size)) {
         *bad = true;
         return true;
     }

@@ -10,6 +10,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/isa.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -104,7 +105,7 @@ static bool sym_value(const struct kmodule *km, size_t i, uint64_t *v)
     else if (s->st_shndx == SHN_ABS)
         *v = s->st_value;
     else if (s->st_shndx < km->n && km->addr[s->st_shndx])
-        *v = km->addr[s->st_shndx] + s->st_value;
+        return ck_add(km->addr[s->st_shndx], s->st_value, v);   /* a value past 2^64 names nothing */
     else
         return false;
     return true;
@@ -122,7 +123,7 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
     if (!km->isa || km->eh.e_ident[EI_DATA] != ELFDATA2LSB)
         return fail(err, errlen, "%s: unsupported machine: %s only", p, isa_names());
     if (km->eh.e_shentsize != sizeof(Elf64_Shdr) || km->eh.e_shnum == 0 || km->eh.e_shoff > km->size ||
-        (uint64_t)km->eh.e_shnum * sizeof(Elf64_Shdr) > km->size - km->eh.e_shoff ||
+        !ck_array_in(km->eh.e_shoff, km->eh.e_shnum, sizeof(Elf64_Shdr), km->size) ||
         km->eh.e_shstrndx >= km->eh.e_shnum)
         return fail(err, errlen, "%s: %s", p, "malformed section headers");
     if (km->eh.e_shnum + 8 >= SHN_LORESERVE)
@@ -138,13 +139,13 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
         return fail(err, errlen, "%s: %s", p, "out of memory");
     memcpy(km->sh, km->file + km->eh.e_shoff, km->n * sizeof *km->sh);
     const Elf64_Shdr *ss = &km->sh[km->eh.e_shstrndx];
-    if (ss->sh_type == SHT_NOBITS || ss->sh_offset > km->size || ss->sh_size > km->size - ss->sh_offset ||
+    if (ss->sh_type == SHT_NOBITS || !ck_in(ss->sh_offset, ss->sh_size, km->size) ||
         !ss->sh_size || km->file[ss->sh_offset + ss->sh_size - 1] != 0)
         return fail(err, errlen, "%s: %s", p, "malformed section name table");
     uint64_t total = 0;
     for (size_t i = 1; i < km->n; i++) {
         const Elf64_Shdr *s = &km->sh[i];
-        if (s->sh_type != SHT_NOBITS && (s->sh_offset > km->size || s->sh_size > km->size - s->sh_offset))
+        if (s->sh_type != SHT_NOBITS && !ck_in(s->sh_offset, s->sh_size, km->size))
             return fail(err, errlen, "%s: section %s extends past the end of the file", p, sec_name(km, i));
         /* what a module can be: its sections fit the module area together */
         if (s->sh_addralign > 0x10000 ||
@@ -152,7 +153,7 @@ static int check_file(struct kmodule *km, char *err, size_t errlen)
                                            (total += s->sh_size + s->sh_addralign) > 0x40000000)))
             return fail(err, errlen, "%s: section %s is too large or too aligned for a module", p, sec_name(km, i));
         if (s->sh_type == SHT_SYMTAB) {
-            if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link >= km->n ||
+            if (km->symtab || s->sh_entsize != sizeof(Elf64_Sym) || s->sh_link == 0 || s->sh_link >= km->n ||
                 km->sh[s->sh_link].sh_type != SHT_STRTAB)
                 return fail(err, errlen, "%s: %s", p, "malformed or second symbol table");
             km->symtab = i;
@@ -314,7 +315,8 @@ static bool copy_sections(struct elf_out *o, const struct kmodule *km, const Elf
         return false;
     for (size_t i = 1; i < km->n; i++) {
         Elf64_Shdr s = km->sh[i];
-        const void *data = km->file + s.sh_offset;
+        /* (check_file: a section with bytes has them in the file) */
+        const void *data = s.sh_type != SHT_NOBITS ? km->file + s.sh_offset : NULL;
         if (i == km->symtab) {
             data = syms;
             s.sh_size = nsyms * sizeof *syms;
@@ -463,7 +465,8 @@ static bool preview_relocate(struct elf_out *o, const struct kmodule *km)
                 return false;
             }
             uint64_t P = km->addr[t] + rel.r_offset;
-            if (!km->isa->module_reloc_apply(type, S, rel.r_addend, P, o->buf + o->sh[t].sh_offset + rel.r_offset)) {
+            /* (a field of w > 0 bytes lies in the section: then its bytes were copied to o) */
+            if (w > 0 && !km->isa->module_reloc_apply(type, S, rel.r_addend, P, o->buf + o->sh[t].sh_offset + rel.r_offset)) {
                 snprintf(err, errlen, "%s: %s+0x%llx: relocation type %u against %s does not fit", km->path,
                          sec_name(km, t), (unsigned long long)rel.r_offset, type, sym_name(km, &km->syms[si]));
                 return false;
@@ -675,7 +678,8 @@ static bool each_reloc(const struct kmodule *km, size_t t, uint64_t at, uint64_t
             memcpy(&rel, km->file + r->sh_offset + k * sizeof rel, sizeof rel);
             bool pc;
             int width = km->isa->module_reloc_width((uint32_t)ELF64_R_TYPE(rel.r_info), &pc);
-            if (width > 0 && rel.r_offset + (uint64_t)width > at && rel.r_offset < at + len && !fn(ctx, &rel))
+            if (width > 0 && ck_end(rel.r_offset, (uint64_t)width) > at && rel.r_offset < ck_end(at, len) &&
+                !fn(ctx, &rel))
                 return false;
         }
     }

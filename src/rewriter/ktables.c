@@ -4,6 +4,7 @@
 #include "../arch/x86/decode.h"
 #include "../arch/isa.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 #include "krelocs.h"
 
 #include <stdio.h>
@@ -114,7 +115,7 @@ static bool layout_fits(const struct facts_build *c, const struct ktable_desc *d
         if (d->check == KT_CHK_ALT_REPL && repl) {
             unsigned repllen;
             uint64_t to = alt_repl(c, l, e, vaddr + off, &repllen);
-            if (to < repl->addr || to + repllen > repl->addr + repl->size || e[l->len_off] < repllen)
+            if (!ck_within(to, repllen, repl->addr, repl->size) || e[l->len_off] < repllen)
                 return false;
         }
     }
@@ -236,7 +237,7 @@ static int read_entries(struct facts_build *c, const struct ktable_desc *d, cons
         }
         if (d->action == KT_ACT_BLACKLIST) {
             const struct func *fn = symbols_func_at(c->sy, site);
-            struct krange r = { site, fn ? (uint32_t)(fn->end - site) : 1, (uint8_t)d->id, 0, 0, 0, 0, 0 };
+            struct krange r = { site, fn ? ck_u32(fn->end - site) : 1, (uint8_t)d->id, 0, 0, 0, 0, 0 };
             if (!PUSH(c->blacklist, r))
                 goto oom;
             continue;
@@ -415,13 +416,13 @@ static int read_blacklist_ranges(struct facts_build *c, bool module, char *err, 
         if (ranges[i].id == KT_EXIT_TEXT && module)
             continue;
         if (s && s->size) {
-            a = s->addr; b = s->addr + s->size;
+            a = s->addr; b = ck_end(s->addr, s->size);
         } else if (!ranges[i].a || !symbols_addr_of(c->sy, ranges[i].a, &a) || !symbols_addr_of(c->sy, ranges[i].b, &b)) {
             continue;
         }
         if (b <= a)
             continue;
-        struct krange r = { a, (uint32_t)(b - a), (uint8_t)ranges[i].id, 0, 0, 0, 0, 0 };
+        struct krange r = { a, ck_u32(b - a), (uint8_t)ranges[i].id, 0, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
@@ -438,14 +439,14 @@ static int read_blacklist_ranges(struct facts_build *c, bool module, char *err, 
                 if (c->sy->funcs[j].start == a)
                     b = c->sy->funcs[j].end;
         }
-        struct krange r = { a, (uint32_t)(b > a ? b - a : 1), KT_ARCH_CODE, 0, 0, 0, 0, 0 };
+        struct krange r = { a, b > a ? ck_u32(b - a) : 1, KT_ARCH_CODE, 0, 0, 0, 0, 0 };
         if (!PUSH(c->blacklist, r))
             goto oom;
     }
     for (size_t i = 0; i < c->sy->nfuncs; i++) {
         const struct func *fn = &c->sy->funcs[i];
         if (ktable_padding_symbol(c->img, fn->name)) {
-            struct krange r = { fn->start, (uint32_t)(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0, 0 };
+            struct krange r = { fn->start, ck_u32(fn->end - fn->start), KT_CFI_PREAMBLE, 0, 0, 0, 0, 0 };
             if (r.len && !PUSH(c->blacklist, r))
                 goto oom;
         }

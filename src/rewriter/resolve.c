@@ -3,6 +3,7 @@
 #include "kind.h"
 #include "../arch/x86/decode.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -209,7 +210,10 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
                 free(globbed);
                 return -1;
             }
-            place(p, img, sy, ne->addr + sp->off, ne->name, sp->off, ne->addr);
+            uint64_t at;
+            if (!ck_add(ne->addr, sp->off, &at))
+                at = UINT64_MAX;   /* past every function: outside-function */
+            place(p, img, sy, at, ne->name, sp->off, ne->addr);
         }
     }
     free(globbed);

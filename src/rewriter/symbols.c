@@ -4,6 +4,7 @@
 #include "kind.h"
 #include "kprewrite/abi.h"
 #include "../util/array.h"
+#include "../util/checked.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,6 +77,12 @@ static int read_symtab(const struct image *img, const struct section *s, struct 
             fn = true;
         if (!fn || !image_is_exec_addr(img, sym.st_value))
             continue;
+        if (!ck_in(sym.st_value, sym.st_size, IMAGE_ADDR_END)) {
+            snprintf(err, errlen, "%s: symbol %.200s: its size 0x%llx at 0x%llx runs past the end of the address "
+                     "space (malformed %s)", img->path, name, (unsigned long long)sym.st_size,
+                     (unsigned long long)sym.st_value, s->name);
+            return -1;
+        }
         /* Prefer global over weak over local names, dynsym over symtab
          * (the same name, but in .dynstr, which is loaded: the probe table
          * need not copy it, KPRW_NAME_DYN), and names without a '.' suffix. */
@@ -150,7 +157,7 @@ oom2:
 static uint64_t section_end(const struct image *img, uint64_t addr)
 {
     const struct section *s = image_section_at(img, addr);
-    return s ? s->addr + s->size : addr;
+    return s ? ck_end(s->addr, s->size) : addr;
 }
 
 /* The FDE whose range starts at addr, or NULL. */
@@ -336,6 +343,12 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             snprintf(err, errlen, "%s: %s", img->path, eherr);
             goto fail;
         }
+        for (size_t k = 0; k < nfdes; k++)
+            if (fdes[k].end > IMAGE_ADDR_END) {
+                snprintf(err, errlen, "%s: eh_frame: the FDE for 0x%llx runs past the end of the address space",
+                         img->path, (unsigned long long)fdes[k].start);
+                goto fail;
+            }
     }
     sy->nfdes = nfdes;
     sort_array(raws.v, raws.n, sizeof(struct raw), cmp_raw);

@@ -82,11 +82,12 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
     }
     const struct kprw_entry *e = (const void *)(t + 1);
     uint32_t nfix = t->version >= 5 ? t->nfixups : 0;
-    const struct kprw_fixup *fx = (const void *)(e + t->nentries);
-    if ((uint64_t)((const uint8_t *)(fx + nfix) - (const uint8_t *)t) > t->strings_off) {
+    /* (32-bit counts times small sizes: no 64-bit sum here wraps) */
+    if (sizeof *t + (uint64_t)t->nentries * sizeof *e + (uint64_t)nfix * sizeof(struct kprw_fixup) > t->strings_off) {
         snprintf(err, errlen, "%s: the probe table's %u fixups overlap its strings", img->path, nfix);
         return -1;
     }
+    const struct kprw_fixup *fx = (const void *)(e + t->nentries);
     for (uint32_t i = 0; i < nfix; i++) {
         uint64_t at = ps->table->addr + (uint64_t)(int64_t)fx[i].site_rel;
         size_t off;

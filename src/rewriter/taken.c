@@ -124,7 +124,7 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
                     put(&g, img, vals[k] & 0xffffffffu);
                 }
             }
-            if (in.flags & XF_RIPREL) {
+            if (in.flags & (XF_RIPREL | XF_OPS_UNKNOWN)) {   /* unknown: perhaps an address, a superset */
                 int32_t d;
                 memcpy(&d, p + in.disp_off, 4);
                 uint64_t to = a + len + (int64_t)d;

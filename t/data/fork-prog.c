@@ -12,9 +12,11 @@
  *     runtime's lock held often): forks in a loop, each child registers a
  *     kprobe of its own and counts its hits exactly.
  * Prints one line for the first child, one for the parent, one for the
- * loop (argv[1] forks), with the /dev/fuse descriptors each process has
- * open (the parent's control directory).
+ * loop (argv[1] forks), with the /dev/fuse and control descriptors each
+ * process has open (the parent's control directory, FUSE or socket, and
+ * its watcher's pipe).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -101,6 +103,24 @@ static int fuse_fds(void)
     return fuse;
 }
 
+/* close-on-exec fds on /dev/fuse, a socket or a pipe: the runtime's
+ * control directory (a FUSE connection or a listening socket) and its
+ * watcher's pipe; this program opens none of those itself */
+static int control_fds(void)
+{
+    int n = 0;
+    char path[64], target[64];
+    for (int fd = 0; fd < 256; fd++) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ssize_t k = readlink(path, target, sizeof target - 1);
+        if (k <= 0 || fcntl(fd, F_GETFD) <= 0)
+            continue;
+        target[k] = 0;
+        n += !strcmp(target, "/dev/fuse") || !strncmp(target, "socket:", 7) || !strncmp(target, "pipe:", 5);
+    }
+    return n;
+}
+
 static int child(void)
 {
     alarm(20);   /* a hang becomes SIGALRM */
@@ -108,8 +128,8 @@ static int child(void)
     unregister_kprobe(&k_sit);
     unregister_kprobe(&k_trap);
     held(0);
-    printf("child: own kprobe %s, unregistered both, held returns %d nmissed %d, /dev/fuse fds %d\n",
-           own ? "wrong" : "exact", held_returns, r_held.nmissed, fuse_fds());
+    printf("child: own kprobe %s, unregistered both, held returns %d nmissed %d, /dev/fuse fds %d, "
+           "control fds %d\n", own ? "wrong" : "exact", held_returns, r_held.nmissed, fuse_fds(), control_fds());
     fflush(stdout);   /* the caller ends with _exit */
     return own;
 }
@@ -129,7 +149,7 @@ int main(int argc, char **argv)
         pthread_create(&t[i], NULL, call, fns[i]);
         sem_wait(&inside);
     }
-    int fuse = fuse_fds();
+    int fuse = fuse_fds(), control = control_fds();
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0)
@@ -142,7 +162,8 @@ int main(int argc, char **argv)
         sem_post(&release);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    printf("parent: held returns %d nmissed %d, /dev/fuse fds %d\n", held_returns, r_held.nmissed, fuse);
+    printf("parent: held returns %d nmissed %d, /dev/fuse fds %d, control fds %d\n", held_returns,
+           r_held.nmissed, fuse, control);
 
     /* forks while two threads take and release the runtime's lock */
     static struct kprobe kps[2];

@@ -244,7 +244,11 @@ static void snooze(long ns)
     nanosleep(&ts, NULL);
 }
 
-static int mode_stress(double seconds)
+/* stress SECONDS [UNTIL MIN-TOGGLES]: toggle for SECONDS; with UNTIL, toggle
+ * until the file UNTIL exists and MIN-TOGGLES toggles were made, SECONDS
+ * only bounding the run (a test that samples the process meanwhile asks
+ * for as many samples as it needs, however loaded the machine). */
+static int mode_stress(double seconds, const char *until, long min_toggles)
 {
     pthread_t th[NTHREADS];
     struct worker w[NTHREADS];
@@ -262,6 +266,8 @@ static int mode_stress(double seconds)
     for (int step = 0; probed; step++) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 > seconds)
+            break;
+        if (until && toggles >= min_toggles && access(until, F_OK) == 0)
             break;
         char cmd[64];
         r = r * 1103515245 + 12345;
@@ -355,7 +361,8 @@ int main(int argc, char **argv)
            : !strcmp(m, "post") ? post_mode()
            : !strcmp(m, "chain") ? mode_chain()
            : !strcmp(m, "sighandler") ? mode_sighandler()
-           : !strcmp(m, "stress") ? mode_stress(argc > 2 ? atof(argv[2]) : 3.0)
+           : !strcmp(m, "stress") ? mode_stress(argc > 2 ? atof(argv[2]) : 3.0, argc > 3 ? argv[3] : NULL,
+                                                argc > 4 ? atol(argv[4]) : 0)
            : 2;
     if (rc == 2)
         FAIL("unknown mode %s", m);

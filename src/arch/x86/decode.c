@@ -133,6 +133,13 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
                     break;
                 }
             }
+        } else {
+            /* Not known to be RIP-relative, nor known not to be: a copy
+             * would keep a displacement that may need re-pointing. Never
+             * copied (x86_relocatable); its would-be target still counts
+             * as a materialized address (taken.c). */
+            out->flags |= XF_OPS_UNKNOWN;
+            out->disp_off = zi.raw.disp.offset;
         }
     }
     return zi.length;
@@ -193,6 +200,10 @@ bool x86_is_endbr_like(const uint8_t *p, size_t avail, unsigned *len)
 
 bool x86_relocatable(const struct x86_insn *in, const char **why)
 {
+    if (in->flags & XF_OPS_UNKNOWN) {
+        *why = "operands not decoded (a RIP-relative displacement could not be re-pointed)";
+        return false;
+    }
     switch (in->kind) {
     case XK_INT3:    *why = "int3"; return false;
     case XK_INTN:    *why = "software interrupt"; return false;

@@ -36,6 +36,11 @@ enum x86_flags {
     XF_NOTRACK = 1u << 1,   /* notrack prefix on an indirect branch */
     XF_LOCK    = 1u << 2,
     XF_NOP     = 1u << 3,
+    /* mod=00 rm=101 with a disp32, but the decoder could not decode the
+     * operands: the instruction may be RIP-relative (disp_off is where its
+     * disp32 would be) and cannot be copied out of line, whose copy would
+     * not re-point it (x86_relocatable refuses it) */
+    XF_OPS_UNKNOWN = 1u << 4,
 };
 
 /* One decoded instruction. */
@@ -71,7 +76,8 @@ const char *x86_format(const uint8_t *p, size_t avail, uint64_t addr, char *buf,
 bool x86_is_endbr_like(const uint8_t *p, size_t avail, unsigned *len);
 
 /* Can this instruction run out of line (in a detour, relocated)? If not,
- * returns false and points *why at a short explanation. */
+ * returns false and points *why at a short explanation (XF_OPS_UNKNOWN:
+ * the probe's reason is undecodable-operands, not not-relocatable). */
 bool x86_relocatable(const struct x86_insn *in, const char **why);
 
 /* Is this a direct branch whose target is a control-flow target (jmp, jcc,

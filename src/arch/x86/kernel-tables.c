@@ -127,7 +127,7 @@ static uint8_t x86_alt_form(const uint8_t *p, unsigned len, uint64_t at, bool or
     uint8_t how = FOLLOW_COPY;
     for (unsigned off = 0, n; off < len; off += n) {
         n = x86_decode(p + off, len - off, at + off, &in);
-        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND)
+        if (!n || in.kind == XK_CALL || in.kind == XK_CALL_IND || (in.flags & XF_OPS_UNKNOWN))
             return FOLLOW_NONE;
         if (in.flags & XF_RIPREL)
             how = FOLLOW_REAIM;

@@ -1,4 +1,5 @@
-/* Control commands and listings: what the control directory serves. */
+/* Control commands and listings: what the control directory serves, by
+ * file, whichever channel carries it (FUSE: ctlfs.c, a socket: ctlsock.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
@@ -10,7 +11,7 @@
 
 /* "VERB SPEC" (runtime/core/control.c reads it, as the kernel runtime
  * does): each point SPEC names gets the verb, then the code follows. */
-int ctl_command(const char *line)
+static int ctl_command(const char *line)
 {
     enum kprw_op op;
     const char *spec;
@@ -115,12 +116,12 @@ static void profile_line(struct text *t, const struct point *pt, uint64_t hits, 
     put(t, "  %-44s %15lu %15lu\n", name, (unsigned long)hits, (unsigned long)missed);
 }
 
-char *ctl_list(size_t *len) { return listing(len, list_line); }
-char *ctl_profile(size_t *len) { return listing(len, profile_line); }
+static char *ctl_list(size_t *len) { return listing(len, list_line); }
+static char *ctl_profile(size_t *len) { return listing(len, profile_line); }
 
 /* The global knobs: `enabled` arms or disarms every point (each keeps its
  * own state), `optimization` 0 unoptimizes every point. */
-int ctl_knob(enum rt_knob knob, const char *value)
+static int ctl_knob(enum rt_knob knob, const char *value)
 {
     char *end;
     long v = strtol(value, &end, 10);
@@ -132,5 +133,71 @@ int ctl_knob(enum rt_knob knob, const char *value)
     rt_set_knob(knob, v != 0);
     int rc = patch_all();
     rt_lock_drop();
+    return rc;
+}
+
+const struct ctl_file ctl_files[CTL_NFILES] = {
+    [CTL_LIST] = { "list", 0400 },
+    [CTL_ENABLED] = { "enabled", 0600 },
+    [CTL_OPTIMIZATION] = { "optimization", 0600 },
+    [CTL_CONTROL] = { "control", 0600 },
+    [CTL_PROFILE] = { "profile", 0400 },
+};
+
+int ctl_file_find(const char *name, size_t len)
+{
+    for (int i = 0; i < CTL_NFILES; i++)
+        if (strlen(ctl_files[i].name) == len && memcmp(ctl_files[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+static const char control_help[] =
+    "# write one command a line; SPEC is SYM, SYM+OFF, 0xADDR, SYM may be a glob\n"
+    "# enable SPEC | disable SPEC | optimize SPEC | unoptimize SPEC\n";
+
+char *ctl_read(enum ctl_file_id file, size_t *len)
+{
+    char *s = NULL;
+    switch (file) {
+    case CTL_LIST: return ctl_list(len);
+    case CTL_PROFILE: return ctl_profile(len);
+    case CTL_CONTROL: s = strdup(control_help); break;
+    case CTL_ENABLED:
+    case CTL_OPTIMIZATION:
+        rt_lock_take();
+        s = strdup(rt_knob(file == CTL_ENABLED ? RT_KNOB_ENABLED : RT_KNOB_OPTIMIZATION) ? "1\n" : "0\n");
+        rt_lock_drop();
+        break;
+    default: break;
+    }
+    *len = s ? strlen(s) : 0;
+    return s;
+}
+
+/* A write to FILE: a knob's 0 or 1, or each line a command (the first
+ * failure is the writer's error). */
+int ctl_write(enum ctl_file_id file, const char *data, size_t len)
+{
+    if ((int)file < 0 || file >= CTL_NFILES || !(ctl_files[file].mode & 0200))
+        return -EACCES;
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return -ENOMEM;
+    memcpy(buf, data, len);
+    buf[len] = 0;
+    int rc = 0;
+    if (file == CTL_ENABLED || file == CTL_OPTIMIZATION) {
+        rc = ctl_knob(file == CTL_ENABLED ? RT_KNOB_ENABLED : RT_KNOB_OPTIMIZATION, buf);
+    } else {
+        char *save = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
+            while (*line == ' ' || *line == '\t')
+                line++;
+            if (*line && *line != '#')
+                rc = ctl_command(line);
+        }
+    }
+    free(buf);
     return rc;
 }

@@ -8,7 +8,9 @@
  *   hits.c             the hit path in C (dispatch.S's slow cases)
  *   api.c              the kprobes API
  *   kretprobe.c        return probes, on the API
- *   ctl.c, ctlfs.c     the control directory
+ *   ctl.c, ctldir.c    the control directory: its files, its lifetime,
+ *   ctlfs.c, ctlsock.c   served as FUSE or through a socket,
+ *   ctlwatch.c, spawn.c  removed by a watcher when the process is gone
  *   startup.c          the constructor, and rt_hooks: what the core tells the others
  * The core calls none of the others by name: it announces through
  * rt_hooks (startup.c fills it).
@@ -209,13 +211,32 @@ int patch_list(struct point *const *v, size_t n);
 int patch_all(void);
 void patch_pool_added(void);           /* a new pool's points as the knobs want them */
 
-/* ---- ctlfs.c: the control directory ---- */
-void ctlfs_start(void);
-void ctlfs_fork_child(void);           /* the directory and its server stay with the parent */
+/* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */
+void ctl_dir_start(void);
+void ctl_dir_fork_child(void);         /* the directory and its server stay with the parent */
+int ctlfs_mount(const char *dir);      /* the /dev/fuse fd, or -1 */
+void ctlfs_serve(int fd);              /* until unmounted */
+int ctlsock_open(const char *dir, char **path);   /* DIR/socket, listening; -1: none */
+void ctlsock_serve(int fd);
+/* ctlwatch.c: a process that unmounts and removes DIR (just made) once
+ * this image is gone; the pipe end to keep, or -1 */
+int ctl_watch_start(const char *dir);
+void ctl_watch_mounted(void);          /* DIR is mounted now: that mount is ours */
 
-/* ---- ctl.c: commands and listings shared by the directory and `kprewrite ctl` ---- */
-int ctl_command(const char *line);     /* 0 or -errno */
-int ctl_knob(enum rt_knob knob, const char *value);   /* "0" or "1" */
-char *ctl_list(size_t *len);           /* malloc'd text */
-char *ctl_profile(size_t *len);
+/* ---- ctl.c: the control files, whichever channel serves them ---- */
+enum ctl_file_id { CTL_LIST, CTL_ENABLED, CTL_OPTIMIZATION, CTL_CONTROL, CTL_PROFILE, CTL_NFILES };
+extern const struct ctl_file {
+    const char *name;
+    unsigned mode;
+} ctl_files[CTL_NFILES];
+int ctl_file_find(const char *name, size_t len);   /* its id, or -1 */
+char *ctl_read(enum ctl_file_id file, size_t *len);   /* malloc'd text (NULL: no memory) */
+int ctl_write(enum ctl_file_id file, const char *data, size_t len);   /* 0 or -errno */
+
+/* ---- spawn.c: child processes the program cannot wait for ---- */
+long rt_clone(unsigned long flags, void *stack_top, int (*fn)(void *), void *arg);   /* pid or -errno */
+/* run PATH, keep_fd as its fd 3; its exit status, or -1 */
+int rt_spawn_wait(const char *path, char *const argv[], char *const envp[], int keep_fd);
+bool rt_find_program(const char *name, char *out, size_t size);   /* along PATH */
+int rt_nofile(void);
 #endif

@@ -17,12 +17,12 @@
 static void fork_child(void)
 {
     trap_fork_child();
-    ctlfs_fork_child();
+    ctl_dir_fork_child();
 }
 
 static void pool_added(void)
 {
-    ctlfs_start();
+    ctl_dir_start();
     patch_pool_added();
 }
 
