@@ -37,7 +37,8 @@ insn_at() { # IMAGE A
 # the text objdump decodes in [A, B) of an image, addresses and mnemonics
 decode() { "$OBJDUMP" -d --start-address=$((0x$2)) --stop-address=$((0x$3)) "$1" | sed -n 's/^ *\([0-9a-f]*\):\t[0-9a-f ]*\t/\1 /p'; }
 
-if $CC -shared -nostdlib -o "$D/full.so" "$S/fde-bounds.S" 2>"$D/cc.err" && strip -s -o "$D/stripped.so" "$D/full.so"; then
+if $CC -shared -nostdlib -Wl,-soname,libfb.so -o "$D/full.so" "$S/fde-bounds.S" 2>"$D/cc.err" &&
+   strip -s -o "$D/stripped.so" "$D/full.so"; then
     ok 0 "the fixture builds"
 else
     ok 1 "the fixture builds ($(head -n 1 "$D/cc.err"))"; done_testing
@@ -89,6 +90,28 @@ printf '\220\220\220\220\220\220\220\220\220\150\220' |
 like "^$D/probed.so: fde@0x$last\+0x0 at 0x$last: \[insn-boundary\] 'push \\\$.*0x$last is inside an instruction: the linear sweep from 0x$text \(the section's start\) decodes 0x$(printf %x $((0x$last - 2)))-0x$(printf %x $((0x$last + 3)))" \
      "$(head -n 1 "$D/rc.out")" "reloc-check: a site inside an instruction of the sweep is reported"
 like '^1 .* 1 mismatches: insn-boundary 1$' "$rc $(tail -n 1 "$D/rc.out")" "reloc-check: exit 1, that one mismatch"
+
+# The fixture run: a program calls fb_first, fb_mid and fb_last and returns
+# from its signal handler through fb_restore (its sa_restorer), on the
+# original and on the probed libraries, stripped and not
+mkdir -p "$D/orig" "$D/pfull" "$D/pstripped"
+cp "$D/stripped.so" "$D/orig/libfb.so"
+"$KPREWRITE" --runtime "$RTLIB" --probe '*' -o "$D/pfull/libfb.so" "$D/full.so" >/dev/null 2>&1
+cp "$D/probed.so" "$D/pstripped/libfb.so"
+$CC -o "$D/restorer" "$S/fde-restorer.c" "$D/full.so" 2>"$D/cc.err"; ok $? "the restorer program builds $(head -n 1 "$D/cc.err")"
+want=$(LD_LIBRARY_PATH="$D/orig" "$D/restorer")
+is "100 signals, sum 20900" "$want" "the restorer program on the original library (sum of i+1, i+2 and (i+4)*2)"
+for v in pfull pstripped; do
+    got=$(KPREWRITE_CTL_DIR=/proc/none KPREWRITE_REPORT=1 LD_LIBRARY_PATH="$D/$v:$KP_BUILDDIR/.libs" \
+          timeout -s KILL 60 "$D/restorer" 2>"$D/$v.hits"); rc=$?
+    is "0 $want" "$rc $got" "$v: the handler returns through the probed library's fb_restore 100 times, the same output"
+done
+is "fb_first+0x0 100
+fb_last+0x0 100
+fb_mid+0x0 100" "$(awk '$4 ~ /^fb_/ { print $4, $6 }' "$D/pfull.hits" | sort)" "pfull: fb_first, fb_mid and fb_last each counted 100 hits"
+is "fde@0x$first+0x0 100
+fde@0x$last+0x0 100" "$(awk '$4 ~ /^fde@/ { print $4, $6 }' "$D/pstripped.hits" | sort)" \
+   "pstripped: fde@fb_first and fde@fb_last each counted 100 hits, nothing else"
 
 # The machine's libc, every entry and every return probed
 P=$D/fde-signals

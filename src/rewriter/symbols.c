@@ -248,10 +248,8 @@ static int fde_function(struct symbols *sy, struct entry_sweep *w, const struct 
         return 0;
     if (entry_proven(w, f->start, &d))
         return 1;
-    if (symbol_starts_in(funcs->v, nsym, f->start, f->end)) {
-        sy->fdes_corrected++;   /* the symbol's function is the entry */
-        return 0;
-    }
+    if (symbol_starts_in(funcs->v, nsym, f->start, f->end))
+        return 0;   /* corrected: the symbol's function is the entry */
     *unproven = true;
     return ARRAY_PUSH(sy->doubts, sy->ndoubts, *dcap, d) ? 1 : -1;
 }

@@ -43,7 +43,6 @@ struct symbols {
     size_t nsigframes;
     struct entry_doubt *doubts;/* unproven starts (the fde@ functions kept to refuse), by address */
     size_t ndoubts;
-    size_t fdes_corrected;     /* unproven starts of code a symbol's function starts in: that one's */
 };
 
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,

@@ -5,7 +5,8 @@
  * a return address minus one. fb_restore is built the same way; fb_mid's
  * FDE starts inside a nopl too, without 'S'. fb_first and fb_last are
  * ordinary functions around them. (.byte: the assembler would not start
- * an FDE inside an instruction it knows.) */
+ * an FDE inside an instruction it knows.) t/data/fde-restorer.c calls them
+ * and returns from its signal handler through fb_restore. */
 	.text
 	.type	fb_first, @function
 fb_first:
@@ -56,4 +57,14 @@ fb_last:
 	ret
 	.cfi_endproc
 	.size	fb_last, .-fb_last
+
+/* The functions stay local (a stripped copy knows them only by their
+ * FDEs); a program reaches them through this table (t/data/fde-restorer.c). */
+	.section .data.rel.ro, "aw"
+	.globl	fb_funcs
+	.type	fb_funcs, @object
+	.p2align 3
+fb_funcs:
+	.quad	fb_first, fb_restore, fb_mid, fb_last
+	.size	fb_funcs, .-fb_funcs
 	.section .note.GNU-stack, "", @progbits

@@ -75,6 +75,7 @@ struct ctx {
     long max_lines;
     unsigned long mis[R_COUNT], printed[R_COUNT];
     unsigned long entries, optimized, int3, insns;
+    unsigned long bounds;             /* sites whose boundaries were checked (rc-bounds.c) */
     uint64_t tab;                     /* the table's link-time address */
     uint64_t text_lo, text_hi;        /* .kprewrite.text */
     struct range *sites;
@@ -550,6 +551,7 @@ static void want_boundaries(struct ctx *c, const struct entry_ctx *ec, uint64_t 
             die("out of memory");
     }
     snprintf(c->bwho[c->nbwho], sizeof c->bwho[0], "%s", ec->who);
+    c->bounds++;
     if (origin != fs)
         push_bq(c, origin, fs, s->sh_addr + s->sh_size, true, c->nbwho);
     if (ec->site != fs)
@@ -1630,8 +1632,8 @@ int main(int argc, char **argv)
     unsigned long total = 0;
     for (int r = 0; r < R_COUNT; r++)
         total += c.mis[r];
-    printf("reloc-check: %s: %lu entries (%lu optimized, %lu int3), %lu instructions checked, %lu mismatches",
-           c.label, c.entries, c.optimized, c.int3, c.insns, total);
+    printf("reloc-check: %s: %lu entries (%lu optimized, %lu int3), %lu instructions checked, %lu site boundaries "
+           "checked, %lu mismatches", c.label, c.entries, c.optimized, c.int3, c.insns, c.bounds, total);
     const char *sep = ": ";
     for (int r = 0; r < R_COUNT; r++)
         if (c.mis[r]) {
