@@ -16,6 +16,10 @@
 # line always agrees with the exit status (0 exactly when it says 0 failed).
 top=$(cd "$(dirname "$0")/.." && pwd)
 passed=0 failed=0 skipped=0 status=0
+# took LABEL: how long the part since the last `took` took (CI's budget is
+# 90 minutes on 2 cores: each part's time is printed, the whole at the end)
+t_start=$(date +%s) t_last=$(date +%s)
+took() { t_now=$(date +%s); echo "time: $1 took $((t_now - t_last)) s"; t_last=$t_now; }
 summary() {
     if [ "$skipped" -gt 0 ]; then
         echo "$passed passed, $failed failed, $skipped skipped"
@@ -27,6 +31,7 @@ for step in install-deps build; do
     sh "$top/scripts/$step.sh" && continue
     echo "$step: scripts/$step.sh failed"; failed=1; summary; exit 1
 done
+took "install-deps and build"
 
 count() { sed -n "s/^# $1: *\([0-9]*\)/\1/p" test-suite.log | head -n 1; }
 suite() { # BUILD-DIR LABEL
@@ -54,6 +59,7 @@ suite() { # BUILD-DIR LABEL
 }
 
 suite "$top/build" normal
+took "make check"
 if [ "${KP_SANITIZERS:-1}" != 0 ]; then
     mkdir -p "$top/build-san"
     if (cd "$top/build-san" && { [ -f Makefile ] || ../configure -q --enable-sanitizers; } &&
@@ -63,6 +69,7 @@ if [ "${KP_SANITIZERS:-1}" != 0 ]; then
         echo "asan+ubsan: the sanitizer build failed"; tail -n 30 "$top/build-san/build.out" 2>/dev/null
         failed=$((failed + 1)); status=1
     fi
+    took "asan+ubsan build and make check"
 fi
 
 # make distcheck: the tarball builds, passes make check and installs out of
@@ -74,6 +81,7 @@ if [ "${KP_DISTCHECK:-1}" != 0 ]; then
         failed=$((failed + 1)); status=1; echo "distcheck: 0 passed, 1 failed"
         tail -n 30 "$top/build/distcheck.log"
     fi
+    took distcheck
 fi
 
 # tap_target TARGET LABEL: make TARGET in build/, which writes TARGET.log
@@ -88,6 +96,7 @@ tap_target() {
     passed=$((passed + ${tpass:-0})); failed=$((failed + ${tfail:-0}))
     # a target that ran a test command of its own reports it ("; inside: ...")
     echo "$2: ${tpass:-0} passed, ${tfail:-0} failed$(sed -n 's/^check-[a-z]*: .*\(; inside: .*\)$/\1/p' "$log" 2>/dev/null)"
+    took "$1"
 }
 
 # make check-deb: the Debian packages built from the tarball, lintian,
@@ -111,7 +120,9 @@ if [ "${KP_CORPUS:-1}" != 0 ]; then
     fi
     passed=$((passed + ${cpass:-0})); failed=$((failed + ${cfail:-0}))
     echo "corpus: ${cpass:-0} passed, ${cfail:-0} failed"
+    took check-corpus-quick
 fi
+echo "time: all took $(( $(date +%s) - t_start )) s"
 
 # each part counts its own failure; this only guards the promise above
 [ $status -eq 0 ] || [ $failed -gt 0 ] || failed=1

@@ -80,7 +80,7 @@ if { [ -e /dev/fuse ] || command -v fusermount3 >/dev/null; } && [ "$(id -u)" = 
         like "enabled: Permission denied rc=[1-9]" "$(echo $err)" "another user cannot write enabled"
         nobody_copy "$KPREWRITE" "$D"
         err=$(as_nobody_in "$D" env KPREWRITE_CTL_DIR=ctl ./kprewrite.copy ctl $pid list 2>&1 >/dev/null; echo "rc=$?")
-        like "^kprewrite: ctl $pid: no control directory ctl/$pid .* rc=1\$" "$(echo $err)" "another user's kprewrite ctl is refused"
+        like "^kprewrite: ctl $pid: ctl/$pid: Permission denied rc=1\$" "$(echo $err)" "another user's kprewrite ctl is refused (Permission denied)"
         like ' work\+0x0 ' "$(grep ' work+' "$C/list")" "the owner still reads list"
     else
         skip "no control directory here"; skip "ctl"; skip "ctl"; skip "ctl"; skip "ctl"

@@ -142,12 +142,16 @@ enum kprw_table_flags {
      * kprw_follow; the runtime puts what the kernel patched the site to
      * back where the original bytes go. Only the kernel runtime reads it. */
     KPRW_T_FOLLOW = 1u << 8,
+    /* Some entries' name_off is KPRW_NAME_FOUND (a function without symbol
+     * or FDE: "fn@0x..."); a runtime that does not know the name refuses
+     * the table rather than read it as a dynamic name. */
+    KPRW_T_FOUND_NAMES = 1u << 9,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a
  * calling convention it does not follow. */
 #define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER | \
-                      KPRW_T_ORIG_AT_COPY)
+                      KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES)
 
 /* .kprewrite.slot: pointers to the runtime's entry points, 8 bytes each,
  * in this order. A slot section of 16, 24 or 32 bytes is an older pool's. */
@@ -170,9 +174,12 @@ enum kprw_slot {
 #define KPRW_RUNTIME_SONAME "libkprewrite-rt.so.0"
 #define KPRW_RUNTIME_STEM "libkprewrite-rt.so"
 
-/* An unnamed function (known by its .eh_frame bounds only) is named
- * KPRW_FDE_PREFIX and its link-time address in lower-case hex. */
+/* An unnamed function is named by a prefix and its link-time address in
+ * lower-case hex: KPRW_FDE_PREFIX when its .eh_frame bounds are all that
+ * names it, KPRW_FOUND_PREFIX when nothing does (no symbol, no FDE: kprewrite
+ * found it as the target of a call, a pointer or a jump). */
 #define KPRW_FDE_PREFIX "fde@0x"
+#define KPRW_FOUND_PREFIX "fn@0x"
 
 /* A dynamic tag (the OS-specific range, which the loaders skip) of an image
  * with an added pool: d_ptr is the table's link-time address. The runtime
@@ -185,7 +192,12 @@ enum kprw_slot {
  * .eh_frame bounds): its name is "fde@0x" and the function's link-time
  * address in lower-case hex, link_addr + site_rel - offset. */
 #define KPRW_NAME_FDE 0xffffffffu
-/* An entry's name_off with this bit (and not KPRW_NAME_FDE): the name is
+/* The same for a function with neither symbol nor FDE, found by kprewrite
+ * (KPRW_T_FOUND_NAMES): "fn@0x" and its address. */
+#define KPRW_NAME_FOUND 0xfffffffeu
+/* Is name_off one of the names spelled from the address? */
+#define KPRW_NAME_BY_ADDR(name_off) ((name_off) >= KPRW_NAME_FOUND)
+/* An entry's name_off with this bit (and not KPRW_NAME_BY_ADDR): the name is
  * the image's own, at (name_off & ~KPRW_NAME_DYN) in its dynamic string
  * table (dynstr_rel), which is in memory anyway: a library's exported
  * names are not copied into the table. */
@@ -199,7 +211,7 @@ struct kprw_entry {
     int32_t site_rel;                /* probe address - header */
     int32_t code_rel;                /* optimized: the detour's entry; int3: the out-of-line
                                         copy of the first instruction - header */
-    uint32_t name_off;               /* symbol name, in the strings; or KPRW_NAME_FDE */
+    uint32_t name_off;               /* symbol name, in the strings; or KPRW_NAME_FDE, KPRW_NAME_FOUND */
     uint32_t offset;                 /* from the symbol */
     uint32_t orig_off;               /* the site's dcr_len original bytes, in the strings
                                         (unless KPRW_F_ORIG_AT_COPY) */

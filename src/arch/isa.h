@@ -27,6 +27,16 @@ struct isa_code_ref {
     unsigned width;
 };
 
+/* What a leaf function returns when it computes it from constants alone
+ * (a getter of a linker-placed address or size): `value` (an immediate or
+ * a PC-relative address), then `nloads` loads, each of width[i] bytes
+ * from the address the value so far is. */
+struct isa_leaf_value {
+    uint64_t value;
+    unsigned nloads;
+    uint8_t width[2];
+};
+
 /* What a kernel of the ISA holds that the rewriter reads (the kernel image
  * kinds, src/rewriter/ktables.c), in the form src/arch/ktable.h describes. */
 struct isa_kernel {
@@ -94,6 +104,9 @@ struct isa {
      * *pc_relative: it survives moving the whole text) */
     uint32_t reloc_none;
     unsigned (*reloc_size)(uint32_t type, bool *pc_relative);
+    /* the dynamic relocation of an 8-byte word that the loader sets to the
+     * load base + its addend (a pointer in a PIE or library) */
+    uint32_t reloc_relative;
     /* a kernel module's relocations: the types the rewriter writes
      * (S + A - P of 4 bytes, the same for a call, of 8 bytes), how many
      * bytes a type writes (-1: one the module loader does not apply), and
@@ -112,6 +125,10 @@ struct isa {
      * to fn (stops at fn's false); false when the code does not decode */
     bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,
                       bool (*fn)(void *ctx, const struct isa_code_ref *r), void *ctx);
+    /* what the function whose len bytes of code are at `at` returns, when
+     * it is a leaf computing it from constants (isa_leaf_value): false for
+     * any other code */
+    bool (*leaf_value)(const uint8_t *code, size_t len, uint64_t at, struct isa_leaf_value *out);
     const struct isa_kernel *kernel;  /* NULL: kprewrite bakes no kernel of the ISA */
 };
 

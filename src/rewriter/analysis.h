@@ -19,7 +19,9 @@ struct fstate {
     uint64_t decode_fail;    /* first undecodable address, 0 if none */
 };
 
-enum ref_kind { REF_BRANCH, REF_JTABLE, REF_PAD, REF_TABLE, REF_ENDBR };
+/* REF_FOREIGN: a branch of code in a gap that no function holds
+ * (funcfind.h): never re-pointed */
+enum ref_kind { REF_BRANCH, REF_JTABLE, REF_PAD, REF_TABLE, REF_ENDBR, REF_FOREIGN };
 
 /* Something that may transfer control to target. */
 struct ref {

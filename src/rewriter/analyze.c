@@ -166,7 +166,23 @@ static void describe_ref(const struct ref *r, char *buf, size_t size)
                              r->table == KT_CODE_BRANCHING ? "branch" : "entry", (unsigned long long)r->from,
                              (unsigned long long)r->target); break;
     case REF_ENDBR: snprintf(buf, size, "endbr64 at 0x%llx (indirect branch target)", (unsigned long long)r->target); break;
+    case REF_FOREIGN: snprintf(buf, size, "branch at 0x%llx to 0x%llx in code no function holds", (unsigned long long)r->from,
+                               (unsigned long long)r->target); break;
     }
+}
+
+/* Code the image's runtime copies elsewhere and runs there (a fact of the
+ * image, facts.h: kfacts_moving): the probe's site, or its function. */
+static bool moves(const struct state *s, struct probe *p, const struct func *fn)
+{
+    const struct kmoving *m = kfacts_moving(s->kf, p->addr, p->addr + 1);
+    if (!m)
+        m = kfacts_moving(s->kf, fn->start, fn->end);
+    if (!m)
+        return false;
+    probe_set(p, V_REFUSED, KP_R_MOVES_AT_RUN_TIME, "%s 0x%llx-0x%llx: %s", m->what, (unsigned long long)m->start,
+              (unsigned long long)(m->start + m->len), m->why);
+    return true;
 }
 
 static bool blacklisted(const struct state *s, struct probe *p, const struct func *fn)
@@ -191,6 +207,8 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
  * %rsp; true without unwind data: the symbol says it is a function)? */
 static bool call_entry(const struct state *s, const struct func *fn)
 {
+    if (fn->origin == FO_FOUND)
+        return fn->call_entry;   /* as the finder proved it (funcfind.c) */
     struct eh_cfa c = symbols_cfa_at(s->sy, fn->start);
     return !c.known || isa_cfa_at_call_entry(s->img->isa, c.reg, c.off);
 }
@@ -211,7 +229,10 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
      * a function (its .cold part, a landing pad) starts with its parent's
      * frame, and its top of stack is the parent's data */
     if (!call_entry(s, fn)) {
-        probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
+        if (fn->origin == FO_FOUND)
+            probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "no call leads to it as far as proven: found without symbols or CFI");
+        else
+            probe_set(p, V_REFUSED, KP_R_NOT_CALLED, "CFA at 0x%llx is not %%rsp+8", (unsigned long long)fn->start);
         return true;
     }
     bool leaves = f->decode_fail != 0;   /* undecoded bytes may hold its ret */
@@ -263,7 +284,8 @@ static bool padding_after(const struct state *s, const struct probe *p, const st
         if (!x86_is_padding(b[a]))
             return false;
     /* ref_into takes targets above its first bound: fn->end itself counts here */
-    return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end);
+    return !ref_into(&s->refs, fn->end - 1, pad_end) && !kfacts_reserved_overlap(s->kf, fn->end, pad_end - fn->end) &&
+           !kfacts_moving(s->kf, fn->end, pad_end);
 }
 
 /* Is a landing pad at a? */
@@ -341,6 +363,10 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
             why = "";
             break;
         }
+        if (kfacts_moving(s->kf, r->from, r->from + 1)) {
+            why = " (in code that moves at run time: it stays as it is)";
+            break;
+        }
         if (!dcr_boundary(p, fn, f, i, j, r->target)) {
             why = " (inside an instruction)";
             break;
@@ -405,7 +431,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     const char *why;
 
     *i = find_insn(f, off);
-    if (blacklisted(s, p, fn))
+    if (moves(s, p, fn) || blacklisted(s, p, fn))
         return false;
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;
@@ -625,7 +651,8 @@ static void judge(struct state *s, struct probe *p)
      * alignment: call_entry) */
     p->at_entry = (p->addr == fn->start || (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen)) &&
                   call_entry(s, fn);
-    p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry;
+    /* (assembly calls its own functions with any alignment) */
+    p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry && fn->origin != FO_FOUND;
     if (!p->at_entry && !x86_flags_dead(image_read_cb, (void *)s->img, p->addr, fn->end))
         p->notes |= NOTE_FLAGS_SAVED;
     probe_set(p, V_OPTIMIZED, KP_R_NONE, NULL);
@@ -754,6 +781,10 @@ int analyze_probes(const struct image *img, const struct symbols *sy, const stru
                 goto oom;
         if (landing_pads(&s) < 0)
             goto oom;
+        for (size_t i = 0; i < sy->found.nrefs; i++)
+            if (!sy->found.refs[i].address &&
+                !add_ref(&s, sy->found.refs[i].target, sy->found.refs[i].from, REF_FOREIGN, 0))
+                goto oom;
         for (size_t i = 0; i < kf->ntargets; i++)
             if (!add_ref(&s, kf->targets[i].target, kf->targets[i].from, REF_TABLE, kf->targets[i].table))
                 goto oom;

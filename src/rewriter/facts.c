@@ -125,9 +125,16 @@ static int collect_wide(struct kfacts *kf, char *err, size_t errlen)
     return 0;
 }
 
+static int cmp_moving(const void *a, const void *b)
+{
+    const struct kmoving *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
 void facts_build_free(struct facts_build *c)
 {
     free(c->reserved.v); free(c->targets.v); free(c->extable.v); free(c->extable_blind.v); free(c->blacklist.v);
+    free(c->moving.v);
     memset(c, 0, sizeof *c);
 }
 
@@ -145,9 +152,11 @@ int facts_build_finish(struct kfacts *kf, struct facts_build *c, char *err, size
     kf->extable = c->extable.v; kf->nextable = uniq_u64(c->extable.v, c->extable.n);
     sort_array(c->extable_blind.v, c->extable_blind.n, 8, cmp_u64);
     kf->extable_blind = c->extable_blind.v; kf->nextable_blind = uniq_u64(c->extable_blind.v, c->extable_blind.n);
+    sort_array(c->moving.v, c->moving.n, sizeof(struct kmoving), cmp_moving);
+    kf->moving = c->moving.v; kf->nmoving = c->moving.n;
     return 0;
 fail_set:
-    free(c->targets.v); free(c->extable.v); free(c->extable_blind.v);
+    free(c->targets.v); free(c->extable.v); free(c->extable_blind.v); free(c->moving.v);
     kfacts_free(kf);
     return -1;
 }
@@ -155,7 +164,7 @@ fail_set:
 void kfacts_free(struct kfacts *kf)
 {
     free(kf->reserved); free(kf->targets); free(kf->extable); free(kf->extable_blind); free(kf->blacklist);
-    free(kf->wide);
+    free(kf->wide); free(kf->moving);
     memset(kf, 0, sizeof *kf);
 }
 
@@ -233,6 +242,14 @@ const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr)
         if (addr >= r->start && addr - r->start < r->len)
             return r;
     }
+    return NULL;
+}
+
+const struct kmoving *kfacts_moving(const struct kfacts *kf, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < kf->nmoving; i++)   /* a few ranges an image at most */
+        if (kf->moving[i].start < hi && lo < kf->moving[i].start + kf->moving[i].len)
+            return &kf->moving[i];
     return NULL;
 }
 

@@ -3,9 +3,11 @@
  * keep their bytes (a kernel table's entries, relocations applied at load),
  * extra control-flow targets, instructions that may fault to a fixup,
  * blacklisted code; each labelled with the table it comes from (the ids of
- * ../arch/ktable.h, which reasons name: reserved:<table>). An image kind's
+ * ../arch/ktable.h, which reasons name: reserved:<table>); and code the
+ * image's runtime copies elsewhere at run time (moving.c). An image kind's
  * reader fills them (ktables.c for a kernel; facts_read_relocs for every
- * image's code relocations); the analysis looks them up (kfacts_*).
+ * image's code relocations; facts_read_moving for a user image's); the
+ * analysis looks them up (kfacts_*).
  */
 #ifndef KPREWRITE_FACTS_H
 #define KPREWRITE_FACTS_H
@@ -31,6 +33,15 @@ struct krange {
     uint8_t takeover;
 };
 
+/* Code the image's runtime copies or remaps elsewhere at run time and runs
+ * there (V8's embedded builtins): a probe's jump, or any byte the rewriter
+ * writes there, would run from the copy, where a rel32 lands elsewhere. */
+struct kmoving {
+    uint64_t start, len;
+    char what[160];        /* what it is and how it is marked, for the report */
+    const char *why;       /* who copies it, and when */
+};
+
 /* A control-flow target named by a table entry (jump-label target, fixup). */
 struct kref {
     uint64_t target;
@@ -51,6 +62,8 @@ struct kfacts {
     size_t nblacklist;
     struct krange *wide;       /* the section-wide ones of them (few) */
     size_t nwide;
+    struct kmoving *moving;    /* code that moves at run time, sorted by start (few) */
+    size_t nmoving;
     unsigned count[KT__COUNT]; /* entries read per table */
     unsigned entsize[KT__COUNT];
 };
@@ -79,6 +92,9 @@ unsigned kfacts_follow_in(const struct kfacts *kf, uint64_t start, uint64_t len,
 const struct krange *kfacts_reserved_overlap(const struct kfacts *kf, uint64_t start, uint64_t len);
 /* Blacklist range containing addr, or NULL. */
 const struct krange *kfacts_blacklisted(const struct kfacts *kf, uint64_t addr);
+/* The first range of code that moves at run time overlapping [lo, hi), or
+ * NULL: nothing there may be probed or written. */
+const struct kmoving *kfacts_moving(const struct kfacts *kf, uint64_t lo, uint64_t hi);
 /* Does any exception-table instruction lie in [start, end)? Returns it or 0. */
 uint64_t kfacts_extable_in(const struct kfacts *kf, uint64_t start, uint64_t end);
 /* The first of them whose fixup lands in code no function covers, or 0. */
@@ -92,6 +108,7 @@ struct facts_build {
     struct ranges { struct krange *v; size_t n, cap; } reserved, blacklist;
     struct { struct kref *v; size_t n, cap; } targets;
     struct { uint64_t *v; size_t n, cap; } extable, extable_blind;
+    struct { struct kmoving *v; size_t n, cap; } moving;
 };
 /* How an image kind's code relocations are read: which are inverse ones
  * (NULL: none), and whether a 4-byte one may move with its instruction
@@ -105,6 +122,10 @@ struct reloc_rules {
  * err. */
 int facts_read_relocs(struct facts_build *c, struct kfacts *kf, const struct reloc_rules *rules, char *err,
                       size_t errlen);
+/* The code c's image copies or remaps elsewhere at run time, as the
+ * runtimes that do it mark it (moving.c: V8's embedded builtins). 0, or -1
+ * with err. */
+int facts_read_moving(struct facts_build *c, char *err, size_t errlen);
 /* The facts c read, sorted into kf, which owns them then. 0, or -1 with err
  * (everything freed). */
 int facts_build_finish(struct kfacts *kf, struct facts_build *c, char *err, size_t errlen);

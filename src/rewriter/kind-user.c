@@ -3,7 +3,8 @@
  * runtime, whose pool was reserved at link time (or added by an earlier
  * run), and a prebuilt one, to which the bake adds a pool of the sizes the
  * plan needs and the runtime as DT_NEEDED (addpool.c). Both follow the
- * same rules; their facts are their code relocations (TEXTREL).
+ * same rules; their facts are their code relocations (TEXTREL) and the
+ * code their runtime copies elsewhere at run time (moving.c).
  */
 #include "config.h"
 #include "kinds.h"
@@ -18,8 +19,9 @@
 #define KPRW_RUNTIME_DEFAULT KPRW_RUNTIME_SONAME
 #endif
 
-/* Only code relocations: no table of a user image is read (a program that
- * happened to name a section __ex_table must not be read as a kernel). */
+/* Code relocations and code that moves at run time: no table of a user
+ * image is read (a program that happened to name a section __ex_table must
+ * not be read as a kernel). */
 static int user_facts(struct kfacts *kf, const struct image *img, const struct symbols *sy, const char *relocs,
                       char *err, size_t errlen)
 {
@@ -30,7 +32,7 @@ static int user_facts(struct kfacts *kf, const struct image *img, const struct s
         snprintf(err, errlen, "%s: --relocs is for a vmlinux (give --kernel)", img->path);
         return -1;
     }
-    if (facts_read_relocs(&c, kf, &rules, err, errlen) < 0) {
+    if (facts_read_relocs(&c, kf, &rules, err, errlen) < 0 || facts_read_moving(&c, err, errlen) < 0) {
         facts_build_free(&c);
         return -1;
     }
@@ -64,7 +66,7 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
 }
 
 #define USER_RULES \
-    .untyped_functions = false, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
+    .untyped_functions = false, .finds_functions = true, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
     .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, \
     .load_facts = user_facts, .pool_areas = pool_user_areas
 

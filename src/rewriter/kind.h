@@ -43,6 +43,10 @@ struct kind_hooks {
     /* symbols.c: an untyped symbol with a size in code is a function (a
      * kernel's assembly, SYM_CODE_START) */
     bool untyped_functions;
+    /* symbols.c: code no symbol or FDE covers is searched for functions
+     * (funcfind.c: fn@ADDR); a kernel's symbols name all of its code, and
+     * its runtime names no function by address */
+    bool finds_functions;
     /* analyze.c: a call may stay in a DCR, a real call in the detour
      * (NOTE_CALL_KEPT); else the probe is int3, call-in-dcr (the kernel's
      * own rule) */

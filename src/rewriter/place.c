@@ -48,7 +48,8 @@ static int padding_runs(const struct state *s, struct span **out, size_t *nout)
         const struct ref *r = ref_into(&s->refs, lo - 1, a);   /* nothing may land there */
         if (r)
             a = r->target;
-        if (a - lo < s->img->isa->jump_len)
+        /* nor in code that moves at run time: the trampoline would run from the copy */
+        if (a - lo < s->img->isa->jump_len || kfacts_moving(s->kf, lo, a))
             continue;
         if (!ARRAY_PUSH(v, n, cap, (struct span){ lo, a })) {
             free(v);
@@ -155,8 +156,8 @@ static uint64_t evict_for(struct room *r, uint64_t lo, uint64_t hi, const struct
     for (; a < sy->nfuncs && sy->funcs[a].start <= hi; a++) {
         const struct func *fn = &sy->funcs[a];
         const struct fstate *f = &s->fs[a];
-        if (!s->probed[a] || !f->insns || f->decode_fail)
-            continue;   /* refs into unprobed functions are not kept: unknown */
+        if (!s->probed[a] || !f->insns || f->decode_fail || kfacts_moving(s->kf, fn->start, fn->end))
+            continue;   /* refs into unprobed functions are not kept: unknown; moving code stays as it is */
         for (size_t k = 0; k < f->n; k++) {
             uint64_t at = fn->start + f->insns[k].off, slot = at + jump;
             if (slot < lo)

@@ -256,10 +256,13 @@ static int plan_table_entry(struct planner *pl, struct plan_entry *pe, const str
     /* an unnamed function is named by its address: the runtime spells the
      * name, the table need not */
     bool kernel = pl->plan->calls.kernel;
-    char fde[32];
+    char fde[32], found[32];
     snprintf(fde, sizeof fde, KPRW_FDE_PREFIX "%" PRIx64, (uint64_t)(p->addr - p->off));
-    bool unnamed = !kernel && strcmp(p->sym, fde) == 0, dyn = !unnamed && in_dynstr(pl, p->sym);
-    int64_t name = unnamed ? (int64_t)KPRW_NAME_FDE
+    snprintf(found, sizeof found, KPRW_FOUND_PREFIX "%" PRIx64, (uint64_t)(p->addr - p->off));
+    bool by_fde = !kernel && strcmp(p->sym, fde) == 0, by_found = !kernel && strcmp(p->sym, found) == 0;
+    bool unnamed = by_fde || by_found, dyn = !unnamed && in_dynstr(pl, p->sym);
+    pl->plan->found_names |= by_found;
+    int64_t name = unnamed ? (int64_t)(by_fde ? KPRW_NAME_FDE : KPRW_NAME_FOUND)
                  : dyn ? (int64_t)(KPRW_NAME_DYN | (uint32_t)(p->sym - pl->ps->dynstr))
                        : strtab_add(&pl->plan->strs, p->sym, strlen(p->sym) + 1);
     pl->plan->dyn_names |= dyn;

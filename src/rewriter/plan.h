@@ -98,6 +98,7 @@ struct bake_plan {
     size_t nfixups, capfixups;
     struct strtab strs;                   /* names and original bytes */
     bool dyn_names;                       /* some names stay in the dynamic string table */
+    bool found_names;                     /* KPRW_T_FOUND_NAMES: some are fn@ names (KPRW_NAME_FOUND) */
     bool kaslr;                           /* KPRW_T_KASLR: some DCR relocations moved (a vmlinux) */
     bool follow;                          /* KPRW_T_FOLLOW: some boot-patched sites moved (a vmlinux) */
     size_t text_size, table_size, data_size;   /* what the pool's sections must hold */

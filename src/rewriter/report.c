@@ -75,6 +75,32 @@ static void json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* How many probes are on found functions (fn@). */
+static size_t probes_on_found(const struct symbols *sy, const struct probe_list *probes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < probes->n; i++)
+        n += probes->v[i].func != SIZE_MAX && sy->funcs[probes->v[i].func].origin == FO_FOUND;
+    return n;
+}
+
+/* The summary's "found_functions": the functions found without symbols
+ * or CFI (funcfind.h), how, and the candidates left out by reason. */
+static void json_found(FILE *out, const struct symbols *sy, const struct probe_list *probes)
+{
+    const struct funcfind *ff = &sy->found;
+    fprintf(out, ", \"found_functions\": {\"found\": %zu, \"probes\": %zu, \"by\": {", ff->n,
+            probes_on_found(sy, probes));
+    for (int b = 0; b < FF_BY__COUNT; b++)
+        fprintf(out, "%s\"%s\": %zu", b ? ", " : "", funcfind_by_name((enum ff_by)b), ff->by[b]);
+    fprintf(out, "}, \"left_out\": {");
+    for (int r = 0, k = 0; r < FF_R__COUNT; r++)
+        if (ff->rejected[r])
+            fprintf(out, "%s\"%s\": %zu", k++ ? ", " : "", funcfind_reason_name((enum ff_reason)r), ff->rejected[r]);
+    fprintf(out, "}, \"code_bytes_outside_named\": %zu, \"code_bytes_in_no_function\": %zu, \"rounds\": %u}",
+            ff->gap_bytes, ff->unexplained_bytes, ff->rounds);
+}
+
 struct counts {
     size_t verdict[3];
     size_t reason[3][KP_R__COUNT];
@@ -167,11 +193,32 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
             "\"retargeted\": %zu, \"one_instruction\": %zu, \"evicted_windows\": %zu}", c.plain, c.padding, c.jump8,
             c.retarget, c.retargets, c.one_insn, st->evictions);
     fprintf(out, ", \"jump_tables\": %zu, \"indirect_jumps_loaded\": %zu, \"indirect_jumps_tail\": %zu, "
-            "\"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu}\n}\n",
+            "\"indirect_jumps_outside\": %zu, \"indirect_jumps_unproven\": %zu, \"landing_pads\": %zu",
             st->jump_tables, st->ijmp_load, st->ijmp_tail, st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
+    json_found(out, sy, probes);
+    fprintf(out, "}\n}\n");
 }
 
-void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st)
+/* The functions found without symbols or CFI (funcfind.h), and the
+ * candidates left out. */
+static void found_summary(FILE *out, const struct symbols *sy, const struct probe_list *probes)
+{
+    const struct funcfind *ff = &sy->found;
+    size_t left = ff->candidates - ff->n;
+    fprintf(out, "summary: %zu functions found without symbols or CFI (fn@0xADDR):", ff->n);
+    for (int b = 0; b < FF_BY__COUNT; b++)
+        fprintf(out, "%s %zu %s", b ? "," : "", ff->by[b], funcfind_by_name((enum ff_by)b));
+    fprintf(out, "; %zu probes on them\n", probes_on_found(sy, probes));
+    fprintf(out, "summary: %zu candidates left out", left);
+    for (int r = 0, k = 0; r < FF_R__COUNT; r++)
+        if (ff->rejected[r])
+            fprintf(out, "%s %s %zu", k++ ? "," : ":", funcfind_reason_name((enum ff_reason)r), ff->rejected[r]);
+    fprintf(out, "; %zu of the %zu bytes of code outside named functions are in no found function\n",
+            ff->unexplained_bytes, ff->gap_bytes);
+}
+
+void report_summary(FILE *out, const struct symbols *sy, const struct probe_list *probes,
+                    const struct analysis_stats *st)
 {
     struct counts c;
     count(probes, &c);
@@ -191,6 +238,8 @@ void report_summary(FILE *out, const struct probe_list *probes, const struct ana
             "%zu onto taken addresses, %zu unproven, %zu landing pads\n",
             st->funcs_decoded, st->insns_decoded, st->jump_tables, st->ijmp_load, st->ijmp_tail,
             st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
+    if (sy->found.candidates || sy->found.gap_bytes)
+        found_summary(out, sy, probes);
 }
 
 enum exit_status report_exit_status(const struct probe_list *probes)

@@ -15,7 +15,8 @@ void report_text(FILE *out, const struct probe_list *probes);
 void report_json(FILE *out, const struct image *img, const struct symbols *sy,
                  const struct probe_list *probes, const struct analysis_stats *st);
 /* Counts by verdict and reason, for --summary (to out). */
-void report_summary(FILE *out, const struct probe_list *probes, const struct analysis_stats *st);
+void report_summary(FILE *out, const struct symbols *sy, const struct probe_list *probes,
+                    const struct analysis_stats *st);
 /* A rewrite's diagnostics on msg: one line for each refused probe a spec
  * named (file, symbol+offset, address, reason, detail), one count line for
  * those globs matched. */

@@ -126,7 +126,7 @@ static void report(struct run *r)
     else
         report_text(o->out, &r->probes);
     if (o->summary)
-        report_summary(o->json ? o->msg : o->out, &r->probes, &r->st);
+        report_summary(o->json ? o->msg : o->out, &r->sy, &r->probes, &r->st);
 }
 
 /* The analyzed probes baked by the image's kind, into -o or in place. */

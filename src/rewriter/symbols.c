@@ -173,7 +173,7 @@ static void set_parents(struct symbols *sy)
         struct func *fn = &sy->funcs[i];
         const char *dot = fn->name[0] != '.' ? strchr(fn->name, '.') : NULL;
         fn->parent = i;
-        if (!dot || fn->origin == FO_FDE)
+        if (!dot || fn->origin == FO_FDE || fn->origin == FO_FOUND)
             continue;
         char base[512];
         size_t len = (size_t)(dot - fn->name);
@@ -316,6 +316,32 @@ static int signal_frames(struct symbols *sy, const struct eh_fde *fdes, size_t n
     return 0;
 }
 
+/* The functions nobody named (funcfind.c), appended to funcs as fn@ADDR
+ * functions and sorted in; sy's function list is funcs again. -1: no
+ * memory; -2: the finder's error in err. */
+static int functions_found(struct symbols *sy, const struct image *img, struct funcs *funcs, char *err,
+                           size_t errlen)
+{
+    const size_t len = sizeof KPRW_FOUND_PREFIX + 16;   /* the prefix, 16 hex digits, NUL */
+    struct funcfind *ff = &sy->found;
+    if (funcfind_run(ff, img, sy, err, errlen) < 0)
+        return -2;
+    if (ff->n && !(sy->found_names = malloc(ff->n * len)))
+        return -1;
+    for (size_t k = 0; k < ff->n; k++) {
+        char *name = sy->found_names + k * len;
+        snprintf(name, len, KPRW_FOUND_PREFIX "%llx", (unsigned long long)ff->v[k].start);
+        if (!ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = ff->v[k].start, .end = ff->v[k].end,
+                                                                        .name = name, .origin = FO_FOUND,
+                                                                        .call_entry = ff->v[k].call_entry }))
+            return -1;
+    }
+    sort_array(funcs->v, funcs->n, sizeof(struct func), cmp_func);
+    sy->funcs = funcs->v;
+    sy->nfuncs = funcs->n;
+    return 0;
+}
+
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
                  char *err, size_t errlen)
 {
@@ -359,6 +385,15 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     sort_array(funcs.v, funcs.n, sizeof(struct func), cmp_func);
     sy->funcs = funcs.v;
     sy->nfuncs = funcs.n;
+    sy->fdes = fdes;   /* the CFA rules (symbols_cfa_at), for the finder too */
+    sy->eh = eh && eh->data && eh->size ? eh : NULL;
+    if (img->hooks->finds_functions) {
+        int rc = functions_found(sy, img, &funcs, err, errlen);
+        if (rc == -2)
+            goto fail;
+        if (rc < 0)
+            goto oom;
+    }
 
     /* Name index: every function-symbol alias plus the fde@ names. */
     for (size_t i = 0; i < raws.n; i++) {
@@ -368,7 +403,7 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             goto oom;
     }
     for (size_t i = 0; i < sy->nfuncs; i++) {
-        if (sy->funcs[i].origin != FO_FDE)
+        if (sy->funcs[i].origin != FO_FDE && sy->funcs[i].origin != FO_FOUND)
             continue;
         if (!ARRAY_PUSH(names.v, names.n, names.cap, (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i }))
             goto oom;
@@ -382,8 +417,6 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     sy->fde_names = fde_names;
     set_parents(sy);
     free(raws.v);
-    sy->fdes = fdes;   /* kept for the CFA rules (symbols_cfa_at) */
-    sy->eh = eh && eh->data && eh->size ? eh : NULL;
     return 0;
 oom:
     snprintf(err, errlen, "%s: out of memory building the function list", img->path);
@@ -397,6 +430,8 @@ fail:
     free(sy->strings);
     free(sy->sigframes);
     free(sy->doubts);
+    free(sy->found_names);
+    funcfind_free(&sy->found);
     memset(sy, 0, sizeof *sy);
     return -1;
 }
@@ -411,6 +446,8 @@ void symbols_free(struct symbols *sy)
     free(sy->fde_names);
     free(sy->sigframes);
     free(sy->doubts);
+    free(sy->found_names);
+    funcfind_free(&sy->found);
     memset(sy, 0, sizeof *sy);
 }
 

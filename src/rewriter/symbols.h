@@ -1,12 +1,15 @@
 /* Functions of an image: names and bounds from .symtab, .dynsym, System.map
- * and .eh_frame FDEs; lookups by name, glob and address. */
+ * and .eh_frame FDEs, and those found without any (funcfind.h); lookups by
+ * name, glob and address. */
 #ifndef KPREWRITE_SYMBOLS_H
 #define KPREWRITE_SYMBOLS_H
 #include "ehframe.h"
 #include "entries.h"
+#include "funcfind.h"
 #include "image.h"
 
-enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE };
+/* FO_FOUND: no symbol, no FDE: found and proven by funcfind.c, "fn@0x..." */
+enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE, FO_FOUND };
 
 struct func {
     uint64_t start, end;       /* [start, end) */
@@ -17,6 +20,7 @@ struct func {
     size_t parent;             /* for foo.cold / foo.part.N / foo.isra.N: index of foo, else self */
     bool entry_unproven;       /* an fde@ whose start no sweep proves an instruction's: no probe
                                   (symbols_entry_doubt says why) */
+    bool call_entry;           /* FO_FOUND: proven entered by calls only (funcfind.h) */
 };
 
 struct name_ent {
@@ -43,6 +47,8 @@ struct symbols {
     size_t nsigframes;
     struct entry_doubt *doubts;/* unproven starts (the fde@ functions kept to refuse), by address */
     size_t ndoubts;
+    struct funcfind found;     /* the FO_FOUND functions' proofs, and what was left out */
+    char *found_names;         /* storage for fn@ names */
 };
 
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,

@@ -223,6 +223,8 @@ int table_write(const struct image *img, const struct pool_sections *ps, const s
         t->flags |= KPRW_T_KRET_RETURN;
     if (!c->kernel)
         t->flags |= KPRW_T_ORIG_AT_COPY;
+    if (plan->found_names)
+        t->flags |= KPRW_T_FOUND_NAMES;
     if (c->added) {
         t->flags |= KPRW_T_ADDED_POOL;
         t->slot_rel = (int64_t)(ps->slot->addr - ps->table->addr);

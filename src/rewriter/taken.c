@@ -36,7 +36,7 @@ static void put(struct grow *g, const struct image *img, uint64_t a)
 }
 
 /* Dynamic and static relocations: RELATIVE addends, S + A of the others. */
-static void relocations(struct grow *g, const struct image *img)
+static void relocations(const struct image *img, void (*fn)(void *ctx, uint64_t addr), void *ctx)
 {
     const struct section *r;
     for (size_t i = 0; (r = image_next_rela(img, &i));) {
@@ -54,9 +54,34 @@ static void relocations(struct grow *g, const struct image *img)
                     continue;   /* another object's address */
                 s = es.st_value;
             }
-            put(g, img, s + (uint64_t)rel.r_addend);
+            uint64_t a = s + (uint64_t)rel.r_addend;
+            if (image_is_exec_addr(img, a))
+                fn(ctx, a);
         }
     }
+}
+
+void taken_data_pointers(const struct image *img, void (*fn)(void *ctx, uint64_t addr), void *ctx)
+{
+    for (size_t i = 0; i < img->nsecs; i++) {
+        const struct section *s = &img->secs[i];
+        if (!(s->flags & SHF_ALLOC) || !s->data || s->type == SHT_NOBITS || (s->flags & SHF_EXECINSTR))
+            continue;
+        for (uint64_t o = (8 - s->addr % 8) % 8; o + 8 <= s->size; o += 8) {
+            uint64_t w;
+            memcpy(&w, s->data + o, 8);
+            if (image_is_exec_addr(img, w))
+                fn(ctx, w);
+        }
+    }
+    relocations(img, fn, ctx);
+}
+
+static void put_cb(void *g, uint64_t a)
+{
+    struct grow *gr = g;
+    if (!gr->oom && !ARRAY_PUSH(gr->v, gr->n, gr->cap, a))
+        gr->oom = true;
 }
 
 /* Code outside every function (crt stubs, the PLT, data in code) of a
@@ -82,26 +107,16 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
     struct grow g = { 0 }, self = { 0 };
     bool exec32 = img->kind == IMG_EXEC;   /* non-PIE: 32-bit absolute addresses exist */
     memset(t, 0, sizeof *t);
-    for (size_t i = 0; i < img->nsecs; i++) {
+    /* Not 32-bit words of data: compilers store code pointers as 8 bytes
+     * on x86-64, even in non-PIE code (switch tables are .quad); the 32-bit
+     * values there are numbers (LLVM's tables: 0.02 % of the function
+     * entries of c-index-test looked taken) */
+    taken_data_pointers(img, put_cb, &g);
+    for (size_t i = 0; exec32 && i < img->nsecs; i++) {
         const struct section *s = &img->secs[i];
-        if (!(s->flags & SHF_ALLOC) || !s->data || s->type == SHT_NOBITS)
-            continue;
-        bool code = (s->flags & SHF_EXECINSTR) != 0;
-        if (!code) {
-            for (uint64_t o = (8 - s->addr % 8) % 8; o + 8 <= s->size; o += 8) {
-                uint64_t w;
-                memcpy(&w, s->data + o, 8);
-                put(&g, img, w);
-            }
-        }
-        /* Not 32-bit words of data: compilers store code pointers as 8
-         * bytes on x86-64, even in non-PIE code (switch tables are .quad);
-         * the 32-bit values there are numbers (LLVM's tables: 0.02 % of the
-         * function entries of c-index-test looked taken) */
-        if (exec32 && code)
+        if ((s->flags & SHF_ALLOC) && s->data && s->type != SHT_NOBITS && (s->flags & SHF_EXECINSTR))
             code_outside_functions(&g, img, sy, s);
     }
-    relocations(&g, img);
     /* RIP-relative operands of the code (lea label(%rip), a pointer in .text) */
     for (size_t f = 0; f < sy->nfuncs; f++) {   /* sorted, not overlapping */
         for (uint64_t a = sy->funcs[f].start; a < sy->funcs[f].end;) {
@@ -137,6 +152,10 @@ int taken_build(struct taken *t, const struct image *img, const struct symbols *
             a += len;
         }
     }
+    /* and those of the code in gaps that no function holds (funcfind.c) */
+    for (size_t k = 0; k < sy->found.nrefs; k++)
+        if (sy->found.refs[k].address)
+            put(&g, img, sy->found.refs[k].target);
     if (g.oom || self.oom) {
         free(g.v);
         free(self.v);

@@ -22,6 +22,9 @@ struct taken {
  * operands of its code (in a non-PIE executable, every 4-byte window of the
  * code too: immediates). A superset; -1 with err on failure. */
 int taken_build(struct taken *t, const struct image *img, const struct symbols *sy, char *err, size_t errlen);
+/* Each code address the image's data holds (its 8-byte words, 8-aligned)
+ * or its relocations compute (RELATIVE addends, S + A of the others), to fn. */
+void taken_data_pointers(const struct image *img, void (*fn)(void *ctx, uint64_t addr), void *ctx);
 /* Is some taken address v with lo < v < hi? */
 bool taken_inside(const struct taken *t, uint64_t lo, uint64_t hi);
 /* The first such address, or 0. */

@@ -114,7 +114,9 @@ hits() {
     awk 'FNR == NR { if (length($1) == 16 && $1 ~ /^[0-9a-f]+$/) {
                          k = $3 "|" substr($1, 14, 3)
                          v = $4 == "[OPTIMIZED]" ? "jump" : $4 == "[INT3]" ? "int3:" $5 : "refused"
-                         verdict[k] = (k in verdict && verdict[k] != v) ? "?" : v }
+                         # (not verdict[k] = (k in verdict ...): mawk makes verdict[k] first)
+                         w = (k in verdict && verdict[k] != v) ? "?" : v
+                         verdict[k] = w }
                      next }
          $1 == "kprewrite:" && $5 == "hits" && $6 > 0 { h[$4 "|" substr($2, 14, 3)] += $6 }
          END { for (k in h) { split(k, p, "|"); print h[k], p[1], (k in verdict ? verdict[k] : "?") } }' "$1" "$2" |

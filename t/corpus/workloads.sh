@@ -107,6 +107,15 @@ wl_tcl() {
     echo "exit $?"
 }
 
+# JavaScript: JSON, regexps, arrays, strings, BigInt, exceptions, zlib and
+# crypto through V8's builtins (the same output with node 18 and 20)
+gen_node() { :; }
+wl_node() {
+    cp "$DATA/builtins.js" .
+    kp "$(bin /usr/bin/node)" builtins.js
+    echo "exit $?"
+}
+
 # ---- servers on 127.0.0.1 ----------------------------------------------------------
 
 gen_redis() {
@@ -404,6 +413,24 @@ wl_gawk() {
         { t = gensub(/([a-z]+)@([a-z]+)/, "\\2.\\1", "g"); c += gsub(/0x[0-9a-f]+/, "H", t); l += length(t) }
         END { PROCINFO["sorted_in"] = "@ind_str_asc"; for (k in y) printf "%s:%d ", k, y[k]; print ""; print s, c, l }'
     kp "$p" -M 'BEGIN { x = 3 ^ 2000; print length(x), substr(x, 1, 30), x % 1000007 }'
+}
+
+# ---- video: ffmpeg encoding with libx264, hand-written assembly without symbols or CFI ---
+
+# (the input is ffmpeg's own test pattern, made by lavfi as it encodes; two
+# encodings by one command and two decodings by another, as each command's
+# start-up is most of its time)
+gen_ffmpeg() { :; }
+wl_ffmpeg() {
+    p=$(bin /usr/bin/ffmpeg)
+    q="-nostdin -v error"
+    bx="-fflags +bitexact -flags:v +bitexact"
+    kp "$p" $q -f lavfi -i testsrc=size=320x240:rate=25:duration=2 \
+        -map 0 -c:v libx264 -preset medium -threads 2 $bx -f h264 a.h264 \
+        -map 0 -pix_fmt yuv420p10le -c:v libx264 -preset fast -crf 30 -threads 2 $bx -f h264 b.h264
+    sum a.h264; sum b.h264
+    kp "$p" $q $bx -i a.h264 $bx -i b.h264 -map 0 $bx -f framemd5 a.md5 -map 1 $bx -f framemd5 b.md5
+    grep -v '^#' a.md5 | sum; grep -v '^#' b.md5 | sum
 }
 
 # ---- a crypto library: openssl ----------------------------------------------------------

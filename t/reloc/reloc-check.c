@@ -606,8 +606,9 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
     ec.ool = ec.code + e->ool_off;
     ec.dcr_len = e->dcr_len;
     char name[128];
-    if (e->name_off == KPRW_NAME_FDE)
-        snprintf(name, sizeof name, KPRW_FDE_PREFIX "%llx", (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
+    if (KPRW_NAME_BY_ADDR(e->name_off))
+        snprintf(name, sizeof name, "%s%llx", e->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX,
+                 (unsigned long long)(t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset));
     else if (e->name_off < strsz && memchr(strs + e->name_off, 0, strsz - e->name_off))
         snprintf(name, sizeof name, "%s", strs + e->name_off);
     else if ((e->name_off & KPRW_NAME_DYN) && t->version >= 5 && t->dynstr_rel) {
@@ -633,7 +634,8 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
         e->dcr_len == 0 || e->dcr_len > KPRW_ORIG_MAX ||
         (!(e->flags & KPRW_F_ORIG_AT_COPY) && (uint64_t)e->orig_off + e->dcr_len > strsz) ||
         ((e->flags & KPRW_F_ORIG_AT_COPY) && !(t->flags & KPRW_T_ORIG_AT_COPY)) ||
-        (e->name_off != KPRW_NAME_FDE && !(e->name_off & KPRW_NAME_DYN) && e->name_off >= strsz)) {
+        (!KPRW_NAME_BY_ADDR(e->name_off) && !(e->name_off & KPRW_NAME_DYN) && e->name_off >= strsz) ||
+        (e->name_off == KPRW_NAME_FOUND && !(t->flags & KPRW_T_FOUND_NAMES))) {
         mismatch(c, &ec, R_TABLE, NULL, NULL, "malformed entry (verdict %u, kind %u, dcr_len %u, orig_off %u)",
                  e->verdict, e->kind, e->dcr_len, e->orig_off);
         return;

@@ -128,7 +128,7 @@ unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_in
         if (ZYAN_SUCCESS(ZydisDecoderDecodeOperands(decoder, &ctx, &zi, ops, zi.operand_count))) {
             for (unsigned i = 0; i < zi.operand_count; i++) {
                 if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP) {
-                    out->flags |= XF_RIPREL;
+                    out->flags |= XF_RIPREL | (zi.mnemonic == ZYDIS_MNEMONIC_LEA ? XF_ADDR : 0);
                     out->disp_off = zi.raw.disp.offset;
                     break;
                 }
@@ -276,6 +276,65 @@ bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t e
         addr += zi.length;
     }
     return false;
+}
+
+static ZydisRegister enclosing(ZydisRegister r)
+{
+    return r == ZYDIS_REGISTER_NONE ? r : ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+}
+
+/* The use of reg by one instruction (zi, ops): done (*use set) or not. */
+static bool lea_use_one(const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *ops, ZydisRegister reg,
+                        enum x86_addr_use *use, int64_t *disp)
+{
+    bool read = false, written = false;
+    for (unsigned i = 0; i < zi->operand_count; i++) {   /* hidden ones too (rep movs, push) */
+        const ZydisDecodedOperand *o = &ops[i];
+        if (o->type == ZYDIS_OPERAND_TYPE_MEMORY && (enclosing(o->mem.base) == reg || enclosing(o->mem.index) == reg)) {
+            /* lea off(%reg): an address derived from it, which may be anything */
+            *use = zi->mnemonic == ZYDIS_MNEMONIC_LEA ? X86_USE_OTHER : X86_USE_MEMORY;
+            *disp = o->mem.disp.has_displacement ? o->mem.disp.value : 0;
+            return true;
+        }
+        if (o->type == ZYDIS_OPERAND_TYPE_REGISTER && enclosing(o->reg.value) == reg) {
+            read |= (o->actions & ZYDIS_OPERAND_ACTION_MASK_READ) != 0;
+            written |= (o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) != 0;
+        }
+    }
+    if (read) {
+        *use = zi->mnemonic == ZYDIS_MNEMONIC_JMP ? X86_USE_JUMP : X86_USE_OTHER;
+        return true;
+    }
+    *use = X86_USE_OTHER;
+    /* overwritten, or the straight line ends */
+    return written || zi->meta.category == ZYDIS_CATEGORY_COND_BR || zi->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+           zi->meta.category == ZYDIS_CATEGORY_CALL || zi->meta.category == ZYDIS_CATEGORY_RET ||
+           zi->meta.category == ZYDIS_CATEGORY_SYSTEM || zi->meta.category == ZYDIS_CATEGORY_INTERRUPT;
+}
+
+enum x86_addr_use x86_lea_use(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end, int64_t *disp)
+{
+    const ZydisDecoder *dec = x86_zydis_decoder();
+    ZydisDecodedInstruction zi;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    size_t avail = 0;
+    const uint8_t *p = read(ctx, addr, &avail);
+    if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, avail, &zi, ops)) || zi.mnemonic != ZYDIS_MNEMONIC_LEA ||
+        ops[0].type != ZYDIS_OPERAND_TYPE_REGISTER || ops[0].size != 64)
+        return X86_USE_OTHER;
+    ZydisRegister reg = enclosing(ops[0].reg.value);
+    enum x86_addr_use use = X86_USE_OTHER;
+    *disp = 0;
+    addr += zi.length;
+    for (int steps = 0; steps < 24 && addr < end; steps++) {
+        p = read(ctx, addr, &avail);
+        if (!p || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, p, avail, &zi, ops)))
+            return X86_USE_OTHER;
+        if (lea_use_one(&zi, ops, reg, &use, disp))
+            return use;
+        addr += zi.length;
+    }
+    return X86_USE_OTHER;
 }
 
 bool x86_switches_stack(const uint8_t *p, size_t n)

@@ -36,11 +36,12 @@ enum x86_flags {
     XF_NOTRACK = 1u << 1,   /* notrack prefix on an indirect branch */
     XF_LOCK    = 1u << 2,
     XF_NOP     = 1u << 3,
+    XF_ADDR    = 1u << 4,   /* its RIP-relative operand is an address computed (lea), not memory accessed */
     /* mod=00 rm=101 with a disp32, but the decoder could not decode the
      * operands: the instruction may be RIP-relative (disp_off is where its
      * disp32 would be) and cannot be copied out of line, whose copy would
      * not re-point it (x86_relocatable refuses it) */
-    XF_OPS_UNKNOWN = 1u << 4,
+    XF_OPS_UNKNOWN = 1u << 5,
 };
 
 /* One decoded instruction. */
@@ -104,6 +105,15 @@ bool x86_switches_stack(const uint8_t *p, size_t n);
  * call/ret reached first, on the straight-line path)? */
 typedef const uint8_t *(*x86_flags_read_fn)(void *ctx, uint64_t vaddr, size_t *avail);
 bool x86_flags_dead(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end);
+
+/* How the straight-line code after a lea (at addr; instructions before
+ * end) first uses the address it computed: as a memory operand's base or
+ * index (data is there: at the address + *disp, the operand's
+ * displacement), as an indirect jump's target (a label of the code), or
+ * otherwise (copied, stored, compared, passed on, overwritten, or control
+ * left the straight line first). */
+enum x86_addr_use { X86_USE_OTHER, X86_USE_MEMORY, X86_USE_JUMP };
+enum x86_addr_use x86_lea_use(x86_flags_read_fn read, void *ctx, uint64_t addr, uint64_t end, int64_t *disp);
 
 /* Is this `call __fentry__`-shaped (e8 rel32) or a 5-byte nop (the fentry
  * site after boot)? */

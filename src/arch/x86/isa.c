@@ -4,6 +4,7 @@
 #include "detour.h"
 #include "elfrel.h"
 #include "kernel-tables.h"
+#include "leaf.h"
 #include "psabi.h"
 #include "site.h"
 
@@ -21,6 +22,7 @@ const struct isa isa_x86_64 = {
     .landing_pad_bit = X86_FEATURE_1_IBT,
     .reloc_none = X86_RELOC_NONE,
     .reloc_size = x86_reloc_size,
+    .reloc_relative = X86_RELOC_RELATIVE,
     .reloc_pc32 = X86_RELOC_PC32,
     .reloc_plt32 = X86_RELOC_PLT32,
     .reloc_pc64 = X86_RELOC_PC64,
@@ -29,5 +31,6 @@ const struct isa isa_x86_64 = {
     .module_reloc_prepare = x86_module_reloc_prepare,
     .insn_len = x86_insn_len,
     .code_refs = x86_code_refs,
+    .leaf_value = x86_leaf_value,
     .kernel = &x86_kernel,
 };

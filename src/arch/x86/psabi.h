@@ -22,6 +22,9 @@
 /* The type that does nothing: what a neutralized relocation becomes. */
 #define X86_RELOC_NONE R_X86_64_NONE
 
+/* The word a PIE's or library's loader sets to its load base + addend. */
+#define X86_RELOC_RELATIVE R_X86_64_RELATIVE
+
 /* How many bytes a relocation of this type writes when it is applied at
  * load (TEXTREL, KASLR): 8 or 4 for the absolute ones, 4 for a PC32
  * (*pc_relative set: it survives moving the whole text), 0 for the others

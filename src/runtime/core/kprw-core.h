@@ -68,11 +68,11 @@ static inline unsigned kprw_entry_faults(const struct kprw_entry *x, uint32_t st
                                          bool named)
 {
     unsigned kind = x->kind, verdict = x->verdict, len = x->dcr_len, opt = verdict == KPRW_OPTIMIZED, s = named;
-    uint32_t name = x->name_off, dyn = (name & KPRW_NAME_DYN) && name != KPRW_NAME_FDE;
+    uint32_t name = x->name_off, by_addr = KPRW_NAME_BY_ADDR(name), dyn = (name & KPRW_NAME_DYN) && !by_addr;
     return ((kind != KPRW_KIND_K) & (kind != KPRW_KIND_R)) |
            (!opt & (verdict != KPRW_INT3)) << s |
            ((len - 1u >= KPRW_ORIG_MAX) | (opt & (len < ((x->flags & KPRW_F_JUMP8) ? 2u : 5u)))) << 2 * s |   /* 0 wraps */
-           ((!dyn & (name >= strings_size) & (name != KPRW_NAME_FDE)) |
+           ((!dyn & (name >= strings_size) & !by_addr) |
             (dyn & ((uint64_t)(name & ~KPRW_NAME_DYN) >= dynspan))) << 3 * s |
            (((uint64_t)x->orig_off + len > strings_size) & !(x->flags & KPRW_F_ORIG_AT_COPY)) << 4 * s;
 }

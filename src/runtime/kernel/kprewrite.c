@@ -727,10 +727,10 @@ static const char *table_check(const struct kprw_table *t)
 		/* (no name in a dynamic string table: dynspan 0) */
 		if (kprw_entry_faults(&e[i], t->strings_size, 0, false))
 			return "an entry has a bad kind, verdict, length, name or original bytes";
-		/* a vmlinux has symbols (no KPRW_NAME_FDE), no short jumps, and
+		/* a vmlinux has symbols (no name by address), no short jumps, and
 		 * its original bytes are in the strings; its return probes' code
 		 * is a kprobe's (no hook) */
-		if (e[i].name_off == KPRW_NAME_FDE || e[i].hook_off ||
+		if (KPRW_NAME_BY_ADDR(e[i].name_off) || e[i].hook_off ||
 		    (e[i].flags & (KPRW_F_JUMP8 | KPRW_F_ORIG_AT_COPY)))
 			return "an entry has a feature this runtime lacks";
 		if (!core_kernel_text(site) || !core_kernel_text(site + e[i].dcr_len - 1) ||

@@ -74,7 +74,7 @@ static const char *table_check(const struct module *mod, const struct kprw_table
 
 		if (kprw_entry_faults(&e[i], t->strings_size, 0, false))
 			return "an entry has a bad kind, verdict, length, name or original bytes";
-		if (e[i].name_off == KPRW_NAME_FDE || e[i].hook_off ||
+		if (KPRW_NAME_BY_ADDR(e[i].name_off) || e[i].hook_off ||
 		    (e[i].flags & (KPRW_F_JUMP8 | KPRW_F_ORIG_AT_COPY)))
 			return "an entry has a feature this runtime lacks";
 		if (!core_text(mod, site, e[i].dcr_len))

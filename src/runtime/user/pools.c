@@ -84,12 +84,16 @@ static struct point *map_points(uint32_t n)
     return m == MAP_FAILED ? NULL : m;
 }
 
-/* KPRW_FDE_PREFIX and addr in lower-case hex, as the rewriter names a function
- * that has no symbol, into buf (FDE_NAME_MAX); without libc (see below). */
-static const char *fde_name(char *buf, uint64_t addr)
+/* KPRW_FDE_PREFIX (KPRW_NAME_FDE) or KPRW_FOUND_PREFIX (KPRW_NAME_FOUND)
+ * and addr in lower-case hex, as the rewriter names a function that has no
+ * symbol, into buf (FDE_NAME_MAX); without libc (see below). */
+static const char *addr_name(char *buf, uint32_t name_off, uint64_t addr)
 {
-    static const char prefix[] = KPRW_FDE_PREFIX, hex[] = "0123456789abcdef";
-    size_t n = sizeof prefix - 1, digits = 1;
+    static const char hex[] = "0123456789abcdef";
+    const char *prefix = name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX;
+    size_t n = 0, digits = 1;
+    while (prefix[n])
+        n++;
     for (uint64_t v = addr; v >= 16; v >>= 4)
         digits++;
     for (size_t i = 0; i < n; i++)
@@ -126,7 +130,8 @@ static void point_fill(struct pool *p, uint32_t i)
     const char *strings = (const char *)t + t->strings_off;
     pt->addr = (uintptr_t)t + (uintptr_t)(intptr_t)e->site_rel;
     pt->offset = e->offset;
-    pt->name = e->name_off == KPRW_NAME_FDE ? fde_name(pt->fde_name, t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset)
+    pt->name = KPRW_NAME_BY_ADDR(e->name_off) ? addr_name(pt->fde_name, e->name_off,
+                                                          t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset)
              : (e->name_off & KPRW_NAME_DYN) ? dyn_name(p, e->name_off & ~KPRW_NAME_DYN)
                                              : strings + e->name_off;
     pt->flags = e->flags;

@@ -29,7 +29,7 @@
 #define TLS __attribute__((tls_model("initial-exec"))) __thread
 #define EXPORT __attribute__((visibility("default")))
 
-#define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the prefix, 16 hex digits, NUL */
+#define FDE_NAME_MAX (sizeof KPRW_FDE_PREFIX + 16)   /* the longer prefix (fde@0x, fn@0x), 16 hex digits, NUL */
 
 /* private kprobe flags */
 #define KPROBE_FLAG_ADDR_RESOLVED 0x80000000u   /* addr was filled in from symbol_name at registration */

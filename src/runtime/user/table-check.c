@@ -227,7 +227,8 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (bad) {   /* i is one past the bad entry */
         snprintf(why, len, "entry %u (%.60s+0x%x): %s", i - 1,
                  x->name_off < t->strings_size ? strings + x->name_off
-                 : x->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : (x->name_off & KPRW_NAME_DYN) ? "(dynamic name)" : "?",
+                 : x->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : x->name_off == KPRW_NAME_FOUND ? KPRW_FOUND_PREFIX
+                 : (x->name_off & KPRW_NAME_DYN) ? "(dynamic name)" : "?",
                  x->offset, bad);
         return why;
     }
