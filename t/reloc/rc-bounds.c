@@ -47,7 +47,9 @@ static void zero_pad(const uint8_t *p, uint64_t at, uint64_t *end, const uint64_
 
 /* One sweep a distinct origin (and kind), up to its last query: each
  * query's address is met exactly, or stepped over (by the instruction
- * that runs through it). */
+ * that runs through it). An entry is a pad too: zero padding after a call
+ * that does not return, then a function that has no FDE (kprewrite's fn@,
+ * proven by the calls to it), decodes as one `add` running into it. */
 void rc_sweep(struct rc_bq *q, size_t n, rc_read_fn read, void *ctx, const uint64_t *pads, size_t npads)
 {
     qsort(q, n, sizeof *q, cmp_bq);
@@ -70,6 +72,8 @@ void rc_sweep(struct rc_bq *q, size_t n, rc_read_fn read, void *ctx, const uint6
                     pos += I.zi.length;
                     if (entry)
                         zero_pad(p, last, &pos, pads, npads);
+                    if (entry && pos > b->addr)   /* the entry itself: a function found by a call to it */
+                        zero_pad(p, last, &pos, &b->addr, 1);
                 }
             }
             b->ok = pos == b->addr;

@@ -105,8 +105,8 @@ struct rc_bq {
 /* Answers every query; sorts q by origin, then address. A byte that
  * decodes as no instruction is stepped over (data in code); on the way to
  * an entry, an instruction of zero bytes only up to a pad (sorted: the
- * FDEs' starts) that it would run over ends there (zero padding between
- * functions decodes as `add %al,(%rax)` pairs). */
+ * FDEs' starts; and the entry itself) that it would run over ends there
+ * (zero padding between functions decodes as `add %al,(%rax)` pairs). */
 void rc_sweep(struct rc_bq *q, size_t n, rc_read_fn read, void *ctx, const uint64_t *pads, size_t npads);
 
 void callsim(const struct callsim_expect *x, rc_read_fn read, void *ctx, uint64_t at, struct callsim_result *res);
