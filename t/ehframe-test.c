@@ -258,6 +258,11 @@ static void test_good(void)
     }
     is_hex(0x500000, f[2].lsda, "pcrel LSDA pointer through zPLR CIE");
     is_hex(0x510000, f[7].lsda, "udata4 LSDA pointer through zPLRS CIE");
+    size_t nsig = 0;
+    for (size_t i = 0; i < NGOOD; i++)
+        nsig += f[i].signal_frame;
+    ok(nsig == 2 && f[6].signal_frame && f[7].signal_frame,
+       "the FDEs of the zRS and zPLRS CIEs, and only those, are signal frames ('S')");
     free(f);
 
     /* Every truncation and a few thousand byte mutations: only 0 or -1 with
@@ -555,7 +560,7 @@ static void test_lsda(void)
 
 int main(void)
 {
-    plan(36);
+    plan(37);
     test_good();
     test_malformed();
     test_many();

@@ -14,7 +14,7 @@ A=$KP_SRCDIR/src/arch
 # steps and the command line are not among them)
 stages="analyze.c analysis.h analyze.h indirect.c place.c taken.c taken.h resolve.c resolve.h spec.c spec.h
         plan.c plan.h emit.c emit.h table.c table.h bake.c bake.h addpool.c addpool.h addpool-plan.c
-        addpool-plan.h image.c image.h symbols.c symbols.h ehframe.c ehframe.h strtab.c strtab.h
+        addpool-plan.h image.c image.h symbols.c symbols.h entries.c entries.h ehframe.c ehframe.h strtab.c strtab.h
         atomic-write.c atomic-write.h facts.c facts.h probe.h reasons.c report.c report.h"
 files= missing=
 for f in $stages; do

@@ -46,6 +46,6 @@ is "$want" "$(cat "$D/out")" "the baked program prints what it printed"
 is "3 3" "$(awk '$4 == "lea_second+0x0" || $4 == "lea_after+0x0" { printf "%s%s", n++ ? " " : "", $6 }' "$D/hits")" \
     "each baked probe counted its 3 hits (lea_second by its int3)"
 LD_PRELOAD= "$KP_BUILDDIR/t/reloc/reloc-check" "$D/prog" "$D/baked" >"$D/rc" 2>&1
-is "0|2 entries (1 optimized, 1 int3), 2 instructions checked, 0 mismatches" \
+is "0|2 entries (1 optimized, 1 int3), 2 instructions checked, 2 site boundaries checked, 0 mismatches" \
     "$?|$(sed -n 's/^reloc-check: [^:]*: //p' "$D/rc")" "the relocation checker finds every copy right (the lea copied nowhere)"
 done_testing

@@ -117,6 +117,10 @@ struct isa {
     /* the field of a relocation of type as the module loader wants to
      * find it before applying one (x86-64: zero) */
     void (*module_reloc_prepare)(uint32_t type, uint8_t *field);
+    /* the length of the instruction at p (avail bytes readable), 0 when
+     * the bytes decode as none: a linear sweep proves where instructions
+     * start (src/rewriter/entries.c) */
+    unsigned (*insn_len)(const uint8_t *p, size_t avail);
     /* every PC-relative field of the len bytes of code at `at`, in order,
      * to fn (stops at fn's false); false when the code does not decode */
     bool (*code_refs)(const uint8_t *code, size_t len, uint64_t at,

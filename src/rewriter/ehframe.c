@@ -220,6 +220,7 @@ struct cie {
     size_t end;      /* one past the record */
     bool parsed;
     bool has_z;      /* augmentation data present (FDEs carry an aug length) */
+    bool signal;     /* 'S': a signal frame */
     uint8_t fde_enc; /* 'R' */
     uint8_t lsda_enc;/* 'L', PE_omit when absent */
     size_t insns;    /* the initial instructions: insns..end */
@@ -243,6 +244,7 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
     uint64_t u;
 
     ci->has_z = false;
+    ci->signal = false;
     ci->fde_enc = PE_absptr;
     ci->lsda_enc = PE_omit;
     if (!rd_u8(&c, &ver))
@@ -300,7 +302,10 @@ static int parse_cie(const uint8_t *data, uint64_t vaddr, struct cie *ci, char *
             if (r != RD_OK)
                 return cie_enc_error(r, b, ci->off, err, errlen);
             break;
-        case 'S': case 'B': case 'G': /* flags without data */
+        case 'S':
+            ci->signal = true;
+            break;
+        case 'B': case 'G': /* flags without data */
             break;
         default:
             /* Like libgcc: with 'z' the rest can be skipped, without it we
@@ -394,7 +399,7 @@ static int parse_fde(struct cur *c, uint64_t vaddr, const struct cie *ci, size_t
     if (!ci->has_z)
         insns = c->pos;
     *fde = (struct eh_fde){ start, start + range, lsda, (uint32_t)ci->insns, (uint32_t)ci->end, (uint32_t)insns,
-                            (uint32_t)rec_end, (int32_t)ci->data_align, (uint32_t)ci->code_align };
+                            (uint32_t)rec_end, (int32_t)ci->data_align, (uint32_t)ci->code_align, ci->signal };
     return 1;
 }
 

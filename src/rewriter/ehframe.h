@@ -18,6 +18,10 @@ struct eh_fde {
     uint32_t cie_insns, cie_insns_end, insns, insns_end;
     int32_t data_align;
     uint32_t code_align;
+    /* its CIE's augmentation has 'S': a signal frame (a signal trampoline,
+     * glibc's __restore_rt), whose range starts a byte early because
+     * unwinders look up a return address minus one */
+    bool signal_frame;
 };
 
 /* The rule for the canonical frame address at one pc: register (DWARF

@@ -180,8 +180,8 @@ static void find_gaps(struct ff *f, struct funcfind *out)
         f->oom = true;
         return;
     }
-    for (size_t i = 0; i < sy->nfuncs; i++)
-        falls[i] = named_seeds(f, &sy->funcs[i]);
+    for (size_t i = 0; i < sy->nfuncs; i++)   /* (an fde@ whose start is not proven decodes as nothing true) */
+        falls[i] = !sy->funcs[i].entry_unproven && named_seeds(f, &sy->funcs[i]);
     for (size_t i = 0; i < f->img->nsecs && !f->oom; i++) {
         const struct section *s = &f->img->secs[i];
         if (!searched(s))

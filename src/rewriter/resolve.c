@@ -54,6 +54,21 @@ static void place(struct probe *p, const struct image *img, const struct symbols
     if (stub_section(img, addr, p))
         return;
     const struct func *fn = symbols_func_at(sy, sym ? sym_addr : addr);
+    if (fn) {
+        p->func = (size_t)(fn - sy->funcs);
+        if (!sym) {
+            p->sym = fn->name;
+            p->off = addr - fn->start;
+        }
+    }
+    /* no probe in a signal trampoline, named or not */
+    const struct eh_fde *sf = symbols_signal_frame_at(sy, addr);
+    if (sf) {
+        char d[96];
+        snprintf(d, sizeof d, "FDE 0x%llx-0x%llx", (unsigned long long)sf->start, (unsigned long long)sf->end);
+        refuse(p, KP_R_SIGNAL_FRAME, d);
+        return;
+    }
     if (!fn) {
         if (!image_is_exec_addr(img, addr))
             refuse(p, KP_R_NOT_EXECUTABLE, NULL);
@@ -61,10 +76,13 @@ static void place(struct probe *p, const struct image *img, const struct symbols
             refuse(p, KP_R_NO_FUNCTION, NULL);
         return;
     }
-    p->func = (size_t)(fn - sy->funcs);
-    if (!sym) {
-        p->sym = fn->name;
-        p->off = addr - fn->start;
+    if (fn->entry_unproven) {
+        const struct entry_doubt *d = symbols_entry_doubt(sy, fn);
+        char t[160] = "";
+        if (d)
+            entry_doubt_text(d, t, sizeof t);
+        refuse(p, KP_R_UNPROVEN_ENTRY, t);
+        return;
     }
     if (addr < fn->start || addr >= fn->end) {
         char d[96];

@@ -229,35 +229,90 @@ static int functions_of_symbols(const struct image *img, const struct raws *raws
     return 0;
 }
 
+/* Does a function of a symbol (F[0..nsym), sorted) start in (lo, hi)? */
+static bool symbol_starts_in(const struct func *F, size_t nsym, uint64_t lo, uint64_t hi)
+{
+    size_t a = LOWER_BOUND(nsym, m, F[m].start <= lo);
+    return a < nsym && F[a].start < hi;
+}
+
+/* The FDE k (no symbol covers its start) as a function: 1 yes (*unproven:
+ * kept to be refused, sy->doubts says why), 0 no (a signal frame; code a
+ * symbol's function starts in), -1 no memory. */
+static int fde_function(struct symbols *sy, struct entry_sweep *w, const struct funcs *funcs, size_t nsym,
+                        const struct eh_fde *f, bool *unproven, size_t *dcap)
+{
+    struct entry_doubt d;
+    *unproven = false;
+    if (f->signal_frame)   /* a trampoline the kernel returns into, its start a byte early: no entry */
+        return 0;
+    if (entry_proven(w, f->start, &d))
+        return 1;
+    if (symbol_starts_in(funcs->v, nsym, f->start, f->end))
+        return 0;   /* corrected: the symbol's function is the entry */
+    *unproven = true;
+    return ARRAY_PUSH(sy->doubts, sy->ndoubts, *dcap, d) ? 1 : -1;
+}
+
 /* FDEs that start where no symbol covers them become fde@ADDR functions,
  * appended to funcs (the symbols' functions, sorted: one forward walk
- * finds the covering ones); their names in *names. -1: no memory. */
-static int functions_of_fdes(const struct image *img, const struct eh_fde *fdes, size_t nfdes, struct funcs *funcs,
-                             char **names)
+ * finds the covering ones); their names in *names. Their starts must be
+ * proven instruction starts (entries.c). -1: no memory. */
+static int functions_of_fdes(struct symbols *sy, const struct image *img, const struct eh_fde *fdes, size_t nfdes,
+                             struct funcs *funcs, char **names)
 {
-    size_t nsym = funcs->n, used = 0, cap = 0;
+    size_t nsym = funcs->n, used = 0, cap = 0, dcap = 0, npads = 0;
     size_t *name_off = NULL, nnew = 0, capoff = 0;
+    uint64_t *starts = malloc((nsym ? nsym : 1) * sizeof *starts), *pads = malloc((nfdes ? nfdes : 1) * sizeof *pads);
+    struct entry_sweep w;
+    int rc = -1;
+    if (!starts || !pads)
+        goto out;
+    for (size_t i = 0; i < nsym; i++)
+        starts[i] = funcs->v[i].start;
+    for (size_t k = 0; k < nfdes; k++)   /* (sorted, as fdes) */
+        if (!fdes[k].signal_frame)
+            pads[npads++] = fdes[k].start;
+    entry_sweep_init(&w, img, starts, nsym, pads, npads);
     for (size_t k = 0, i = 0; k < nfdes; k++) {
         const struct func *F = funcs->v;
         while (i < nsym && F[i].end <= fdes[k].start)
             i++;
-        bool covered = false;
+        bool covered = false, unproven;
         for (size_t m = i; m < nsym && F[m].start <= fdes[k].start; m++)
             if (fdes[k].start < F[m].end) { covered = true; break; }
         if (covered || !image_is_exec_addr(img, fdes[k].start))
             continue;
+        int r = fde_function(sy, &w, funcs, nsym, &fdes[k], &unproven, &dcap);
+        if (r < 0)
+            goto out;
+        if (r == 0)
+            continue;
         if (!ARRAY_RESERVE(*names, cap, used + 32) || !ARRAY_PUSH(name_off, nnew, capoff, used) ||
             !ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = fdes[k].start, .end = fdes[k].end,
-                                                                        .lsda = fdes[k].lsda, .origin = FO_FDE })) {
-            free(name_off);
-            return -1;
-        }
+                                                                        .lsda = fdes[k].lsda, .origin = FO_FDE,
+                                                                        .entry_unproven = unproven }))
+            goto out;
         used += (size_t)snprintf(*names + used, 32, KPRW_FDE_PREFIX "%llx", (unsigned long long)fdes[k].start) + 1;
     }
     /* now that the buffer is final, point at it */
     for (size_t k = 0; k < nnew; k++)
         funcs->v[nsym + k].name = *names + name_off[k];
+    rc = 0;
+out:
     free(name_off);
+    free(starts);
+    free(pads);
+    return rc;
+}
+
+/* The signal-frame FDEs (indexes in fdes, sorted by start). -1: no memory. */
+static int signal_frames(struct symbols *sy, const struct eh_fde *fdes, size_t nfdes)
+{
+    size_t cap = 0;
+    for (size_t k = 0; k < nfdes; k++)
+        if (fdes[k].signal_frame && !ARRAY_PUSH(sy->sigframes, sy->nsigframes, cap, k))
+            return -1;
     return 0;
 }
 
@@ -324,7 +379,8 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
 
     /* One function per distinct start address; all its names become aliases. */
     struct raw *r = raws.v;
-    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || functions_of_fdes(img, fdes, nfdes, &funcs, &fde_names) < 0)
+    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || signal_frames(sy, fdes, nfdes) < 0 ||
+        functions_of_fdes(sy, img, fdes, nfdes, &funcs, &fde_names) < 0)
         goto oom;
     sort_array(funcs.v, funcs.n, sizeof(struct func), cmp_func);
     sy->funcs = funcs.v;
@@ -372,6 +428,8 @@ fail:
     free(fdes);
     free(fde_names);
     free(sy->strings);
+    free(sy->sigframes);
+    free(sy->doubts);
     free(sy->found_names);
     funcfind_free(&sy->found);
     memset(sy, 0, sizeof *sy);
@@ -386,9 +444,28 @@ void symbols_free(struct symbols *sy)
     free(sy->addrs);
     free(sy->strings);
     free(sy->fde_names);
+    free(sy->sigframes);
+    free(sy->doubts);
     free(sy->found_names);
     funcfind_free(&sy->found);
     memset(sy, 0, sizeof *sy);
+}
+
+const struct eh_fde *symbols_signal_frame_at(const struct symbols *sy, uint64_t addr)
+{
+    size_t a = LOWER_BOUND(sy->nsigframes, m, sy->fdes[sy->sigframes[m]].start <= addr);
+    for (size_t i = a; i > 0 && a - i < 4; i--) {   /* (they do not nest; a few looks back is plenty) */
+        const struct eh_fde *f = &sy->fdes[sy->sigframes[i - 1]];
+        if (addr >= f->start && addr < f->end)
+            return f;
+    }
+    return NULL;
+}
+
+const struct entry_doubt *symbols_entry_doubt(const struct symbols *sy, const struct func *fn)
+{
+    size_t a = LOWER_BOUND(sy->ndoubts, m, sy->doubts[m].addr < fn->start);
+    return a < sy->ndoubts && sy->doubts[a].addr == fn->start ? &sy->doubts[a] : NULL;
 }
 
 struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc)

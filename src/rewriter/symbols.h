@@ -4,6 +4,7 @@
 #ifndef KPREWRITE_SYMBOLS_H
 #define KPREWRITE_SYMBOLS_H
 #include "ehframe.h"
+#include "entries.h"
 #include "funcfind.h"
 #include "image.h"
 
@@ -17,6 +18,8 @@ struct func {
     enum func_origin origin;
     bool size_guessed;         /* no size: bounded by the next function or section end */
     size_t parent;             /* for foo.cold / foo.part.N / foo.isra.N: index of foo, else self */
+    bool entry_unproven;       /* an fde@ whose start no sweep proves an instruction's: no probe
+                                  (symbols_entry_doubt says why) */
     bool call_entry;           /* FO_FOUND: proven entered by calls only (funcfind.h) */
 };
 
@@ -39,6 +42,11 @@ struct symbols {
     size_t nfdes;              /* FDEs seen in .eh_frame */
     struct eh_fde *fdes;       /* them, sorted by start */
     const struct section *eh;  /* .eh_frame, when it has any */
+    /* FDEs whose start no symbol covers and that are no function's entry */
+    size_t *sigframes;         /* signal frames: indexes in fdes, by start */
+    size_t nsigframes;
+    struct entry_doubt *doubts;/* unproven starts (the fde@ functions kept to refuse), by address */
+    size_t ndoubts;
     struct funcfind found;     /* the FO_FOUND functions' proofs, and what was left out */
     char *found_names;         /* storage for fn@ names */
 };
@@ -49,6 +57,10 @@ void symbols_free(struct symbols *sy);
 
 /* The CFA rule at pc, by the FDE covering it (unknown without one). */
 struct eh_cfa symbols_cfa_at(const struct symbols *sy, uint64_t pc);
+/* The signal-frame FDE (CIE augmentation 'S') whose range holds addr, or NULL. */
+const struct eh_fde *symbols_signal_frame_at(const struct symbols *sy, uint64_t addr);
+/* Why fn's entry (an fde@ with entry_unproven) is not proven, or NULL. */
+const struct entry_doubt *symbols_entry_doubt(const struct symbols *sy, const struct func *fn);
 /* Function covering addr, or NULL. */
 const struct func *symbols_func_at(const struct symbols *sy, uint64_t addr);
 /* Function name entry (any alias) named name, or NULL. */

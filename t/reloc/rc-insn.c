@@ -22,6 +22,7 @@ const char *const rule_name[R_COUNT] = {
     [R_BYTES] = "bytes-outside-sites",
     [R_FIXUP] = "fixup",
     [R_INTO_DCR] = "branch-into-dcr",
+    [R_BOUNDARY] = "insn-boundary",
 };
 
 const char *const rc_gpr_name[16] = { "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",

@@ -39,6 +39,8 @@ enum rule {
     R_FIXUP,          /* a re-pointed branch, table entry or trampoline does not go to the copy */
     R_INTO_DCR,       /* a direct branch of the original image lands inside an optimized DCR
                          and was not re-pointed to the copy */
+    R_BOUNDARY,       /* a probe site (or its function's start) is not an instruction boundary
+                         of a linear sweep from its function's symbol or its section's start */
     R_COUNT
 };
 extern const char *const rule_name[R_COUNT];
@@ -89,6 +91,24 @@ struct callsim_result {
     struct callsim_problem problem[CS_MAX_PROBLEMS];
     struct insn insns[CS_MAX_INSNS];
 };
+/* A linear sweep's instruction boundaries (rc-bounds.c): does the sweep
+ * from origin (a known instruction start) meet addr exactly? */
+struct rc_bq {
+    uint64_t origin, addr;
+    uint64_t limit;           /* the sweep reads nothing at or past it (its section's end) */
+    bool entry;               /* addr is a function's start: the sweep may restart at a pad */
+    size_t tag;               /* the caller's */
+    bool ok;                  /* out: addr is a boundary */
+    uint64_t insn, insn_end;  /* out, !ok: the instruction (or undecodable byte) running through addr */
+    uint64_t undecodable;     /* out: the last byte the sweep stepped over to get there, 0 if none */
+};
+/* Answers every query; sorts q by origin, then address. A byte that
+ * decodes as no instruction is stepped over (data in code); on the way to
+ * an entry, an instruction of zero bytes only up to a pad (sorted: the
+ * FDEs' starts; and the entry itself) that it would run over ends there
+ * (zero padding between functions decodes as `add %al,(%rax)` pairs). */
+void rc_sweep(struct rc_bq *q, size_t n, rc_read_fn read, void *ctx, const uint64_t *pads, size_t npads);
+
 void callsim(const struct callsim_expect *x, rc_read_fn read, void *ctx, uint64_t at, struct callsim_result *res);
 
 #endif

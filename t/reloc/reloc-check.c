@@ -13,7 +13,10 @@
  * jumps through the same operand; then the jmp back to site + dcr_len.
  * The site must hold the jmp to its detour (or the int3), and no byte of
  * the image may change outside the sites, the pool, the headers and the
- * dynamic data kprewrite re-points.
+ * dynamic data kprewrite re-points. Every site must be an instruction
+ * boundary: its function's start one of a linear sweep from the last
+ * function symbol before it or its section's start (rc-bounds.c), the
+ * site one of the decode from there.
  *
  * One line a mismatch:
  *   LABEL: NAME+0xOFF at 0xSITE: [rule] 'original' -> 'copy': why
@@ -72,10 +75,19 @@ struct ctx {
     long max_lines;
     unsigned long mis[R_COUNT], printed[R_COUNT];
     unsigned long entries, optimized, int3, insns;
+    unsigned long bounds;             /* sites whose boundaries were checked (rc-bounds.c) */
     uint64_t tab;                     /* the table's link-time address */
     uint64_t text_lo, text_hi;        /* .kprewrite.text */
     struct range *sites;
     size_t nsites;
+    uint64_t *fsyms;                  /* the original's function symbols (addresses, sorted, once each) */
+    size_t nfsyms;
+    struct rc_bq *bq;                 /* boundaries to prove, once every entry is read */
+    size_t nbq, capbq;
+    char (*bwho)[160];                /* for each query's tag: the entry it is about */
+    size_t nbwho, capbwho;
+    uint64_t *pads;                   /* the original's FDE starts, but signal frames' (sorted) */
+    size_t npads;
 };
 
 static int die(const char *f, ...)
@@ -438,6 +450,149 @@ static bool pad_byte(uint8_t b)
            b == 0x44 || b == 0x80 || b == 0x84;
 }
 
+/* ---- instruction boundaries ---------------------------------------------------- */
+
+static const uint8_t *in_read(void *c, uint64_t addr, size_t *avail)
+{
+    return vread(&((struct ctx *)c)->in, addr, avail);
+}
+
+/* The allocated section of code holding addr in e, or NULL. */
+static const Elf64_Shdr *code_sec_at(const struct elf *e, uint64_t addr)
+{
+    for (size_t i = 1; i < e->shnum; i++) {
+        const Elf64_Shdr *s = &e->sh[i];
+        if (s->sh_type != SHT_NOBITS && (s->sh_flags & SHF_EXECINSTR) && (s->sh_flags & SHF_ALLOC) &&
+            addr >= s->sh_addr && addr - s->sh_addr < s->sh_size)
+            return s;
+    }
+    return NULL;
+}
+
+static int cmp_u64v(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Where functions start by the original's symbols (.symtab, .dynsym):
+ * named, defined FUNC and IFUNC symbols in code. A sweep may start there. */
+static void func_symbols(struct ctx *c)
+{
+    const struct elf *e = &c->in;
+    size_t cap = 0;
+    for (size_t i = 1; i < e->shnum; i++) {
+        const Elf64_Shdr *s = &e->sh[i];
+        if ((s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM) || s->sh_offset > e->size ||
+            s->sh_size > e->size - s->sh_offset || s->sh_link >= e->shnum)
+            continue;
+        const Elf64_Shdr *st = &e->sh[s->sh_link];
+        if (st->sh_offset > e->size || st->sh_size > e->size - st->sh_offset)
+            continue;
+        for (uint64_t o = sizeof(Elf64_Sym); o + sizeof(Elf64_Sym) <= s->sh_size; o += sizeof(Elf64_Sym)) {
+            Elf64_Sym y;
+            memcpy(&y, e->map + s->sh_offset + o, sizeof y);
+            int type = ELF64_ST_TYPE(y.st_info);
+            if ((type != STT_FUNC && type != STT_GNU_IFUNC) || y.st_shndx == SHN_UNDEF || y.st_shndx == SHN_ABS ||
+                y.st_name == 0 || y.st_name >= st->sh_size || e->map[st->sh_offset + y.st_name] == 0 ||
+                !code_sec_at(e, y.st_value))
+                continue;
+            if (c->nfsyms == cap) {
+                cap = cap ? 2 * cap : 1024;
+                c->fsyms = realloc(c->fsyms, cap * sizeof *c->fsyms);
+                if (!c->fsyms)
+                    die("out of memory");
+            }
+            c->fsyms[c->nfsyms++] = y.st_value;
+        }
+    }
+    if (c->nfsyms)
+        qsort(c->fsyms, c->nfsyms, sizeof *c->fsyms, cmp_u64v);
+    size_t k = 0;
+    for (size_t i = 0; i < c->nfsyms; i++)
+        if (!k || c->fsyms[i] != c->fsyms[k - 1])
+            c->fsyms[k++] = c->fsyms[i];
+    c->nfsyms = k;
+}
+
+static void push_bq(struct ctx *c, uint64_t origin, uint64_t addr, uint64_t limit, bool entry, size_t tag)
+{
+    if (c->nbq == c->capbq) {
+        c->capbq = c->capbq ? 2 * c->capbq : 1024;
+        c->bq = realloc(c->bq, c->capbq * sizeof *c->bq);
+        if (!c->bq)
+            die("out of memory");
+    }
+    c->bq[c->nbq++] = (struct rc_bq){ .origin = origin, .addr = addr, .limit = limit, .entry = entry, .tag = tag };
+}
+
+/* The entry's function's start fs must be a boundary of a linear sweep
+ * from the last function symbol at or before it in its section, or the
+ * section's start (an FDE's function in a stripped image: the FDE alone
+ * proves nothing), and its site one of the decode from fs. */
+static void want_boundaries(struct ctx *c, const struct entry_ctx *ec, uint64_t fs)
+{
+    const Elf64_Shdr *s = code_sec_at(&c->in, fs);
+    if (!s || ec->site < fs || ec->site - s->sh_addr >= s->sh_size) {
+        mismatch(c, ec, R_BOUNDARY, NULL, NULL, "the function's start 0x%llx and the site are not in one section of code",
+                 (unsigned long long)fs);
+        return;
+    }
+    size_t lo = 0, hi = c->nfsyms;   /* the first symbol past fs */
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (c->fsyms[m] <= fs) lo = m + 1; else hi = m;
+    }
+    uint64_t origin = lo && c->fsyms[lo - 1] >= s->sh_addr ? c->fsyms[lo - 1] : s->sh_addr;
+    if (c->nbwho == c->capbwho) {
+        c->capbwho = c->capbwho ? 2 * c->capbwho : 1024;
+        c->bwho = realloc(c->bwho, c->capbwho * sizeof *c->bwho);
+        if (!c->bwho)
+            die("out of memory");
+    }
+    snprintf(c->bwho[c->nbwho], sizeof c->bwho[0], "%s", ec->who);
+    c->bounds++;
+    if (origin != fs)
+        push_bq(c, origin, fs, s->sh_addr + s->sh_size, true, c->nbwho);
+    if (ec->site != fs)
+        push_bq(c, fs, ec->site, s->sh_addr + s->sh_size, false, c->nbwho);
+    c->nbwho++;
+}
+
+static void check_boundaries(struct ctx *c)
+{
+    rc_sweep(c->bq, c->nbq, in_read, c, c->pads, c->npads);
+    for (size_t i = 0; i < c->nbq; i++) {
+        const struct rc_bq *b = &c->bq[i];
+        if (b->ok)
+            continue;
+        struct entry_ctx ec;
+        memset(&ec, 0, sizeof ec);
+        snprintf(ec.who, sizeof ec.who, "%s", c->bwho[b->tag]);
+        size_t lo = 0, hi = c->nfsyms;
+        while (lo < hi) {
+            size_t m = (lo + hi) / 2;
+            if (c->fsyms[m] < b->origin) lo = m + 1; else hi = m;
+        }
+        const char *from = !b->entry ? "the function's start" :
+                           lo < c->nfsyms && c->fsyms[lo] == b->origin ? "a function symbol" : "the section's start";
+        char it[160] = "(undecodable)", after[96] = "";
+        size_t avail;
+        const uint8_t *p = vread(&c->in, b->insn, &avail);
+        struct insn I;
+        if (p && rc_decode(p, avail, b->insn, &I))
+            rc_format(&I, it, sizeof it);
+        if (b->undecodable)
+            snprintf(after, sizeof after, ", after stepping over undecodable bytes up to 0x%llx",
+                     (unsigned long long)b->undecodable);
+        mismatch(c, &ec, R_BOUNDARY, it, NULL, "%s0x%llx is inside an instruction: the linear sweep from 0x%llx (%s%s) "
+                 "decodes 0x%llx-0x%llx", b->entry ? "the function's start " : "", (unsigned long long)b->addr,
+                 (unsigned long long)b->origin, from, after, (unsigned long long)b->insn,
+                 (unsigned long long)b->insn_end);
+    }
+}
+
+
 /* window: e stands for a window evicted for trampolines (a fixup): its
  * copy is checked as a DCR's, its bytes after the jmp by check_fixups */
 static void check_entry(struct ctx *c, const struct kprw_table *t, const struct kprw_entry *e, const char *strs,
@@ -472,6 +627,7 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
     else
         snprintf(ec.who, sizeof ec.who, "%s+0x%x at 0x%llx", name, e->offset, (unsigned long long)ec.site);
     c->entries += !window;
+    want_boundaries(c, &ec, ec.site - e->offset);
 
     bool opt = e->verdict == KPRW_OPTIMIZED;
     if ((e->verdict != KPRW_OPTIMIZED && e->verdict != KPRW_INT3) || (e->kind != KPRW_KIND_K && e->kind != KPRW_KIND_R) ||
@@ -1115,6 +1271,57 @@ static void code_ranges(const struct elf *e, struct rangeset *out)
     rfinish(out);
 }
 
+/* Does the CIE at off of .eh_frame d (size bytes) have 'S' in its
+ * augmentation (a signal frame)? */
+static bool cie_signal(const uint8_t *d, size_t size, size_t off)
+{
+    size_t pos = off + 9;   /* length, id, version */
+    if (pos >= size)
+        return false;
+    const char *aug = (const char *)d + pos;
+    size_t n = strnlen(aug, size - pos);
+    return memchr(aug, 'S', n) != NULL;
+}
+
+/* Where code may follow zero padding: the starts of the original's FDEs
+ * (but signal frames', whose start is a byte early by convention). */
+static void fde_pads(struct ctx *c)
+{
+    const struct elf *e = &c->in;
+    const Elf64_Shdr *eh = sec_by_name(e, ".eh_frame");
+    size_t cap = 0;
+    /* (lld types it SHT_X86_64_UNWIND) */
+    if (!eh || (eh->sh_type != SHT_PROGBITS && eh->sh_type != SHT_X86_64_UNWIND) || eh->sh_offset > e->size ||
+        eh->sh_size > e->size - eh->sh_offset)
+        return;
+    const uint8_t *d = e->map + eh->sh_offset;
+    size_t size = eh->sh_size;
+    for (size_t pos = 0; pos + 8 <= size;) {
+        uint32_t len, id;
+        memcpy(&len, d + pos, 4);
+        if (len == 0 || len == 0xffffffffu || len > size - pos - 4)
+            break;
+        memcpy(&id, d + pos + 4, 4);
+        if (id != 0 && id <= pos + 4) {
+            size_t cie = pos + 4 - id, p = pos + 8;
+            int enc = cie_fde_enc(d, size, cie, eh->sh_addr);
+            uint64_t start;
+            if (enc >= 0 && !cie_signal(d, size, cie) && eh_value(d, size, &p, (uint8_t)enc, eh->sh_addr, &start) && start) {
+                if (c->npads == cap) {
+                    cap = cap ? 2 * cap : 1024;
+                    c->pads = realloc(c->pads, cap * sizeof *c->pads);
+                    if (!c->pads)
+                        die("out of memory");
+                }
+                c->pads[c->npads++] = start;
+            }
+        }
+        pos += 4 + (size_t)len;
+    }
+    if (c->npads)
+        qsort(c->pads, c->npads, sizeof *c->pads, cmp_u64v);
+}
+
 /*
  * An independent look at the analysis: a linear sweep over the original
  * image's functions finds every direct branch; one that lands inside an
@@ -1365,6 +1572,8 @@ int main(int argc, char **argv)
     if (!c.label)
         c.label = argv[optind + 1];
 
+    func_symbols(&c);
+    fde_pads(&c);
     const Elf64_Shdr *ts = sec_by_name(&c.out, KPRW_SEC_TABLE), *xs = sec_by_name(&c.out, KPRW_SEC_TEXT);
     if (!ts || !xs)
         die("%s: no %s and %s sections: not an image with a kprewrite pool", c.out.path, KPRW_SEC_TABLE, KPRW_SEC_TEXT);
@@ -1415,6 +1624,7 @@ int main(int argc, char **argv)
                 mismatch(&c, &ec, R_TABLE, NULL, NULL, "two entries own overlapping bytes");
             }
         check_branches_into(&c);
+        check_boundaries(&c);
     } else if (t->magic != 0) {
         die("%s: %s does not start with a probe table (magic 0x%x)", c.out.path, KPRW_SEC_TABLE, t->magic);
     }
@@ -1424,8 +1634,8 @@ int main(int argc, char **argv)
     unsigned long total = 0;
     for (int r = 0; r < R_COUNT; r++)
         total += c.mis[r];
-    printf("reloc-check: %s: %lu entries (%lu optimized, %lu int3), %lu instructions checked, %lu mismatches",
-           c.label, c.entries, c.optimized, c.int3, c.insns, total);
+    printf("reloc-check: %s: %lu entries (%lu optimized, %lu int3), %lu instructions checked, %lu site boundaries "
+           "checked, %lu mismatches", c.label, c.entries, c.optimized, c.int3, c.insns, c.bounds, total);
     const char *sep = ": ";
     for (int r = 0; r < R_COUNT; r++)
         if (c.mis[r]) {
@@ -1437,5 +1647,9 @@ int main(int argc, char **argv)
     free(c.inner);
     free(c.fixes);
     free(c.codes);
+    free(c.fsyms);
+    free(c.bq);
+    free(c.bwho);
+    free(c.pads);
     return total ? 1 : 0;
 }

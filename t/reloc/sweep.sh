@@ -10,7 +10,8 @@
 # BUILDDIR/check-reloc.results. Exit 1 when any mismatch was found.
 #
 #   sh t/reloc/sweep.sh BUILDDIR [DIR...]
-# Environment: RELOC_JOBS (2), RELOC_LINES (lines kept a rule and file, 20).
+# Environment: RELOC_JOBS (2), RELOC_LINES (lines kept a rule and file, 20),
+# RELOC_LAYOUTS (the layouts, "compact inline shared").
 set -u
 if [ "${1:-}" = --one ]; then
     # one file: FILE -> "file FILE", then per layout "refused|checked|failed ..." lines
@@ -19,7 +20,7 @@ if [ "${1:-}" = --one ]; then
     # a file of results a job: two jobs' lines never interleave
     exec >"$RELOC_WORK/res/${W##*/}"
     echo "file $f"
-    for layout in compact inline shared; do
+    for layout in ${RELOC_LAYOUTS:-compact inline shared}; do
         "$KP" --runtime "$RT" --detours "$layout" --probe '*' -o "$W/out" "$f" >/dev/null 2>"$W/err"
         rc=$?
         if [ ! -s "$W/out" ] || [ $rc -eq 1 ] || [ $rc -gt 3 ]; then
@@ -37,7 +38,7 @@ if [ "${1:-}" = --one ]; then
             echo "failed $layout $(head -n 1 "$W/rc.err")"
         else
             grep -v '^reloc-check: ' "$W/rc" | sed 's/^/mismatch /'
-            sed -n 's/^reloc-check: .*: \([0-9]*\) entries (\([0-9]*\) optimized, \([0-9]*\) int3), \([0-9]*\) instructions checked, \([0-9]*\) mismatches:*\(.*\)$/checked '"$layout"' \1 \2 \3 \4 \5\6/p' "$W/rc"
+            sed -n 's/^reloc-check: .*: \([0-9]*\) entries (\([0-9]*\) optimized, \([0-9]*\) int3), \([0-9]*\) instructions checked, \([0-9]*\) site boundaries checked, \([0-9]*\) mismatches:*\(.*\)$/checked '"$layout"' \1 \2 \3 \4 \6 \5\7/p' "$W/rc"
         fi
         rm -f "$W/out"
     done
@@ -68,7 +69,7 @@ find -L "$@" -type f -printf '%D:%i %p\n' 2>/dev/null | sort -k1,1 -u | cut -d' 
         [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && printf '%s\0' "$f"
     done >"$RELOC_WORK/list"
 nfiles=$(tr -cd '\0' <"$RELOC_WORK/list" | wc -c)
-echo "check-reloc: $nfiles ELF files under $*, rewritten three times each (compact, inline and shared detours), ${RELOC_JOBS:-2} at a time"
+echo "check-reloc: $nfiles ELF files under $*, rewritten in the layouts ${RELOC_LAYOUTS:-compact inline shared}, ${RELOC_JOBS:-2} at a time"
 
 nice -n 10 xargs -0 -P "${RELOC_JOBS:-2}" -n 1 sh "$0" --one <"$RELOC_WORK/list"
 find "$RELOC_WORK/res" -type f -exec cat {} + >"$RELOC_WORK/results"
@@ -87,10 +88,10 @@ awk -v nfiles="$nfiles" -v secs=$((end - start)) -v out="$OUT" '
     $1 == "failed" { failed[f " (" $2 ")"] = $0; nfailed++; next }
     $1 == "checked" {
         lay = $2; checked[f] = 1
-        entries[lay] += $3; opt[lay] += $4; int3[lay] += $5; insns[lay] += $6; mis[lay] += $7
+        entries[lay] += $3; opt[lay] += $4; int3[lay] += $5; insns[lay] += $6; mis[lay] += $7; bounds[lay] += $8
         worst[f] += $7
         # "rule n, rule n" after the counts
-        rest = $0; sub(/^checked [a-z]* [0-9]* [0-9]* [0-9]* [0-9]* [0-9]*:? ?/, "", rest)
+        rest = $0; sub(/^checked [a-z]* [0-9]* [0-9]* [0-9]* [0-9]* [0-9]* [0-9]*:? ?/, "", rest)
         n = split(rest, parts, /, /)
         for (i = 1; i <= n; i++) {
             split(parts[i], rp, " ")
@@ -113,8 +114,8 @@ awk -v nfiles="$nfiles" -v secs=$((end - start)) -v out="$OUT" '
         for (x in failed) print "checker failure: " failed[x]
         split("compact inline shared", lays, " ")
         for (li = 1; li <= 3; li++) if ((lay = lays[li]) in entries)
-            printf "%-7s probes checked: %d (%d optimized, %d int3), %d instructions, %d mismatches\n",
-                lay, entries[lay], opt[lay], int3[lay], insns[lay], mis[lay]
+            printf "%-7s probes checked: %d (%d optimized, %d int3), %d instructions, %d site boundaries, %d mismatches\n",
+                lay, entries[lay], opt[lay], int3[lay], insns[lay], bounds[lay], mis[lay]
         if (length(byrule)) {
             print "mismatches by rule (compact / inline / shared; files):"
             for (r in byrule)

@@ -82,6 +82,15 @@ static enum x86_kind classify(const ZydisDecodedInstruction *zi)
     return XK_OTHER;
 }
 
+unsigned x86_insn_len(const uint8_t *p, size_t avail)
+{
+    ZydisDecoderContext ctx;
+    ZydisDecodedInstruction zi;
+    if (avail == 0 || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(x86_zydis_decoder(), &ctx, p, avail, &zi)))
+        return 0;
+    return zi.length;
+}
+
 unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out)
 {
     const ZydisDecoder *decoder = x86_zydis_decoder();

@@ -59,6 +59,8 @@ struct x86_insn {
 /* Decode one instruction at p (avail bytes readable) loaded at addr.
  * Returns its length, or 0 when the bytes are not a valid instruction. */
 unsigned x86_decode(const uint8_t *p, size_t avail, uint64_t addr, struct x86_insn *out);
+/* The length of the instruction at p alone (0: not one): for sweeps. */
+unsigned x86_insn_len(const uint8_t *p, size_t avail);
 
 /* The constants an instruction holds that could be absolute addresses:
  * its immediates and the displacements of its memory operands that are

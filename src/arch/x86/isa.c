@@ -1,5 +1,6 @@
 /* x86-64's answers to the questions the rewriter asks an ISA (../isa.h). */
 #include "../isa.h"
+#include "decode.h"
 #include "detour.h"
 #include "elfrel.h"
 #include "kernel-tables.h"
@@ -28,6 +29,7 @@ const struct isa isa_x86_64 = {
     .module_reloc_width = x86_module_reloc_width,
     .module_reloc_apply = x86_module_reloc_apply,
     .module_reloc_prepare = x86_module_reloc_prepare,
+    .insn_len = x86_insn_len,
     .code_refs = x86_code_refs,
     .leaf_value = x86_leaf_value,
     .kernel = &x86_kernel,
