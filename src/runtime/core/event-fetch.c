@@ -44,7 +44,7 @@ static bool base(const struct kprw_farg *f, const struct kprw_fetch_env *env, ui
 
 /* Where the last dereference reads (the others load pointers); false on a
  * fault. */
-static bool walk(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint64_t v, uint64_t *addr)
+static bool deref_chain(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint64_t v, uint64_t *addr)
 {
     for (unsigned d = 0; d + 1 < f->nderef; d++)
         if (env->read(&v, v + (uint64_t)(int64_t)f->deref[d], 8) != 8)
@@ -83,7 +83,7 @@ uint32_t kprw_event_fetch(const struct kprw_event *ev, const struct kprw_fetch_e
         uint64_t v = 0, addr = 0;
         bool ok = f->src == KPRW_FS_COMM || base(f, env, &v), fault;
         if (ok && f->nderef) {
-            ok = walk(f, env, v, &addr);
+            ok = deref_chain(f, env, v, &addr);
             v = addr;   /* a string is read there; a value, below */
         }
         if (f->type == KPRW_FT_STRING) {
