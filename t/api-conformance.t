@@ -19,6 +19,8 @@ has() { # ERE FILE DESCRIPTION: a line of FILE matches
     if grep -Eq -- "$1" "$2"; then ok 0 "$3"; else ok 1 "$3"; printf '# no line of %s matches %s\n' "$2" "$1"; fi
 }
 SECTIONS="registration handlers toggling threads kretprobes statistics jprobes fault_handlers examples"
+# a sanitizer build: the fixture skips what ASan changes (api-conf.c says which)
+[ -z "$KP_SAN_FLAGS" ] || export KP_SANITIZED=1
 
 for v in "-O2 -fPIE -pie" "-O0 -fno-pie -no-pie"; do
     P=$D/conf$(echo $v | tr -d ' ')

@@ -101,16 +101,18 @@ cp "$D/probed.so" "$D/pstripped/libfb.so"
 $CC -o "$D/restorer" "$S/fde-restorer.c" "$D/full.so" 2>"$D/cc.err"; ok $? "the restorer program builds $(head -n 1 "$D/cc.err")"
 want=$(LD_LIBRARY_PATH="$D/orig" "$D/restorer")
 is "100 signals, sum 20900" "$want" "the restorer program on the original library (sum of i+1, i+2 and (i+4)*2)"
+# (a sanitizer build's runtime needs libasan first in the process)
+san_pre=; [ -z "$KP_SAN_FLAGS" ] || san_pre=$($CC -print-file-name=libasan.so)
 for v in pfull pstripped; do
-    got=$(KPREWRITE_CTL_DIR=/proc/none KPREWRITE_REPORT=1 LD_LIBRARY_PATH="$D/$v:$KP_BUILDDIR/.libs" \
-          timeout -s KILL 60 "$D/restorer" 2>"$D/$v.hits"); rc=$?
+    got=$(KPREWRITE_CTL_DIR=/proc/none KPREWRITE_REPORT=all LD_LIBRARY_PATH="$D/$v:$KP_BUILDDIR/.libs" \
+          LD_PRELOAD=$san_pre ASAN_OPTIONS=detect_leaks=0 timeout -s KILL 60 "$D/restorer" 2>"$D/$v.hits"); rc=$?
     is "0 $want" "$rc $got" "$v: the handler returns through the probed library's fb_restore 100 times, the same output"
 done
 is "fb_first+0x0 100
 fb_last+0x0 100
-fb_mid+0x0 100" "$(awk '$4 ~ /^fb_/ { print $4, $6 }' "$D/pfull.hits" | sort)" "pfull: fb_first, fb_mid and fb_last each counted 100 hits"
+fb_mid+0x0 100" "$(awk '$4 ~ /^fb_/ && $6 > 0 { print $4, $6 }' "$D/pfull.hits" | sort)" "pfull: fb_first, fb_mid and fb_last each counted 100 hits"
 is "fde@0x$first+0x0 100
-fde@0x$last+0x0 100" "$(awk '$4 ~ /^fde@/ { print $4, $6 }' "$D/pstripped.hits" | sort)" \
+fde@0x$last+0x0 100" "$(awk '$4 ~ /^fde@/ && $6 > 0 { print $4, $6 }' "$D/pstripped.hits" | sort)" \
    "pstripped: fde@fb_first and fde@fb_last each counted 100 hits, nothing else"
 
 # The machine's libc, every entry and every return probed
@@ -143,7 +145,13 @@ fi
 # (KPREWRITE_CTL_DIR: no control directory. Its server thread, with every
 # signal blocked by libc's pthread_sigmask, dies at the first int3 probe of
 # a probed libc, which the runtime cannot interpose: issue 34, item 2.)
-want=$("$P")
-got=$(KPREWRITE_CTL_DIR=/proc/none timeout -s KILL 60 env LD_LIBRARY_PATH="$D/lib:$KP_BUILDDIR/.libs" "$P" 2>"$D/run.err"); rc=$?
-is "0 $want" "$rc $got" "a program whose handlers take 2000 signals runs on the probed libc: same output ($(head -n 1 "$D/run.err"))"
+# (not in a sanitizer build: libasan, which its runtime needs first, cannot
+# run over a rewritten libc's IFUNCs, as t/libc.t says)
+if [ -n "$KP_SAN_FLAGS" ]; then
+    skip "a sanitizer build: libasan cannot be preloaded over a probed libc (t/libc.t)"
+else
+    want=$("$P")
+    got=$(KPREWRITE_CTL_DIR=/proc/none timeout -s KILL 60 env LD_LIBRARY_PATH="$D/lib:$KP_BUILDDIR/.libs" "$P" 2>"$D/run.err"); rc=$?
+    is "0 $want" "$rc $got" "a program whose handlers take 2000 signals runs on the probed libc: same output ($(head -n 1 "$D/run.err"))"
+fi
 done_testing
