@@ -52,7 +52,8 @@ static void zero_pad(const uint8_t *p, uint64_t at, uint64_t *end, const uint64_
  * proven by the calls to it), decodes as one `add` running into it. */
 void rc_sweep(struct rc_bq *q, size_t n, rc_read_fn read, void *ctx, const uint64_t *pads, size_t npads)
 {
-    qsort(q, n, sizeof *q, cmp_bq);
+    if (n)
+        qsort(q, n, sizeof *q, cmp_bq);
     for (size_t i = 0; i < n;) {
         uint64_t origin = q[i].origin, pos = origin, last = origin, bad = 0;
         bool entry = q[i].entry;

@@ -976,7 +976,8 @@ static void check_fixups(struct ctx *c, const struct kprw_table *t, const struct
         check_entry(c, t, &w, strs, true);
         wins[nwins++] = (struct range){ a, a + f->len };
     }
-    qsort(c->inner, c->ninner, sizeof *c->inner, cmp_inner);
+    if (c->ninner)   /* (qsort of NULL, 0: undefined) */
+        qsort(c->inner, c->ninner, sizeof *c->inner, cmp_inner);
     c->fixes = calloc(nfx ? nfx : 1, sizeof *c->fixes);
     if (!c->fixes)
         die("out of memory");
@@ -1137,7 +1138,8 @@ static void radd(struct rangeset *s, uint64_t lo, uint64_t hi)
 
 static void rfinish(struct rangeset *s)
 {
-    qsort(s->v, s->n, sizeof *s->v, cmp_range);
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, cmp_range);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (k && s->v[i].lo <= s->v[k - 1].hi) {
@@ -1614,7 +1616,8 @@ int main(int argc, char **argv)
             die("%s: %u fixups run into the strings", c.out.path, nfx);
         check_fixups(&c, t, fx, nfx, strs);
         /* sites must not overlap: each owns its bytes */
-        qsort(c.sites, c.nsites, sizeof *c.sites, cmp_site);
+        if (c.nsites)
+            qsort(c.sites, c.nsites, sizeof *c.sites, cmp_site);
         for (size_t i = 1; i < c.nsites; i++)
             if (c.sites[i].lo < c.sites[i - 1].hi) {
                 struct entry_ctx ec;
