@@ -9,8 +9,9 @@
  *   KPREWRITE_TRACE_BUFFER=KIB      each thread's ring (256 KiB)
  * A writer thread drains the rings every 50 ms; exit drains what is left
  * and ends the format (JSON's closing bracket, the folded stacks). A
- * forked child writes its own events: text to the same file (whole lines,
- * O_APPEND), json and folded to FILE.PID (one document a process).
+ * forked child writes its own events when it exits: text to the same file
+ * (whole lines, O_APPEND), json and folded to FILE.PID (one document a
+ * process).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -74,8 +75,15 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+static int open_out(const char *path);
+
 static void finish(void)
 {
+    if (out_fd == -2) {   /* a forked child's own document (trace_env_fork_child) */
+        char *p = NULL;
+        out_fd = asprintf(&p, "%s.%d", out_path, (int)getpid()) >= 0 ? open_out(p) : -1;
+        free(p);
+    }
     if (out_fd < 0)
         return;
     bool e = rt_enter();
@@ -113,20 +121,19 @@ void trace_env_fork_child(void)
     tb_fork_child();
     if (out_fd < 0)
         return;
+    /* No thread and no allocation here: a fork handler runs before every
+     * allocator is usable again in the child (ASan's deadlocked). The
+     * child's events wait in its ring and are written at its exit or
+     * _exit; JSON and folded go to FILE.PID, opened then. */
     atomic_store(&writer_on, false);
     pthread_mutex_init(&drain_lock, NULL);
     enum tr_format fmt = stream.fmt;
     memset(&stream, 0, sizeof stream);   /* (the parent's folded stacks stay the parent's) */
     stream.fmt = fmt;
     if (fmt != TR_TEXT && out_path) {
-        char *p = NULL;
-        if (asprintf(&p, "%s.%d", out_path, (int)getpid()) >= 0) {
-            close(out_fd);
-            out_fd = open_out(p);
-        }
-        free(p);
+        close(out_fd);
+        out_fd = -2;   /* finish() opens FILE.PID */
     }
-    start_writer();
 }
 
 /* KPREWRITE_EVENTS's definitions that matched no point yet: an image
