@@ -554,8 +554,8 @@ char *ev_listing(size_t *len)
         const struct kprw_event *ev = in->def;
         const char *args = ev->text + ev->spec_col - 1 + ev->spec_len;
         for (;;) {
-            int k = snprintf(s + n, cap - n, "%c:%s/%s %s%s%s%s  # dropped %lu filtered %lu\n", in->is_return ? 'r' : 'p',
-                             in->group, in->name, in->is_return ? in->sym : in->where, *args ? "" : "", args,
+            int k = snprintf(s + n, cap - n, "%c:%s/%s %s%s%s  # dropped %lu filtered %lu\n", in->is_return ? 'r' : 'p',
+                             in->group, in->name, in->is_return ? in->sym : in->where, args,
                              in->gone ? "  [UNTRACED]" : "", (unsigned long)atomic_load(&in->dropped),
                              (unsigned long)atomic_load(&in->filtered));
             if (k >= 0 && n + (size_t)k < cap) {
