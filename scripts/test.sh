@@ -5,8 +5,8 @@
 # KP_SANITIZERS=0 skips the sanitizer run. Then `make distcheck`, `make
 # check-deb` (the Debian packages built, installed, demo run; KP_DEB=0
 # skips it), `make check-fresh` (README's two commands on a fresh Debian 12
-# root, from /root and from under a mktemp -d; only with KP_FRESH=1: it
-# takes longer than CI's time), `make
+# root, from /root and from under a mktemp -d with KP_FRESH=1, from under
+# a mktemp -d alone with KP_FRESH=quick, as .ci/run asks), `make
 # check-kernel` (small kernels built, baked and booted under qemu: two of
 # its seven, KP_KERNEL_VARIANTS=all for every one; KP_KERNEL=0 skips it) and `make
 # check-corpus-quick` (Debian programs and libraries probed on every function
