@@ -12,6 +12,7 @@
 #include "analyze.h"
 #include "image.h"
 #include "kinds.h"
+#include "libc-guard.h"
 #include "report.h"
 #include "resolve.h"
 #include "run.h"
@@ -149,7 +150,8 @@ static int bake_probes(struct run *r)
 static int probe(struct run *r)
 {
     struct run_opts *o = r->o;
-    if (probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
+    if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
+        probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||
         analyze_probes(&r->img, &r->sy, &r->kf, o->strict_indirect, &r->probes, &r->st, r->err, sizeof r->err) < 0) {

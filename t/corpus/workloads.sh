@@ -260,6 +260,27 @@ wl_memcached() {
     wait $srv
 }
 
+# ---- the C library itself: signals, fork, threads ----------------------------------------
+# libc.so.6 with every entry (or every return) probed: the runtime is its
+# DT_NEEDED and interposes nothing, so it keeps SIGTRAP through probes on
+# libc's __sigaction and pthread_sigmask (doc/runtime.md). Every program
+# below, and every one they start, runs on the probed copy.
+
+gen_libc() { gen_text; }
+wl_libc() {
+    kp bash "$DATA/signals.sh" "$IN/text"
+    echo "bash $?"
+    kp make -s -j2 -f "$DATA/libc.mk" IN="$IN/text"
+    echo "make $?"
+    head -c 3000000 "$IN/text" | kp sort --parallel=2 -S 1M | sum
+    kp xargs -P 2 -n 1 sh -c 'head -n "$1" "$0" | wc -l' "$IN/text" <<EOF2 | sort -n
+1000
+2000
+3000
+4000
+EOF2
+}
+
 # ---- multi-threaded compressors --------------------------------------------------------
 
 gen_text() { [ -s "$IN/text" ] || text 300000 42 >"$IN/text"; }

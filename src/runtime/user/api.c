@@ -202,6 +202,21 @@ int rt_register_kprobe_at(struct kprobe *kp, struct point *pt, bool jprobe)
     return 0;
 }
 
+/* The runtime's own kprobe on pt (libc-guard.c): the last of its
+ * handlers, so that those the program registers see its call as it made
+ * it; pt is never disarmed from now on (patch_wanted). Under rt_lock. */
+int rt_register_guard(struct kprobe *kp, struct point *pt)
+{
+    kp->flags = 0;
+    kp->addr = (void *)pt->addr;
+    kp->__point = pt;
+    kp->nmissed = 0;
+    pt->guard = true;
+    link_kprobe(pt, kp, true);
+    rt_point_changed(pt);
+    return code_follow(pt);
+}
+
 /* After unregister_kprobe returns, no thread runs the handlers it removed
  * (as synchronize_rcu does in the kernel): each thread shows the point
  * whose handlers it runs; one membarrier makes our unlink visible to every

@@ -67,7 +67,7 @@ static int ctl_command(const char *line)
     uint32_t npoints = rt_point_count();
     struct point *const *points = rt_point_list();
     struct point **v = malloc((npoints ? npoints : 1) * sizeof *v);
-    size_t n = 0, can_jump = 0;
+    size_t n = 0, can_jump = 0, guards = 0;
     if (!v) {
         rt_lock_drop();
         return -ENOMEM;
@@ -76,12 +76,16 @@ static int ctl_command(const char *line)
         struct point *pt = points[i];
         if (!kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr))
             continue;
+        if (op == KPRW_OP_DISABLE && pt->guard) {   /* the signal guard of a probed libc stays */
+            guards++;
+            continue;
+        }
         v[n++] = pt;
         kprw_ctl_apply(op, &pt->disabled, &pt->unoptimized);
         can_jump += pt->verdict == KPRW_OPTIMIZED;
     }
     enum kprw_ctl_result r = kprw_ctl_result(op, n, can_jump);
-    int rc = r == KPRW_CTL_NO_MATCH ? -ENOENT : r == KPRW_CTL_CANNOT_JUMP ? -EOPNOTSUPP : 0;
+    int rc = r == KPRW_CTL_NO_MATCH ? (guards ? -EPERM : -ENOENT) : r == KPRW_CTL_CANNOT_JUMP ? -EOPNOTSUPP : 0;
     if (rc == 0)
         rc = patch_list(v, n);   /* one batch: one checkpoint for all */
     rt_lock_drop();

@@ -265,10 +265,11 @@ void ctl_dir_start(void)
     if (!set_paths())
         return;
     /* the server (which makes the directory first) runs no probed code
-     * and takes no signals */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+     * and takes no signal but those the runtime needs: SIGTRAP (libc's
+     * int3 probes, counted as missed), the fault signals it fixes up
+     * (trap_block_all: a system call, not libc's pthread_sigmask) */
+    uint64_t old;
+    trap_block_all(&old);
     /* Joinable, and never joined: a detached thread frees its TLS itself
      * as it exits, calling free with every signal blocked (glibc's
      * start_thread), and an int3 probe on free would then kill the process
@@ -281,7 +282,7 @@ void ctl_dir_start(void)
     /* KPREWRITE_CTL_DELAY_MS=0: the directory exists before main runs */
     bool now = ctl_delay_ms() == 0;
     if (now && !make_dir()) {
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        trap_set_mask(&old);
         pthread_attr_destroy(&at);
         started = false;
         return;
@@ -290,7 +291,7 @@ void ctl_dir_start(void)
         pin_server(&at);
     int rc = pthread_create(&th, &at, server, now ? (void *)1 : NULL);
     pthread_attr_destroy(&at);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    trap_set_mask(&old);
     if (rc != 0) {
         if (now)
             ctl_dir_stop();

@@ -284,11 +284,12 @@ static void on_fault(int sig, siginfo_t *si, void *vuc)
 }
 
 /* Masks the program sets keep the fault signals unblocked while they are
- * the runtime's (trap.c's set_mask). */
-void rt_fault_unblock(sigset_t *set)
+ * the runtime's (trap.c's trap_undeliverable): their bits, or 0. */
+uint64_t rt_fault_bits(void)
 {
-    if (!atomic_load(&installed))
-        return;
-    for (unsigned i = 0; i < NSIGS; i++)
-        sigdelset(set, fault_sigs[i]);
+    uint64_t bits = 0;
+    if (atomic_load(&installed))
+        for (unsigned i = 0; i < NSIGS; i++)
+            bits |= 1ull << (fault_sigs[i] - 1);
+    return bits;
 }

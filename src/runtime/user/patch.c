@@ -87,8 +87,9 @@ enum code_state patch_wanted(const struct point *pt)
 {
     /* a post_handler or a jprobe needs the int3 path (single step, the
      * jprobe's diversion); kprobes all disabled disarm it (api.c) */
-    return kprw_wanted(rt_knob(RT_KNOB_ENABLED), rt_knob(RT_KNOB_OPTIMIZATION), pt->disabled || pt->api_off,
-                       pt->unoptimized, pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->nint3);
+    bool off = !pt->guard && (pt->disabled || pt->api_off);   /* the signal guard stays (libc-guard.c) */
+    return kprw_wanted(pt->guard || rt_knob(RT_KNOB_ENABLED), rt_knob(RT_KNOB_OPTIMIZATION), off, pt->unoptimized,
+                       pt->verdict == KPRW_OPTIMIZED && pt->detour && !pt->nint3);
 }
 
 static const uint8_t int3 = X86_INT3;

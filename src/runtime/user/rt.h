@@ -72,6 +72,8 @@ struct point {
     _Atomic uint64_t ev_dropped;       /* events of this point a full buffer dropped (events.c) */
     /* the API's, under rt_lock */
     unsigned nfpu;                     /* kprobes with KPROBE_FLAG_FPU */
+    bool guard;                        /* carries the signal guard of a probed libc
+                                          (libc-guard.c): never disarmed */
     bool api_off;                      /* kprobes registered, all disabled: disarmed, as
                                           the kernel disarms such a probe */
 };
@@ -206,6 +208,7 @@ int rt_resolve(const struct kprobe *kp, struct point **ptp, bool need_entry);
 int rt_no_point(const struct kprobe *kp);   /* -ENOENT or -EINVAL; without rt_lock */
 /* register_kprobe on a resolved point; a jprobe goes last. Under rt_lock. */
 int rt_register_kprobe_at(struct kprobe *kp, struct point *pt, bool jprobe);
+int rt_register_guard(struct kprobe *kp, struct point *pt);   /* libc-guard.c's, last */
 void rt_point_changed(struct point *pt);   /* its handlers or their flags; under rt_lock */
 void rt_wait_for_handlers(struct point *pt);
 /* kp off its point (under rt_lock): the point to wait for, or NULL if kp
@@ -258,7 +261,7 @@ void rt_call_post(struct kprobe *kp, struct pt_regs *regs);
 void rt_fault_users(int delta);
 bool rt_fault_signal(int sig);         /* sigaction() on sig is recorded, not installed */
 int rt_fault_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
-void rt_fault_unblock(sigset_t *set);  /* out of a mask the program sets, while the runtime's */
+uint64_t rt_fault_bits(void);          /* kept out of masks while the runtime's (their bits) */
 void rt_fault_count(struct point *pt); /* a fault in a handler: each kprobe's nmissed */
 
 /* ---- unwind.c ---- */
@@ -266,6 +269,15 @@ void rt_unwind_hooks_linked(void);
 
 /* ---- trap.c: the int3 path ---- */
 void trap_install(void);
+/* The program's signal calls (interposed, or routed from a probed libc's
+ * own by libc-guard.c): what sigaction becomes, and the signals no mask
+ * may block (bits of the kernel's 64-bit mask). */
+enum { TRAP_ACT_PASS, TRAP_ACT_RECORDED, TRAP_ACT_COPY };
+int trap_route_action(int sig, const struct sigaction *act, struct sigaction *oact, struct sigaction *copy);
+uint64_t trap_undeliverable(void);
+void trap_block_all(uint64_t *old);    /* the runtime's own threads: all but those */
+void trap_set_mask(const uint64_t *mask);
+void libc_guard_install(void);         /* startup.c: a probed libc's sigaction, pthread_sigmask */
 void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */

@@ -63,10 +63,9 @@ static void drain(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
-    /* the writer runs no probed code's events: it only reads */
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    /* the writer runs no probed code's events: it only reads; it takes
+     * no signal but those the runtime needs (trap_block_all) */
+    trap_block_all(NULL);
     while (!atomic_load(&stopping)) {
         drain();
         struct timespec ts = { 0, 50 * 1000 * 1000 };

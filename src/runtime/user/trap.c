@@ -9,7 +9,10 @@
  * a SIGTRAP that is not a probe goes to that handler, or gets the default
  * action. Since a blocked SIGTRAP would kill the process at the first int3
  * probe (the kernel forces the signal), SIGTRAP is kept out of the masks
- * the program blocks (sigprocmask, pthread_sigmask, sa_mask).
+ * the program blocks (sigprocmask, pthread_sigmask, sa_mask). When libc
+ * itself is probed, the runtime comes after it in the lookup scope and
+ * interposes nothing: libc-guard.c routes the same calls here from probes
+ * on libc's own __sigaction and pthread_sigmask.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -24,11 +27,16 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "rawsys.h"
 #include "rt.h"
 #include "arch/x86/site.h"
 #include "util/array.h"
 
 #define EFLAGS_TF 0x100ul
+/* a signal's bit in the kernel's 64-bit mask (sigset_t's first word) */
+#define SIG_BIT(sig) (1ull << ((sig) - 1))
+#define GLIBC_SIGCANCEL 32   /* __SIGRTMIN, SIGRTMIN - 2 */
+#define GLIBC_SIGSETXID 33
 /* what a handler may change: CF PF AF ZF SF DF OF */
 #define EFLAGS_HANDLER 0xcd5ul
 
@@ -465,28 +473,46 @@ void trap_install(void)
                 strerror(errno));
 }
 
-/* ---- interposed signal functions ---- */
+/* ---- the program's signal calls: interposed here, or routed from a
+ * probed libc's own functions (libc-guard.c) ---- */
 
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+/* What sigaction(sig, act, oact) becomes: TRAP_ACT_RECORDED, done (the
+ * program's action for SIGTRAP, or for a fault signal while fault.c holds
+ * it, is only recorded and *oact is what it believes installed);
+ * TRAP_ACT_COPY, install *copy instead (act with SIGTRAP out of its
+ * handler's mask); TRAP_ACT_PASS, install act as it is. */
+int trap_route_action(int sig, const struct sigaction *act, struct sigaction *oact, struct sigaction *copy)
 {
-    if (rt_fault_signal(sig))   /* fault.c's while a fault_handler is registered */
-        return rt_fault_sigaction(sig, act, oact);
+    if (rt_fault_signal(sig)) {   /* fault.c's while a fault_handler is registered */
+        rt_fault_sigaction(sig, act, oact);
+        return TRAP_ACT_RECORDED;
+    }
     if (sig == SIGTRAP && atomic_load(&installed)) {
         struct sigaction old = prog_act;
         if (act)
             prog_act = *act;
         if (oact)
             *oact = old;
-        return 0;
+        return TRAP_ACT_RECORDED;
     }
     if (sig == atomic_load(&ckpt_sig) && act)
         atomic_store(&ckpt_sig, 0);   /* the program's now: re-optimizing after a disable gives EBUSY */
-    if (act && atomic_load(&installed) && sigismember(&act->sa_mask, SIGTRAP) == 1) {
-        struct sigaction a = *act;
-        sigdelset(&a.sa_mask, SIGTRAP);
-        return __sigaction(sig, &a, oact);
+    if (act && atomic_load(&installed) && (act->sa_mask.__val[0] & SIG_BIT(SIGTRAP))) {
+        *copy = *act;
+        copy->sa_mask.__val[0] &= ~SIG_BIT(SIGTRAP);
+        return TRAP_ACT_COPY;
     }
-    return __sigaction(sig, act, oact);
+    return TRAP_ACT_PASS;
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+    struct sigaction copy;
+    switch (trap_route_action(sig, act, oact, &copy)) {
+    case TRAP_ACT_RECORDED: return 0;
+    case TRAP_ACT_COPY: return __sigaction(sig, &copy, oact);
+    default: return __sigaction(sig, act, oact);
+    }
 }
 
 EXPORT sighandler_t signal(int sig, sighandler_t h)
@@ -501,19 +527,29 @@ EXPORT sighandler_t signal(int sig, sighandler_t h)
     return o.sa_handler;
 }
 
-/* glibc keeps its own two signals (SIGCANCEL, SIGSETXID) out of masks too */
+/* What a mask to block may not hold, as bits of the kernel's 64-bit mask:
+ * SIGTRAP (an int3 probe's trap with it blocked kills the process), the
+ * checkpoint signal, the fault signals while fault.c holds them, and
+ * glibc's own two (SIGCANCEL, SIGSETXID), which glibc keeps out of masks
+ * too. Bits, not sigdelset: the guard of a probed libc (libc-guard.c)
+ * runs this on every pthread_sigmask, and calls no libc. */
+uint64_t trap_undeliverable(void)
+{
+    uint64_t bits = SIG_BIT(GLIBC_SIGCANCEL) | SIG_BIT(GLIBC_SIGSETXID) | rt_fault_bits();
+    int ck = atomic_load(&ckpt_sig);
+    if (atomic_load(&installed))
+        bits |= SIG_BIT(SIGTRAP);
+    if (ck > 0 && ck <= 64)
+        bits |= SIG_BIT(ck);
+    return bits;
+}
+
 static int set_mask(int how, const sigset_t *set, sigset_t *old)
 {
     sigset_t s;
     if (set && (how == SIG_BLOCK || how == SIG_SETMASK)) {
         s = *set;
-        if (atomic_load(&installed))
-            sigdelset(&s, SIGTRAP);
-        if (atomic_load(&ckpt_sig))
-            sigdelset(&s, atomic_load(&ckpt_sig));
-        sigdelset(&s, SIGRTMIN - 2);
-        sigdelset(&s, SIGRTMIN - 1);
-        rt_fault_unblock(&s);
+        s.__val[0] &= ~trap_undeliverable();
         set = &s;
     }
     return (int)syscall(SYS_rt_sigprocmask, how, set, old, sizeof(uint64_t));
@@ -527,6 +563,22 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     return set_mask(how, set, old) < 0 ? errno : 0;
+}
+
+/* The runtime's own threads (the control directory's server, the trace
+ * writer) block every signal but those: through the system call, not
+ * libc's pthread_sigmask, which the runtime does not interpose when libc
+ * itself is probed (it comes after libc in the lookup scope), and whose
+ * probes would be hits inside the runtime. old: the mask before. */
+void trap_block_all(uint64_t *old)
+{
+    uint64_t all = ~trap_undeliverable();
+    RAW(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, sizeof all);
+}
+
+void trap_set_mask(const uint64_t *mask)
+{
+    RAW(SYS_rt_sigprocmask, SIG_SETMASK, mask, 0, sizeof *mask);
 }
 
 /* A forked child has one thread: the others' traps never end there. */

@@ -1,0 +1,37 @@
+/*
+ * A program's own sigaction(SIGTRAP) or a mask that blocks SIGTRAP would
+ * take the runtime's int3 probes from it; the runtime interposes those
+ * calls, but when the image baked is libc itself it is libc's DT_NEEDED,
+ * after libc in the lookup scope, and interposes nothing. So baking glibc's
+ * libc adds probes on the two functions every such call goes through:
+ * __sigaction (sigaction, signal, bsd_signal, sysv_signal, sigset,
+ * sigignore) and pthread_sigmask (sigprocmask, sigblock, sigsetmask,
+ * sighold, sigrelse, sigpause). The runtime puts its guard there
+ * (src/runtime/user/libc-guard.c).
+ */
+#include "libc-guard.h"
+#include "kind.h"
+
+static const char *const guarded[] = { "__sigaction", "pthread_sigmask" };
+
+/* glibc's: __libc_sigaction is its private entry (GLIBC_PRIVATE) */
+static bool is_glibc_libc(const struct image *img, const struct symbols *sy)
+{
+    if (img->hooks->kernel_contract || !symbols_lookup(sy, "__libc_sigaction"))
+        return false;
+    for (size_t i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
+        if (!symbols_lookup(sy, guarded[i]))
+            return false;
+    return true;
+}
+
+int libc_guard_add(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
+                   size_t errlen)
+{
+    if (!specs->n || !is_glibc_libc(img, sy))
+        return 0;
+    for (size_t i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
+        if (spec_add(specs, guarded[i], "libc's signal guard", err, errlen) < 0)
+            return -1;
+    return 0;
+}
