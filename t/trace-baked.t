@@ -70,6 +70,26 @@ is "|byaddr: (work+0x0) a=0x0|byaddr: (work+0x0) a=0x1|byoff: (outer+0x0) n=2" \
     "$(cat "$D/addr.err")|$(body <"$D/addr.txt" | tr '\n' '|' | sed 's/|$//')" \
     "definitions on 0xADDR (a PIE's link-time address) and SYM+0 record where the program is loaded"
 
+# --- a library someone else built: Debian's zlib, under pigz (README's example) ---------
+Z=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -n 1)
+if command -v pigz >/dev/null && [ -n "$Z" ]; then
+    mkdir -p "$D/z"; cp "$Z" "$D/z/libz.so.1"
+    "$KPREWRITE" --runtime "$RTLIB" --probe 'p:zd deflate flush=$arg2:s32 in=+8(%di):u32' \
+        --probe 'r deflate ret=$retval:s32' "$D/z/libz.so.1" >/dev/null 2>&1
+    ok $? "bake deflate's events into Debian's libz.so.1"
+    seq 1 300000 >"$D/z/data"
+    pigz -p 1 -c "$D/z/data" >"$D/z/want.gz"
+    LD_LIBRARY_PATH="$D/z${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KPREWRITE_TRACE=$D/z/t.txt pigz -p 1 -c "$D/z/data" \
+        >"$D/z/got.gz" 2>"$D/z/err"
+    is "0|" "$(cmp -s "$D/z/want.gz" "$D/z/got.gz"; echo $?)|$(cat "$D/z/err")" "pigz over it: the same compressed bytes, nothing on stderr"
+    np=$(grep -cE ': zd: \(deflate\+0x0\) flush=[0-9]+ in=[0-9]+$' "$D/z/t.txt")
+    nr=$(grep -cE ': r_deflate_0: \(.* <- deflate\) ret=(0|1)$' "$D/z/t.txt")
+    ok $([ "$np" -gt 0 ] && [ "$np" = "$nr" ] && [ "$(wc -l <"$D/z/t.txt")" = $((np + nr)) ]; echo $?) \
+        "the library's baked events, with KPREWRITE_TRACE alone: an entry and a return value for each deflate call ($np, $nr)"
+else
+    ok 1 "pigz and libz.so.1 (scripts/install-deps.sh installs pigz)"
+fi
+
 # --- beside KPREWRITE_EVENTS on the same point: other names coexist, the same name is refused once ----
 KPREWRITE_EVENTS='p:other work b=%dx:u8' KPREWRITE_TRACE=$D/both.txt "$P" plain 5 >/dev/null 2>"$D/both.err"
 is "" "$(cat "$D/both.err")" "a KPREWRITE_EVENTS event of another name on a baked event's point: no error"
@@ -86,6 +106,7 @@ is "|2" "$(cat "$D/def.err")|$(grep -c ': p_work_0: ' "$D/def.txt")" \
 
 # --- the control directory: the baked events without any environment ---------------------
 B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"
+trap '' PIPE   # a program that is gone fails a write to its fifo, not this script
 mkfifo "$D/in"
 KPREWRITE_CTL_DIR=$B "$P" wait 3 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
 pid=$!

@@ -12,7 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "defs.h"
-#include "arch/x86/regs.h"
+#include "../arch/isa.h"
 #include "runtime/core/event.h"
 #include "runtime/core/kprw-core.h"
 #include "../util/array.h"
@@ -35,12 +35,14 @@ struct def {
 struct defs {
     struct def *v;
     size_t n, cap;
+    const struct kprw_fetch_isa *isa;   /* the image's */
     const char *image;
     FILE *msg;
 };
 
-/* Parse text into d (text taken); false with *col and *msg on a malformed one. */
-static bool def_parse(struct def *d, char *text, size_t *col, const char **msg)
+/* Parse text into d (text taken) for isa; false with *col and *msg on a
+ * malformed one. */
+static bool def_parse(struct def *d, const struct kprw_fetch_isa *isa, char *text, size_t *col, const char **msg)
 {
     struct kprw_event ev;
     struct kprw_ev_error e = { 0, NULL };
@@ -51,7 +53,7 @@ static bool def_parse(struct def *d, char *text, size_t *col, const char **msg)
         *col = 1, *msg = "out of memory";
         return false;
     }
-    bool ok = kprw_event_parse(&x86_fetch_isa, text, strlen(text), &a, &ev, &e);
+    bool ok = kprw_event_parse(isa, text, strlen(text), &a, &ev, &e);
     if (ok) {
         snprintf(d->group, sizeof d->group, "%s", ev.group ? ev.group : KPRW_EV_DEFAULT_GROUP);
         snprintf(d->name, sizeof d->name, "%s", ev.name ? ev.name : "");
@@ -141,15 +143,19 @@ static int load(struct defs *ds, const struct spec_list *specs, const struct sym
             return oom(err, errlen);
         }
         struct def *d = &ds->v[ds->n++];
-        if (!def_parse(d, text, &col, &msg)) {   /* (a new one parsed already: a baked one is bad) */
-            snprintf(err, errlen, "%s: the probe table's event '%s' is malformed: col %zu: %s", ds->image, text, col, msg);
+        if (!def_parse(d, ds->isa, text, &col, &msg)) {   /* for the image's ISA */
+            if (sp)
+                spec_error(sp, col, msg, err, errlen);
+            else
+                snprintf(err, errlen, "%s: the probe table's event '%s' is malformed: col %zu: %s", ds->image, text,
+                         col, msg);
             return -1;
         }
         const struct probe *p;
         if (sp && (!sp->sym || (sp->has_off && !sp->is_glob)) && (p = point_of(sp, sy, pl)) != NULL && p->sym) {
             if (respell(d, p) < 0)
                 return oom(err, errlen);
-            if (!def_parse(d, d->text, &col, &msg)) {
+            if (!def_parse(d, ds->isa, d->text, &col, &msg)) {
                 snprintf(err, errlen, "%s: internal error: '%s' respelled is malformed: col %zu: %s", ds->image,
                          d->text, col, msg);
                 return -1;
@@ -308,9 +314,9 @@ static int build(const struct defs *ds, struct probe_list *pl)
 }
 
 int defs_collect(const struct spec_list *specs, const struct symbols *sy, struct probe_list *probes,
-                 const char *image, FILE *msg, char *err, size_t errlen)
+                 const struct kprw_fetch_isa *isa, const char *image, FILE *msg, char *err, size_t errlen)
 {
-    struct defs ds = { NULL, 0, 0, image, msg };
+    struct defs ds = { NULL, 0, 0, isa, image, msg };
     probes->ndefs = 0;
     int rc = load(&ds, specs, sy, probes, err, errlen);
     if (rc == 0)

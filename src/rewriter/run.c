@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../arch/isa.h"
 #include "analyze.h"
 #include "defs.h"
 #include "image.h"
@@ -178,7 +179,7 @@ static int probe(struct run *r)
     }
     report(r);
     if (!o->check && r->img.hooks->events &&
-        defs_collect(o->specs, &r->sy, &r->probes, o->image, o->msg, r->err, sizeof r->err) < 0) {
+        defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {
         say(r);
         return EXIT_ERROR;
     }

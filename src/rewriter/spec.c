@@ -1,6 +1,6 @@
 /* Probe spec parsing with exact error columns. */
 #include "spec.h"
-#include "arch/x86/regs.h"
+#include "../arch/isa.h"
 #include "runtime/core/event.h"
 #include "../util/array.h"
 
@@ -117,8 +117,9 @@ static int parse_point(const char *text, struct probe_spec *out, size_t *col, ch
 #define DEF_ARENA (64 * 1024)
 
 /* An event definition: the runtime core's parser checks it (the fetch
- * arguments for x86-64, the filter) and finds its spec, parsed as a point;
- * an 'r' prefix makes it a return probe. */
+ * arguments, for the default ISA until an image says which: defs.c checks
+ * it again for the image's; the filter) and finds its spec, parsed as a
+ * point; an 'r' prefix makes it a return probe. */
 static int parse_definition(const char *text, size_t len, struct probe_spec *out, size_t *col, char *err,
                             size_t errlen)
 {
@@ -128,7 +129,7 @@ static int parse_definition(const char *text, size_t len, struct probe_spec *out
     memset(out, 0, sizeof *out);
     if (!a.base)
         return bad(col, 1, err, errlen, "out of memory");
-    if (!kprw_event_parse(&x86_fetch_isa, text, len, &a, &ev, &e)) {
+    if (!kprw_event_parse(isa_default()->fetch, text, len, &a, &ev, &e)) {
         free(a.base);
         return bad(col, e.col, err, errlen, e.msg ? e.msg : "malformed event definition");
     }
