@@ -100,6 +100,11 @@ is "kprewrite: KPREWRITE_EVENTS: p:myread work x=%si: column 3: event kprobes/my
     "the same name at run time: refused, one line naming the column of the name"
 is "$want_out 5 0" "$(cat "$D/same.out") $(grep -c ': myread: ' "$D/same.txt") $(grep -c ' x=' "$D/same.txt")" \
     "the baked event stays, the program runs as it would"
+# a program linked with the runtime registers its table after the runtime
+# starts: KPREWRITE_EVENTS waits for its points, then meets the baked names
+KPREWRITE_EVENTS='p:myread work x=%si' KPREWRITE_TRACE=$D/lsame.txt "$D/tl" plain 5 >/dev/null 2>"$D/lsame.err"
+is "kprewrite: KPREWRITE_EVENTS: p:myread work x=%si: column 3: event kprobes/myread exists already|5" \
+    "$(cat "$D/lsame.err")|$(grep -c ': myread: ' "$D/lsame.txt")" "linked program: the same name refused once, the baked event records"
 KPREWRITE_EVENTS='p work q=%si' KPREWRITE_TRACE=$D/def.txt "$D/tl" plain 2 >/dev/null 2>"$D/def.err"
 is "|2" "$(cat "$D/def.err")|$(grep -c ': p_work_0: ' "$D/def.txt")" \
     "linked program: a KPREWRITE_EVENTS event bound after the image registered its baked ones"
