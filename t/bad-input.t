@@ -42,7 +42,7 @@ run 'obj.o: relocatable object' "relocatable object" --check --probe f_opt "$D/o
 run 'nosuch: cannot open' "missing file" --check --probe main "$D/nosuch"
 run 'not a regular file' "a directory" --check --probe main "$D"
 run "unknown symbol 'nosuch_fn'" "unknown symbol" --check --probe nosuch_fn "$D/good"
-run "\-\-probe:6: missing offset after '\+'" "malformed spec" --check --probe 'main+' "$D/good"
+run "\-\-probe 'main\+': col 6: missing offset after '\+'" "malformed spec" --check --probe 'main+' "$D/good"
 run "negative offsets" "negative offset" --check --probe 'main-1' "$D/good"
 run 'no IMAGE given' "no image" --check --probe main
 run 'no probe given' "no probe" --check "$D/good"

@@ -34,6 +34,10 @@ like "3 probes baked" "$(cat "$D/build1.log")" "count_word (and its return), wor
 text=$example_text
 example_ran "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)" \
     "CMake (classify_char from the probe file, handlers from an OBJECT library)"
+like "; 1 event definition stored" "$(cat "$D/build1.log")" "the event definition among PROBES was stored"
+LD_LIBRARY_PATH="$libdir" KPREWRITE_TRACE="$D/trace.txt" "$D/b/wordfreq" "$text" >/dev/null 2>&1
+is "16|the quick brown" "$(grep -c ': wh: (word_hash+0x0) s="' "$D/trace.txt")|$(sed -n 's/.*: wh: (word_hash+0x0) s="\(.*\)"$/\1/p' "$D/trace.txt" | head -n 3 | tr '\n' ' ' | sed 's/ $//')" \
+    "its event records each of the 16 words, KPREWRITE_TRACE alone"
 
 cmake --build "$D/b" >"$D/build2.log" 2>&1
 ok $? "a second build succeeds"
@@ -45,6 +49,12 @@ ok $? "the probe file changed: the build succeeds"
 like "2 probes baked" "$(cat "$D/build3.log")" "it relinked and baked again, without classify_char"
 like "classify_char +not baked" "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)" \
     "the new program has no classify_char probe"
+
+# a malformed event definition in the probe file: the build fails, naming the column
+printf 'p:bad word_hash s=%%zz\n' > "$D/src/cmake/probes.txt"
+cmake --build "$D/b" >"$D/build5.log" 2>&1
+ok $([ $? != 0 ]; echo $?) "a malformed definition fails the build"
+like "probes.txt:1:20: unknown register" "$(cat "$D/build5.log")" "and the log names FILE:LINE:COL"
 
 # a probe in the middle of an instruction is refused: the build fails
 printf 'main+2\n' > "$D/src/cmake/probes.txt"

@@ -25,6 +25,11 @@ fi
 mid=$("$D/k" mid)
 "$D/k" run > "$D/orig.out"
 
+# an event definition: the kernel's runtime has no events (yet), refused in one line
+"$KPREWRITE" --kernel --probe kloop --probe 'p:kev kfn a=%di' -o "$D/kev" "$D/k" >"$D/kev.out" 2>"$D/kev.err"
+is "1|kprewrite: $D/k: --probe 'p:kev kfn a=%di': col 1: fetch-arg events are user-space only for now (bake the point alone: --probe SPEC)|no" \
+    "$?|$(cat "$D/kev.err")|$([ -e "$D/kev" ] && echo yes || echo no)" \
+    "a vmlinux: --probe DEFINITION is refused (events are user-space only), one line, nothing written"
 out=$("$KPREWRITE" --kernel --probe kfn --probe "kfn+$mid" --probe kloop -o "$D/k2" "$D/k" 2>&1)
 like "3 probes baked" "$out" "the stand-in vmlinux is rewritten"
 check=$("$KPREWRITE" --kernel --check --probe kfn --probe "kfn+$mid" --probe kloop "$D/k")

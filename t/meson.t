@@ -28,6 +28,10 @@ ok $? "ninja builds it ($(grep -m 1 -iE 'error|failed' "$D/build.log"))"
 like "probes baked" "$(cat "$D/build.log")" "the custom_target baked the probes"
 text=$example_text
 example_ran "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq" "$text" 2>&1)" "Meson (handlers linked whole)"
+like "; 1 event definition stored" "$(cat "$D/build.log")" "the event definition among the probes was stored"
+LD_LIBRARY_PATH="$libdir" KPREWRITE_TRACE="$D/trace.txt" "$D/b/wordfreq" "$text" >/dev/null 2>&1
+is "16|the quick brown" "$(grep -c ': wh: (word_hash+0x0) s="' "$D/trace.txt")|$(sed -n 's/.*: wh: (word_hash+0x0) s="\(.*\)"$/\1/p' "$D/trace.txt" | head -n 3 | tr '\n' ' ' | sed 's/ $//')" \
+    "its event records each of the 16 words, KPREWRITE_TRACE alone"
 like "count_word +not baked" "$(LD_LIBRARY_PATH="$libdir" "$D/b/wordfreq-linked" "$text" 2>&1)" \
     "the linked program, before the bake, has no probe"
 done_testing

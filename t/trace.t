@@ -3,7 +3,8 @@
 # syntax (KPREWRITE_EVENTS, the control file's `trace`) on baked probe
 # points; each fetch form and type, filters, faults, return values and
 # entry arguments at the return, threads, fork, drops, the text, JSON and
-# folded outputs, live trace/untrace/hist and trace_pipe, bad definitions.
+# folded outputs, live trace/untrace/hist and trace_pipe, bad definitions
+# (definitions baked by --probe: t/trace-baked.t).
 . "$KP_SRCDIR/t/lib.sh"
 need "$CC" perl
 D=$(tmpdir trace)
@@ -121,10 +122,7 @@ KPREWRITE_EVENTS='p work a=%di if a >' "$P" plain 1 >"$D/bad3.out" 2>"$D/bad3"
 like "column [0-9]+: " "$(cat "$D/bad3")" "a malformed filter"
 is "$("$P.orig" plain 1)" "$(cat "$D/bad3.out")" "and the program runs as it would"
 
-"$KPREWRITE" --probe 'p:x work a=%di' -o "$D/def.out" "$P.orig" 2>"$D/def.err"
-is 1 $? "kprewrite --probe DEFINITION: refused (definitions are made at run time)"
-like "an event: bake its point \(--probe SPEC\), define it at run time \(KPREWRITE_EVENTS\)" "$(cat "$D/def.err")" "... saying how"
-ok $([ ! -e "$D/def.out" ]; echo $?) "and nothing is written"
+# (definitions baked with the points: t/trace-baked.t)
 
 # --- live: the control directory -------------------------------------------------
 B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B

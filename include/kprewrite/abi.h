@@ -146,12 +146,22 @@ enum kprw_table_flags {
      * or FDE: "fn@0x..."); a runtime that does not know the name refuses
      * the table rather than read it as a dynamic name. */
     KPRW_T_FOUND_NAMES = 1u << 9,
+    /* Event definitions baked with the probes (kprewrite --probe
+     * DEFINITION, kprobe_events' syntax: doc/tracing.md) lie between the
+     * end of the fixups (header + entries + fixups) and strings_off, each
+     * ending with a NUL; the block is not empty and ends with one. The
+     * user runtime defines them at start-up, bound to this table's points
+     * only, as it defines KPREWRITE_EVENTS's. Readers that do not know the
+     * flag never look there (a table without it has nothing between the
+     * fixups and the strings); the kernel runtimes refuse it: events are
+     * user-space only for now. */
+    KPRW_T_EVENTS = 1u << 10,
 };
 /* The flags this version reads. A runtime refuses a table with others: a
  * newer kprewrite's detours may rely on slots it would not fill, or on a
  * calling convention it does not follow. */
 #define KPRW_T_KNOWN (KPRW_T_ADDED_POOL | KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_ENTER | \
-                      KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES)
+                      KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | KPRW_T_EVENTS)
 
 /* .kprewrite.slot: pointers to the runtime's entry points, 8 bytes each,
  * in this order. A slot section of 16, 24 or 32 bytes is an older pool's. */

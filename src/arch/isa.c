@@ -17,3 +17,8 @@ const char *isa_names(void)
 {
     return isas[0]->name;   /* (one ISA so far; a second one joins the list here) */
 }
+
+const struct isa *isa_default(void)
+{
+    return isas[0];
+}

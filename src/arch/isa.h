@@ -81,6 +81,8 @@ struct isa_kernel {
     unsigned fentry_nop_len;
 };
 
+struct kprw_fetch_isa;
+
 struct isa {
     const char *name;                /* in messages: "x86-64" */
     uint16_t elf_machine;            /* e_machine */
@@ -130,6 +132,9 @@ struct isa {
      * any other code */
     bool (*leaf_value)(const uint8_t *code, size_t len, uint64_t at, struct isa_leaf_value *out);
     const struct isa_kernel *kernel;  /* NULL: kprewrite bakes no kernel of the ISA */
+    /* tracing's names of its registers, arguments and return value
+     * (fetch-isa.h), for event definitions baked with the probes */
+    const struct kprw_fetch_isa *fetch;
 };
 
 /* Is a CFA of DWARF register reg + off the one at a function's entry,
@@ -143,4 +148,8 @@ static inline bool isa_cfa_at_call_entry(const struct isa *isa, unsigned reg, in
 const struct isa *isa_for_machine(unsigned m);
 /* The names of the ISAs there are, for messages ("x86-64"). */
 const char *isa_names(void);
+/* The ISA a text is checked for before any image says which (an event
+ * definition on the command line): the first there is. The bake checks it
+ * again for the image's (img->isa). */
+const struct isa *isa_default(void);
 #endif

@@ -79,9 +79,17 @@ int bake_into_pool(const struct bake_job *j, char *err, size_t errlen)
     if (bake(j->img, j->pool, j->probes, j->dest, &br, err, errlen) < 0)
         return -1;
     fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked (%zu before), pool use: text %zu, table %zu, "
-            "data %zu bytes\n", j->dest, br.baked, br.baked == 1 ? "" : "s", j->nbaked_before, br.text_used,
+            "data %zu bytes", j->dest, br.baked, br.baked == 1 ? "" : "s", j->nbaked_before, br.text_used,
             br.table_used, br.data_used);
+    bake_say_events(j->msg, j->probes);
     return 0;
+}
+
+void bake_say_events(FILE *msg, const struct probe_list *probes)
+{
+    if (probes->ndefs)
+        fprintf(msg, "; %zu event definition%s stored", probes->ndefs, probes->ndefs == 1 ? "" : "s");
+    fputc('\n', msg);
 }
 
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,

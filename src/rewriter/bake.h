@@ -2,6 +2,8 @@
  * written atomically. */
 #ifndef KPREWRITE_BAKE_H
 #define KPREWRITE_BAKE_H
+#include <stdio.h>
+
 #include "table.h"
 
 struct bake_result {
@@ -20,6 +22,10 @@ struct bake_job;
 /* The bake of a job whose image holds its pool (job->pool, pool_find's):
  * bake(), and the "wrote" line on job->msg. 0, or -1 with err. */
 int bake_into_pool(const struct bake_job *j, char *err, size_t errlen);
+
+/* The end of a "wrote" line: the event definitions stored, if any, and
+ * the newline. */
+void bake_say_events(FILE *msg, const struct probe_list *probes);
 
 /* A prebuilt image (no pool): plans the probes at the address the pool's
  * text will have, adds a pool of the sizes the plan needs (and the runtime

@@ -126,7 +126,7 @@ int ctl_main(int argc, char **argv)
         fprintf(stderr, "kprewrite: ctl: '%s' is not a process id\n", argv[1]);
         return 1;
     }
-    struct target t;
+    struct target t = { .socket = false };   /* find_target sets socket only when it is one */
     if (!find_target(pid, &t))
         return 1;
     const char *cmd = argv[2];

@@ -61,13 +61,14 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
                         err, errlen) < 0)
         return -1;
     fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
-            "loads %s)\n", j->dest, br.baked, br.baked == 1 ? "" : "s", grown, runtime);
+            "loads %s)", j->dest, br.baked, br.baked == 1 ? "" : "s", grown, runtime);
+    bake_say_events(j->msg, j->probes);
     return 0;
 }
 
 #define USER_RULES \
     .untyped_functions = false, .finds_functions = true, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
-    .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, \
+    .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, .events = true, \
     .load_facts = user_facts, .pool_areas = pool_user_areas
 
 const struct kind_hooks kind_linked = {

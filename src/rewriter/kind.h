@@ -73,6 +73,10 @@ struct kind_hooks {
      * (and --remove drops some of them); else remove_refused says why not */
     bool reads_back;
     const char *remove_refused;
+    /* run.c: event definitions may be stored with the probes (defs.c), for
+     * the user runtime to define at start-up; a kernel's runtime has no
+     * events (yet): a definition is refused */
+    bool events;
 
     /* --- the hooks --- */
     /* resolve.c: is name the symbol of a function's padding, no entry a

@@ -35,7 +35,10 @@ static const char usage_text[] =
 "                           0xADDR       an address\n"
 "                           SYM%return   a return probe on SYM\n"
 "                           GLOB         e.g. 'vfs_*' or '*': every matching function entry\n"
-"  -f, --probe-file FILE  one SPEC a line; '#' starts a comment\n"
+"                         or an event on its point, in kprobe_events' syntax, which\n"
+"                         the runtime defines at start-up (doc/tracing.md):\n"
+"                           [p|r][:[GRP/]EVENT] SPEC [NAME=]FETCHARG[:TYPE]... [if FILTER]\n"
+"  -f, --probe-file FILE  one SPEC or event a line; '#' starts a comment\n"
 "  -j, --json             one JSON document instead of text lines\n"
 "  -s, --summary          add counts by verdict and reason (stderr with --json)\n"
 "  -m, --system-map FILE  take symbols from FILE (a vmlinux without .symtab)\n"
@@ -129,7 +132,13 @@ static int take_option(int c, char **argv, struct run_opts *ro)
             return -1;
         ro->detours = detours;
         break;
-    case 'r': rc = spec_add(ro->removes, optarg, "--remove", err, sizeof err); break;
+    case 'r':
+        rc = spec_add(ro->removes, optarg, "--remove", err, sizeof err);
+        if (rc == 0 && ro->removes->v[ro->removes->n - 1].def) {   /* a point's events go with it */
+            snprintf(err, sizeof err, "--remove '%s': col 1: a point (SPEC), not an event definition", optarg);
+            rc = -1;
+        }
+        break;
     case 'p': rc = spec_add(ro->specs, optarg, "--probe", err, sizeof err); break;
     case 'f': rc = spec_read_file(ro->specs, optarg, err, sizeof err); break;
     case 'h': fputs(usage_text, stdout); return 1;

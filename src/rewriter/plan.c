@@ -444,7 +444,7 @@ int bake_plan_make(const struct image *img, const struct pool_sections *ps, cons
     /* the strings, then a NUL: every name ends inside them */
     plan->text_size = pl.text_used;
     plan->table_size = sizeof(struct kprw_table) + n * sizeof(struct kprw_entry) +
-                       plan->nfixups * sizeof(struct kprw_fixup) + plan->strs.used + 1;
+                       plan->nfixups * sizeof(struct kprw_fixup) + probes->defs_size + plan->strs.used + 1;
     /* KPRW_T_KASLR: two masks an entry after the strings; then
      * KPRW_T_FOLLOW's records (plan->follow: set by plan_follow()) */
     for (size_t i = 0; i < probes->n && !plan->kaslr; i++)

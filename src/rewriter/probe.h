@@ -101,6 +101,10 @@ struct probe_list {
     size_t n, cap;
     struct eviction *ev;     /* set by the analysis */
     size_t nev;
+    /* the event definitions the table stores (defs.c; abi.h KPRW_T_EVENTS):
+     * ndefs of them, each ending with a NUL, defs_size bytes (0: none) */
+    char *defs;
+    size_t defs_size, ndefs;
 };
 
 const char *verdict_name(enum verdict v);

@@ -233,5 +233,6 @@ void probe_list_free(struct probe_list *l)
         free(l->v[i].retargets);
     free(l->v);
     free(l->ev);
+    free(l->defs);
     memset(l, 0, sizeof *l);
 }

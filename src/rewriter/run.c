@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../arch/isa.h"
 #include "analyze.h"
+#include "defs.h"
 #include "image.h"
 #include "kinds.h"
 #include "libc-guard.h"
@@ -105,10 +107,29 @@ static int take_baked_probes(struct run *r)
     return 0;
 }
 
+/* An event definition for an image whose runtime has no events: refused
+ * (the first, in one line); -1. */
+static int events_refused(const struct run *r)
+{
+    for (size_t i = 0; i < r->o->specs->n; i++) {
+        const struct probe_spec *sp = &r->o->specs->v[i];
+        if (!sp->def)
+            continue;
+        char why[1400];
+        spec_error(sp, 1, "fetch-arg events are user-space only for now (bake the point alone: --probe SPEC)", why,
+                   sizeof why);
+        fprintf(r->o->msg, "kprewrite: %s: %s\n", r->o->image, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* What the run does before the analysis, as the image's kind takes it. */
 static int prepare(struct run *r)
 {
     const struct kind_hooks *k = r->img.hooks;
+    if (!k->events && events_refused(r) < 0)
+        return -1;
     if (!k->reads_back && r->o->removes && r->o->removes->n) {
         fprintf(r->o->msg, "kprewrite: %s: --remove: %s\n", r->o->image, k->remove_refused);
         return -1;
@@ -159,6 +180,11 @@ static int probe(struct run *r)
         return EXIT_ERROR;
     }
     report(r);
+    if (!o->check && r->img.hooks->events &&
+        defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {
+        say(r);
+        return EXIT_ERROR;
+    }
     if (!o->check && bake_probes(r) < 0)
         return EXIT_ERROR;
     if (fflush(o->out) != 0 || ferror(o->out)) {

@@ -1,5 +1,6 @@
 /* Probe spec parsing with exact error columns. */
 #include "spec.h"
+#include "../arch/isa.h"
 #include "runtime/core/event.h"
 #include "../util/array.h"
 
@@ -44,16 +45,14 @@ static bool parse_number(const char *s, size_t len, uint64_t *v, size_t *badpos)
     return true;
 }
 
-int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err, size_t errlen)
+/* A point: SYM, SYM+OFF, 0xADDR, SYM%return, a glob. */
+static int parse_point(const char *text, struct probe_spec *out, size_t *col, char *err, size_t errlen)
 {
     size_t len = strlen(text), end, plus = SIZE_MAX, badpos;
 
     memset(out, 0, sizeof *out);
     if (len == 0)
         return bad(col, 1, err, errlen, "empty probe spec");
-    if (kprw_event_is_definition(text, len))
-        return bad(col, 1, err, errlen,
-                   "an event: bake its point (--probe SPEC), define it at run time (KPREWRITE_EVENTS)");
     for (size_t i = 0; i < len; i++)
         if (isspace((unsigned char)text[i]) || !isprint((unsigned char)text[i]))
             return bad(col, i + 1, err, errlen, "unexpected character in probe spec");
@@ -113,6 +112,59 @@ int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err,
     return 0;
 }
 
+/* The arena a definition is parsed in: the user runtime's (events.c), so
+ * that what parses here parses there. */
+#define DEF_ARENA (64 * 1024)
+
+/* An event definition: the runtime core's parser checks it (the fetch
+ * arguments, for the default ISA until an image says which: defs.c checks
+ * it again for the image's; the filter) and finds its spec, parsed as a
+ * point; an 'r' prefix makes it a return probe. */
+static int parse_definition(const char *text, size_t len, struct probe_spec *out, size_t *col, char *err,
+                            size_t errlen)
+{
+    struct kprw_event ev;
+    struct kprw_ev_error e = { 0, NULL };
+    struct kprw_arena a = { malloc(DEF_ARENA), DEF_ARENA, 0 };
+    memset(out, 0, sizeof *out);
+    if (!a.base)
+        return bad(col, 1, err, errlen, "out of memory");
+    if (!kprw_event_parse(isa_default()->fetch, text, len, &a, &ev, &e)) {
+        free(a.base);
+        return bad(col, e.col, err, errlen, e.msg ? e.msg : "malformed event definition");
+    }
+    char *word = strndup(ev.spec, ev.spec_len);
+    size_t at = ev.spec_col, c = 0;
+    bool ret = ev.is_return;
+    free(a.base);
+    if (!word)
+        return bad(col, 1, err, errlen, "out of memory");
+    int rc = parse_point(word, out, &c, err, errlen);
+    free(word);
+    if (rc < 0) {
+        *col = at - 1 + c;
+        return -1;
+    }
+    out->is_return |= ret;
+    free(out->text);
+    out->text = strdup(text);
+    out->def = out->text;
+    if (!out->text) {
+        free(out->sym);
+        out->sym = NULL;
+        return bad(col, 1, err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+int spec_parse(const char *text, struct probe_spec *out, size_t *col, char *err, size_t errlen)
+{
+    size_t len = strlen(text);
+    if (len && kprw_event_is_definition(text, len))
+        return parse_definition(text, len, out, col, err, errlen);
+    return parse_point(text, out, col, err, errlen);
+}
+
 /* Append a parsed spec (taking its strings), naming where it came from. */
 static int spec_push(struct spec_list *l, struct probe_spec *s, const char *origin, char *err, size_t errlen)
 {
@@ -133,10 +185,45 @@ int spec_add(struct spec_list *l, const char *text, const char *origin, char *er
     char msg[200];
 
     if (spec_parse(text, &s, &col, msg, sizeof msg) < 0) {
-        snprintf(err, errlen, "%s:%zu: %s: '%s'", origin, col, msg, text);
+        snprintf(err, errlen, "%s '%s': col %zu: %s", origin, text, col, msg);
         return -1;
     }
     return spec_push(l, &s, origin, err, errlen);
+}
+
+void spec_error(const struct probe_spec *s, size_t col, const char *msg, char *err, size_t errlen)
+{
+    if (s->in_file)
+        snprintf(err, errlen, "%s:%zu: %s", s->origin, s->indent + col, msg);
+    else
+        snprintf(err, errlen, "%s '%s': col %zu: %s", s->origin, s->text, col, msg);
+}
+
+int spec_add_baked_def(struct spec_list *l, const char *def, char *err, size_t errlen)
+{
+    char *d = strdup(def);
+    if (!d || !ARRAY_RESERVE(l->defs, l->capdefs, l->ndefs + 1)) {
+        free(d);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->defs[l->ndefs++] = d;
+    return 0;
+}
+
+/* A line of a probe file without its comment: '#' outside a "string" (a
+ * filter's) starts one. */
+static void cut_comment(char *line)
+{
+    bool quoted = false;
+    for (char *p = line; *p; p++) {
+        if (*p == '"' && (p == line || p[-1] != '\\'))
+            quoted = !quoted;
+        else if (*p == '#' && !quoted) {
+            *p = 0;
+            return;
+        }
+    }
 }
 
 int spec_add_baked(struct spec_list *l, const char *text, char *err, size_t errlen)
@@ -160,9 +247,7 @@ int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errl
     }
     while ((got = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = 0;
+        cut_comment(line);
         size_t start = 0, stop = strlen(line);
         while (start < stop && isspace((unsigned char)line[start]))
             start++;
@@ -174,7 +259,8 @@ int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errl
         struct probe_spec s;
         size_t col = 0;
         char msg[200];
-        if (strchr(line + start, ' ') || strchr(line + start, '\t')) {
+        if ((strchr(line + start, ' ') || strchr(line + start, '\t')) &&
+            !kprw_event_is_definition(line + start, stop - start)) {
             size_t c = strcspn(line + start, " \t");
             snprintf(err, errlen, "%s:%zu:%zu: one probe spec per line", path, lineno, start + c + 1);
             goto fail;
@@ -185,6 +271,8 @@ int spec_read_file(struct spec_list *l, const char *path, char *err, size_t errl
         }
         char origin[300];
         snprintf(origin, sizeof origin, "%s:%zu", path, lineno);
+        s.in_file = true;
+        s.indent = start;
         if (spec_push(l, &s, origin, err, errlen) < 0)
             goto fail;
     }
@@ -203,12 +291,16 @@ fail:
 
 int spec_list_move(struct spec_list *dst, struct spec_list *src)
 {
-    if (!ARRAY_RESERVE(dst->v, dst->cap, dst->n + src->n))
+    if (!ARRAY_RESERVE(dst->v, dst->cap, dst->n + src->n) ||
+        !ARRAY_RESERVE(dst->defs, dst->capdefs, dst->ndefs + src->ndefs))
         return -1;
     if (src->n)
         memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v);
+    if (src->ndefs)
+        memcpy(dst->defs + dst->ndefs, src->defs, src->ndefs * sizeof *src->defs);
     dst->n += src->n;
-    src->n = 0;
+    dst->ndefs += src->ndefs;
+    src->n = src->ndefs = 0;
     return 0;
 }
 
@@ -216,8 +308,11 @@ void spec_list_free(struct spec_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].sym);
-        free(l->v[i].text);
+        free(l->v[i].text);   /* (def is text) */
     }
+    for (size_t i = 0; i < l->ndefs; i++)
+        free(l->defs[i]);
     free(l->v);
+    free(l->defs);
     memset(l, 0, sizeof *l);
 }

@@ -61,6 +61,22 @@ int pool_find(const struct image *img, struct pool_sections *ps, char *err, size
     return 0;
 }
 
+/* The event definitions an earlier run baked (KPRW_T_EVENTS), from defs
+ * (the fixups' end) to the strings, into specs->defs. */
+static int pool_existing_defs(const struct image *img, const struct kprw_table *t, const char *defs,
+                              struct spec_list *specs, char *err, size_t errlen)
+{
+    const char *end = (const char *)t + t->strings_off;
+    if (defs >= end || end[-1] != 0) {
+        snprintf(err, errlen, "%s: the probe table's event definitions are empty or not terminated", img->path);
+        return -1;
+    }
+    for (const char *d = defs; d < end; d += strlen(d) + 1)
+        if (*d && spec_add_baked_def(specs, d, err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
 int pool_existing(struct image *img, const struct pool_sections *ps, struct spec_list *specs,
                   char *err, size_t errlen)
 {
@@ -88,6 +104,8 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
         return -1;
     }
     const struct kprw_fixup *fx = (const void *)(e + t->nentries);
+    if ((t->flags & KPRW_T_EVENTS) && pool_existing_defs(img, t, (const char *)(fx + nfix), specs, err, errlen) < 0)
+        return -1;
     for (uint32_t i = 0; i < nfix; i++) {
         uint64_t at = ps->table->addr + (uint64_t)(int64_t)fx[i].site_rel;
         size_t off;
@@ -198,8 +216,13 @@ int table_write(const struct image *img, const struct pool_sections *ps, const s
         }
         fx[i] = (struct kprw_fixup){ (int32_t)rel, f->orig_off, f->len, f->kind, 0 };
     }
-    /* the strings, then a NUL: every name ends inside them */
-    char *str = (char *)(fx + plan->nfixups);
+    /* the event definitions (KPRW_T_EVENTS), then the strings and a NUL:
+     * every name ends inside them */
+    char *defs = (char *)(fx + plan->nfixups), *str = defs + probes->defs_size;
+    if (probes->defs_size) {
+        memcpy(defs, probes->defs, probes->defs_size);
+        t->flags |= KPRW_T_EVENTS;
+    }
     if (plan->strs.used)
         memcpy(str, plan->strs.bytes, plan->strs.used);
     str[plan->strs.used] = 0;

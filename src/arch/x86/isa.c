@@ -6,6 +6,7 @@
 #include "kernel-tables.h"
 #include "leaf.h"
 #include "psabi.h"
+#include "regs.h"
 #include "site.h"
 
 const struct isa isa_x86_64 = {
@@ -33,4 +34,5 @@ const struct isa isa_x86_64 = {
     .code_refs = x86_code_refs,
     .leaf_value = x86_leaf_value,
     .kernel = &x86_kernel,
+    .fetch = &x86_fetch_isa,
 };

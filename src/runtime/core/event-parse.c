@@ -103,6 +103,7 @@ static bool parse_prefix(struct cur *c, size_t end, struct kprw_arena *a, struct
         }
         if (i < end && !parse_name(c, i, end, a, &ev->name, "an event name is letters, digits and '_'"))
             return false;
+        ev->name_col = i < end ? (uint16_t)(i + 1) : 0;
     }
     c->at = end;
     return true;

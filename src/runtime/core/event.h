@@ -93,6 +93,7 @@ struct kprw_event {
     const char *text;              /* the definition as written (arena copy) */
     const char *group;
     const char *name;              /* NULL: named after each point it is bound to */
+    uint16_t name_col;             /* where the name is written (1-based; 0: no name) */
     const char *spec;              /* the probe spec */
     uint32_t spec_len;
     uint16_t spec_col;

@@ -59,6 +59,14 @@ enum kprw_table_fault {
 };
 enum kprw_table_fault kprw_table_fault(const struct kprw_table *t, uint32_t known_flags);
 
+/* KPRW_T_EVENTS: where the event definitions start, from the header (the
+ * fixups' end); they run to strings_off. */
+static inline uint64_t kprw_table_events_off(const struct kprw_table *t)
+{
+    return sizeof *t + (uint64_t)t->nentries * t->entry_size +
+           (t->version >= 5 ? (uint64_t)t->nfixups * sizeof(struct kprw_fixup) : 0);
+}
+
 /* What can be wrong with an entry's own fields, one bit each, in the order
  * kprw_entry_fault_names gives them (the lowest set bit names the fault).
  * dynspan: the bytes a KPRW_NAME_DYN name may start in (0: none may). With

@@ -54,6 +54,8 @@ static const char *table_check(const struct module *mod, const struct kprw_table
 
 	if (size < sizeof(*t) || !IS_ALIGNED((unsigned long)t, 8))
 		return "smaller than its header, or misaligned";
+	if (t->magic == KPRW_MAGIC && (t->flags & KPRW_T_EVENTS))
+		return "it defines events (fetch-args), which are user-space only for now";
 	if (kprw_table_fault(t, KPRW_T_MODULE) != KPRW_TF_NONE || !(t->flags & KPRW_T_MODULE))
 		return "bad magic, unknown version, features this runtime lacks, or entry size";
 	if (t->nentries > (size - sizeof(*t)) / sizeof(*e) || t->nfixups ||

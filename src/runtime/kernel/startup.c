@@ -103,6 +103,8 @@ static const char *table_check(const struct kprw_table *t)
 	u32 i;
 
 	/* a kernel's table has no flag but KPRW_T_KASLR and KPRW_T_FOLLOW */
+	if (t->magic == KPRW_MAGIC && (t->flags & KPRW_T_EVENTS))
+		return "it defines events (fetch-args), which are user-space only for now";
 	if (kprw_table_fault(t, KPRW_T_KASLR | KPRW_T_FOLLOW) != KPRW_TF_NONE)
 		return "bad magic, unknown version, features this runtime lacks, or entry size";
 	if (t->nentries > (table_size - sizeof(*t)) / sizeof(*e) ||

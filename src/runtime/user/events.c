@@ -232,9 +232,41 @@ bool ev_inst_matches(const struct ev_inst *in, const char *spec)
  * SYM%return), which serves entry events too. */
 static bool point_fits(const struct kprw_event *ev, const struct point *pt, const char *spec, size_t spec_len)
 {
+    static const char ret[] = "%return";   /* SYM%return: the point is SYM's */
     if (ev->is_return && pt->kind != KPRW_KIND_R)
         return false;
+    if (spec_len > sizeof ret - 1 && memcmp(spec + spec_len - (sizeof ret - 1), ret, sizeof ret - 1) == 0)
+        spec_len -= sizeof ret - 1;
     return kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr);
+}
+
+/* The event's name on pt: the definition's, or the kernel's default. */
+static void inst_name(const struct kprw_event *ev, const struct point *pt, char *buf, size_t size)
+{
+    struct kprw_sbuf b = { buf, 0, size };
+    if (ev->name)
+        kprw_sb_str(&b, ev->name);
+    else
+        kprw_event_default_name(ev->is_return, pt->name, pt->offset, pt->addr, &b);
+    kprw_sb_end(&b);
+}
+
+/* An instance still registered of another definition has the name an
+ * instance of ev on pt would have (GRP/EVENT): the kernel refuses an event
+ * whose name exists (EEXIST). Under define_lock. */
+static TLS char taken_msg[2 * KPRW_EV_NAME_MAX + 40];   /* the error's message, for the caller */
+static bool name_taken(const struct kprw_event *ev, const struct point *pt)
+{
+    char name[KPRW_EV_NAME_MAX];
+    inst_name(ev, pt, name, sizeof name);
+    for (uint32_t i = 0, c = ev_count(); i < c; i++) {
+        const struct ev_inst *in = ev_by_id(i);
+        if (in && !in->gone && in->def != ev && strcmp(in->name, name) == 0 && strcmp(in->group, ev->group) == 0) {
+            snprintf(taken_msg, sizeof taken_msg, "event %s/%s exists already", ev->group, name);
+            return true;
+        }
+    }
+    return false;
 }
 
 static struct ev_inst *inst_new(const struct ev_def *d, struct point *pt)
@@ -253,13 +285,8 @@ static struct ev_inst *inst_new(const struct ev_def *d, struct point *pt)
     in->offset = pt->offset;
     in->sym = pt->name;
     in->group = d->ev.group ? d->ev.group : KPRW_EV_DEFAULT_GROUP;
-    struct kprw_sbuf b = { in->name, 0, sizeof in->name };
-    if (d->ev.name)
-        kprw_sb_str(&b, d->ev.name);
-    else
-        kprw_event_default_name(in->is_return, pt->name, pt->offset, pt->addr, &b);
-    kprw_sb_end(&b);
-    b = (struct kprw_sbuf){ in->where, 0, sizeof in->where };
+    inst_name(&d->ev, pt, in->name, sizeof in->name);
+    struct kprw_sbuf b = { in->where, 0, sizeof in->where };
     kprw_sb_str(&b, pt->name);
     if (!in->is_return) {
         kprw_sb_str(&b, "+");
@@ -294,9 +321,11 @@ static int inst_register(struct ev_inst *in)
     return register_kprobe(&in->u.kp);
 }
 
-/* Bind definition d to every point it names; the instances made, or
- * -errno. Not under rt_lock (registration takes it). */
-static int bind_points(struct ev_def *d)
+/* Bind definition d to every point it names (of table only, unless
+ * NULL); the instances made, or -errno (-EEXIST: an event of a name one
+ * would have exists; none is made). Not under rt_lock (registration takes
+ * it). */
+static int bind_points(struct ev_def *d, const struct kprw_table *only)
 {
     rt_lock_take();
     rt_points_ready();
@@ -309,10 +338,13 @@ static int bind_points(struct ev_def *d)
     }
     struct point *const *points = rt_point_list();
     for (uint32_t i = 0; i < n; i++)
-        if (point_fits(&d->ev, points[i], d->ev.spec, d->ev.spec_len))
+        if (point_fits(&d->ev, points[i], d->ev.spec, d->ev.spec_len) && (!only || rt_point_in_table(points[i], only)))
             v[nv++] = points[i];
     rt_lock_drop();
     int made = 0, rc = 0;
+    for (size_t i = 0; i < nv && rc == 0; i++)
+        if (name_taken(&d->ev, v[i]))
+            rc = -EEXIST;
     bool mem = reads_memory(&d->ev);
     for (size_t i = 0; i < nv && rc == 0; i++) {
         struct ev_inst *in = inst_new(d, v[i]);
@@ -349,6 +381,11 @@ static pthread_mutex_t define_lock = PTHREAD_MUTEX_INITIALIZER;   /* definitions
 
 int ev_define(const char *text, size_t len, struct kprw_ev_error *err)
 {
+    return ev_define_in(text, len, NULL, err);
+}
+
+int ev_define_in(const char *text, size_t len, const struct kprw_table *only, struct kprw_ev_error *err)
+{
     struct ev_def *d = calloc(1, sizeof *d);
     char *mem = malloc(ARENA_BYTES);
     if (!d || !mem) {
@@ -366,19 +403,20 @@ int ev_define(const char *text, size_t len, struct kprw_ev_error *err)
         goto invalid;
     }
     pthread_mutex_lock(&define_lock);
-    int rc = bind_points(d);
+    int rc = bind_points(d, only);
     if (rc > 0) {
         d->next = defs;
         defs = d;
     }
     pthread_mutex_unlock(&define_lock);
     if (rc <= 0) {
-        err->col = d->ev.spec_col;
-        err->msg = rc == -ENOENT ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
-                                                    : "no probe point matches the spec")
-                                 : "cannot register the event";
+        err->col = rc == -EEXIST && d->ev.name_col ? d->ev.name_col : d->ev.spec_col;
+        err->msg = rc == -ENOENT   ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
+                                                      : "no probe point matches the spec")
+                   : rc == -EEXIST ? taken_msg
+                                   : "cannot register the event";
         /* instances made before a failure stay (never freed), so d does too */
-        if (rc == -ENOENT) {
+        if (rc == -ENOENT || rc == -EEXIST) {
             free(mem);
             free(d);
         }

@@ -61,6 +61,11 @@ const struct kprw_fetch_isa *ev_isa(void);
 /* A definition (kprobe_events' syntax) bound to every point its spec
  * names: the instances made, or -errno (-EINVAL: err says where). */
 int ev_define(const char *text, size_t len, struct kprw_ev_error *err);
+/* The same, bound to the points of table `only` (a definition baked into
+ * it); NULL: every point. -EEXIST: an event of a name an instance would
+ * have exists (err->col: where the name is). */
+struct kprw_table;
+int ev_define_in(const char *text, size_t len, const struct kprw_table *only, struct kprw_ev_error *err);
 /* Unregister the instances SPEC names (a point spec, an event name or
  * GRP/EVENT, globs): how many, or -ENOENT. */
 int ev_untrace(const char *spec);

@@ -39,6 +39,8 @@ struct pool {
     struct point *points;     /* mapped for every entry, handed out in fill order */
     uint32_t unready;         /* entries not filled: points[nentries - unready] is next */
     bool pinned;              /* its object made undeletable (pin_new_pools) */
+    bool events_due;          /* KPRW_T_EVENTS: its definitions wait to be defined (rt_pool_take_events) */
+    const char *object;       /* its image, for messages */
     struct pool *next;
 };
 
@@ -55,16 +57,17 @@ static unsigned nrefused;
 /* *int3s: how many of its entries are int3 probes (when not refused). A
  * table is checked even when no more refusals can be remembered: then its
  * refusal is only said again. */
-static bool table_refused(const struct kprw_table *t, uint32_t *int3s, uint64_t *dynspan)
+static bool table_refused(const struct kprw_table *t, uint32_t *int3s, uint64_t *dynspan, const char **image)
 {
     *int3s = t->nentries;
     *dynspan = 0;
     for (unsigned i = 0; i < nrefused; i++)
         if (refused[i] == t)
             return true;
-    const char *object;
+    const char *object = "?";
     char why[200];
     const char *bad = t->magic != KPRW_MAGIC ? "bad magic" : rt_table_check(t, &object, int3s, dynspan, why, sizeof why);
+    *image = object;
     if (!bad)
         return false;
     if (nrefused < MAX_REFUSED)
@@ -200,7 +203,8 @@ static bool add_pool(const struct kprw_table *t)
             return true;
     uint32_t int3s;
     uint64_t dynspan;
-    if (table_refused(t, &int3s, &dynspan))
+    const char *object;
+    if (table_refused(t, &int3s, &dynspan, &object))
         return false;
     struct pool *p = calloc(1, sizeof *p);
     struct point *pts = map_points(t->nentries);
@@ -218,6 +222,8 @@ static bool add_pool(const struct kprw_table *t)
     p->points = pts;
     p->state = (void *)((char *)t + t->state_rel);
     p->unready = t->nentries;
+    p->events_due = t->flags & KPRW_T_EVENTS;
+    p->object = object;
     /* A point's first hit reads its state (a fault that maps the zero
      * page) and then fills it (a second, costlier fault). When the states
      * are a few pages, which scattered first hits soon touch anyway, one
@@ -325,6 +331,28 @@ void rt_pool_find_linked(struct kprw_state *st)
         }
     }
     rt_lock_drop();
+}
+
+const struct kprw_table *rt_pool_take_events(const char **object)
+{
+    const struct kprw_table *t = NULL;
+    rt_lock_take();
+    for (struct pool *p = pools; p && !t; p = p->next)
+        if (p->events_due) {
+            p->events_due = false;
+            t = p->t;
+            *object = p->object;
+        }
+    rt_lock_drop();
+    return t;
+}
+
+bool rt_point_in_table(const struct point *pt, const struct kprw_table *t)
+{
+    for (struct pool *p = pools; p; p = p->next)
+        if (p->t == t)
+            return pt >= p->points && pt < p->points + t->nentries;
+    return false;
 }
 
 /* The baked point at sym+offset or addr (a kprobe may use any point; a

@@ -187,6 +187,11 @@ struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);  
 bool rt_pool_fill_state(struct kprw_state *st);   /* st's point filled; false: no pool has st */
 void rt_pool_find_linked(struct kprw_state *st);  /* a hit before its pool registered */
 void rt_pools_find_added(void);        /* at start-up: the added pools of every object */
+/* A registered table whose event definitions (KPRW_T_EVENTS) are not
+ * defined yet, each once (NULL: none); *object names its image. */
+const struct kprw_table *rt_pool_take_events(const char **object);
+/* Is pt one of t's points? Under rt_lock. */
+bool rt_point_in_table(const struct point *pt, const struct kprw_table *t);
 
 /* ---- hits.c ---- */
 /* The int3 path: the pre_handlers of pt, newest first; the first that

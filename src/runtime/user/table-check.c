@@ -163,6 +163,13 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
     if (t->nentries && (t->strings_size == 0 || !in_segment(&o, (uintptr_t)strings, t->strings_size, PF_R, PF_W) ||
                         strings[t->strings_size - 1] != 0))
         return "the string table lies outside the table's segment or is not terminated";
+    if (t->flags & KPRW_T_EVENTS) {   /* the definitions: NUL-terminated text before the strings */
+        uint64_t from = kprw_table_events_off(t);
+        const char *defs = (const char *)t + from;
+        if (from >= t->strings_off || !in_segment(&o, (uintptr_t)defs, t->strings_off - from, PF_R, PF_W) ||
+            strings[-1] != 0)
+            return "the event definitions lie outside the table's segment or are not terminated";
+    }
     /* names in the image's dynamic string table: the readable bytes from
      * there to the end of its segment (a name's end is looked for within) */
     if (t->version >= 5 && t->dynstr_rel) {

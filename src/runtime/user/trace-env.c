@@ -135,6 +135,28 @@ void trace_env_fork_child(void)
     }
 }
 
+/* The event definitions baked into the tables (KPRW_T_EVENTS), each
+ * table's bound to its own points, once the table is registered: at
+ * start-up, then as images register or are opened, before
+ * KPREWRITE_EVENTS's (an event name a baked definition gives is its own).
+ * An error is said once, as KPREWRITE_EVENTS's are. */
+static bool started;
+
+static void define_baked(void)
+{
+    const char *object = "?";
+    for (const struct kprw_table *t; (t = rt_pool_take_events(&object)) != NULL;) {
+        const char *d = (const char *)t + kprw_table_events_off(t), *end = (const char *)t + t->strings_off;
+        for (; d < end; d += strlen(d) + 1) {
+            struct kprw_ev_error err = { 0, NULL };
+            int rc = *d ? ev_define_in(d, strlen(d), t, &err) : 0;
+            if (rc < 0)
+                fprintf(stderr, "kprewrite: %s: baked event %s: column %zu: %s\n", object, d, err.col,
+                        err.msg ? err.msg : strerror(-rc));
+        }
+    }
+}
+
 /* KPREWRITE_EVENTS's definitions that matched no point yet: an image
  * linked with the runtime registers its pool from its own constructor,
  * after the runtime's, and a library may come with dlopen. They are tried
@@ -189,6 +211,9 @@ static void retry_pending(bool last_chance)
 
 void trace_env_pools_added(void)
 {
+    if (!started)
+        return;   /* trace_env_start defines them all */
+    define_baked();
     if (npending)
         retry_pending(false);
 }
@@ -211,6 +236,8 @@ void trace_env_start(void)
     if (kib && *kib)
         tb_configure((uint32_t)strtoul(kib, NULL, 10));
     clk_init();
+    started = true;
+    define_baked();
     const char *defs = getenv("KPREWRITE_EVENTS");
     if (defs && *defs) {
         define_all(defs);
