@@ -106,6 +106,21 @@ else
     ok 1 "the static fixture builds ($(head -n 1 "$D/cc.err"))"
 fi
 
+# a static-pie: ET_DYN with DF_1_PIE and no interpreter; a DT_NEEDED on the
+# runtime would never be loaded (every probe silently dead): refused too
+if $CC -O2 -static-pie -o "$D/spie" "$SRC/verdicts.S" "$SRC/verdicts-main.c" 2>"$D/cc.err"; then
+    cp "$D/spie" "$D/spie.orig"
+    err=$("$KPREWRITE" --probe f_opt -o "$D/spie.out" "$D/spie" 2>&1); rc=$?
+    like "spie: a static-pie executable: the runtime cannot be loaded into it" "$err" "a static-pie: clear error"
+    is "1 same absent" "$rc $(cmp -s "$D/spie" "$D/spie.orig" && echo same) $([ -e "$D/spie.out" ] && echo written || echo absent)" \
+        "a static-pie: exit 1, untouched, nothing written"
+    err=$("$KPREWRITE" --check --probe f_opt "$D/spie" 2>&1)
+    case $err in *__sigaction*) ok 1 "--check on a static-pie: no libc guard probes (they are for libc.so.6)" ;;
+                 *) ok 0 "--check on a static-pie: no libc guard probes (they are for libc.so.6)" ;; esac
+else
+    ok 1 "the static-pie fixture builds ($(head -n 1 "$D/cc.err"))"
+fi
+
 # the static runtime
 build "$D/static-rt" -O2 && $CC -O2 -o "$D/static-rt" "$D/static-rt.o" "$D/static-rt-fpu.o" "$SRC/bake-asm.S" \
     -Wl,-u,__kprewrite_pool $RT_STATIC

@@ -92,6 +92,13 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     }
     if (p->ndyn == max)
         return addpool_fail(err, errlen, path, "the dynamic section has no DT_NULL");
+    /* a static-pie relocates itself and has no interpreter: a DT_NEEDED
+     * on the runtime would never be loaded, every probe silently dead */
+    for (size_t i = 0; i < p->ndyn && img->ehdr.e_type == ET_DYN && !interp; i++)
+        if (p->dyn[i].d_tag == DT_FLAGS_1 && (p->dyn[i].d_un.d_val & DF_1_PIE))
+            return addpool_fail(err, errlen, path, "a static-pie executable: the runtime cannot be loaded into it "
+                                "(no dynamic loader runs); relink it without -static-pie, with `pkg-config --libs "
+                                "kprewrite-rt`, to probe it");
     p->dyn_cap = max;
     for (size_t i = 0; i < p->ndyn; i++)
         if (p->dyn[i].d_tag == KPRW_DT_TABLE)
