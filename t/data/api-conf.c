@@ -492,6 +492,42 @@ static void *kr_thread(void *arg)
     return NULL;
 }
 
+/* 4 threads through one kretprobe with 2 instances: most entries find
+ * none free at hand and take another thread's cached one (steal) */
+static void *kr_steal_thread(void *arg)
+{
+    long bad = 0;
+    for (int k = 0; k < 20000; k++)
+        bad += kr_deep(3) != 3;
+    return (void *)bad;
+}
+static void kr_steal(void)
+{
+    struct kretprobe rp = { .kp.symbol_name = "kr_deep", .entry_handler = kr_entry_a, .handler = kr_ret_a,
+                            .maxactive = 2, .data_size = sizeof(long) };
+    atomic_store(&kr_entries, 0), atomic_store(&kr_returns, 0), atomic_store(&kr_late, 0);
+    atomic_store(&kr_unregistered, 0);
+    int rc = register_kretprobe(&rp);
+    pthread_t t[4];
+    long bad = 0;
+    for (long i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, kr_steal_thread, NULL);
+    for (int i = 0; i < 4; i++) {
+        void *b;
+        pthread_join(t[i], &b);
+        bad += (long)b;
+    }
+    long missed = rp.nmissed;
+    unregister_kretprobe(&rp);
+    /* no unregister while calls run: every entry gets its return, and an
+     * instance is never two calls' (each call's data is its own) */
+    CHECK(rc == 0 && bad == 0 && atomic_load(&kr_late) == 0 && atomic_load(&kr_entries) == atomic_load(&kr_returns) &&
+          atomic_load(&kr_entries) + missed == 4 * 20000 * 4,
+          "4 threads through a kretprobe of 2 instances (taken from each other's caches): every entry's return handler "
+          "runs once, entries + nmissed = calls (%ld entries, %ld returns, %ld missed, %d calls)",
+          atomic_load(&kr_entries), atomic_load(&kr_returns), missed, 4 * 20000 * 4);
+}
+
 static void threads(void)
 {
     if (getenv("KP_SANITIZED")) {
@@ -566,15 +602,10 @@ static void threads(void)
     long counted = hits_of("f_race") - h0;
     CHECK(counted == calls, "... and every hit counted (%ld calls, %ld counted)", calls, counted);
 
+    kr_steal();
     /* the same with kretprobes: their instances are freed while calls may
-     * hold them. Open: about one run in three ends in the runtime's abort
-     * "a hooked return was reached with no matching call" after these
-     * checks passed (issue 33's note); run only with KP_KRET_RACE=1 until
-     * it is found */
-    if (!getenv("KP_KRET_RACE")) {
-        printf("skip - kretprobe register/unregister rounds under 4 threads: an open race (KP_KRET_RACE=1 runs it)\n");
-        return;
-    }
+     * hold them */
+    atomic_store(&kr_entries, 0), atomic_store(&kr_returns, 0), atomic_store(&kr_late, 0);
     atomic_store(&stop, 0);
     atomic_store(&race_started, 0);
     for (long i = 0; i < 4; i++)

@@ -219,9 +219,15 @@ static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
     }
     bool usable = rt_kc_on == 1 && rt_self.listed && !atomic_load_explicit(&rt_self.steal, memory_order_relaxed);
     if (rt_self.hot == ri) {
-        ri->__slot = NULL;   /* free, and still hot */
-        if (usable)
+        if (usable) {
+            ri->__slot = NULL;   /* free, and still hot */
             return;
+        }
+        /* A thief may be reading our hot place (steal set): it takes an
+         * instance there whose __slot is NULL. ri leaves the place still
+         * looking in use, or both of us would own it: the thief, and the
+         * free list it goes to below (a call's instance then taken by
+         * another thread's call, its hooked calls' list broken). */
         rt_self.hot = NULL;
     }
     if (usable) {
