@@ -528,15 +528,8 @@ static void kr_steal(void)
           atomic_load(&kr_entries), atomic_load(&kr_returns), missed, 4 * 20000 * 4);
 }
 
-static void threads(void)
+static void two_unregistering(void)
 {
-    if (getenv("KP_SANITIZED")) {
-        /* under ASan the forked two-thread unregister hung once and a
-         * kretprobe race aborted once (issue 33 note): not checked there */
-        printf("skip - a sanitizer build: the threads section runs in the normal build only\n");
-        return;
-    }
-    /* two threads each unregistering from a handler of the same point */
     pid_t pid = fork();
     if (pid == 0) {
         alarm(120);   /* a hang becomes a failure (generous: the machine may be loaded) */
@@ -558,6 +551,19 @@ static void threads(void)
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "two threads unregistering from handlers of one point both return (no hang; %s %d)",
           WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+static void threads(void)
+{
+    /* two threads each unregistering from a handler of the same point, in
+     * a child forked from this threaded process: under ASan the child may
+     * find the allocator's lock held by a thread the fork left behind
+     * (seen with GCC 12's: both threads stuck in it at their first free),
+     * so a sanitizer build leaves this one out */
+    if (getenv("KP_SANITIZED"))
+        printf("skip - a sanitizer build: no fork from a threaded process (its allocator's lock may be held)\n");
+    else
+        two_unregistering();
 
     /* unregister from inside a handler of another point */
     other = (struct kprobe){ .symbol_name = "f_opt2", .pre_handler = pre_count };
