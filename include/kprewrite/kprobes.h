@@ -115,6 +115,7 @@ struct kretprobe_instance {
     void *__holder;
     struct kretprobe_instance *__next;
     unsigned int __free_next;
+    unsigned int __sibling;      /* the next (older) one is another kretprobe's, of the same call */
     char data[] __attribute__((aligned(16)));
 };
 

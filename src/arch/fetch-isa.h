@@ -22,5 +22,7 @@ struct kprw_fetch_isa {
     unsigned char retval, sp, ip;     /* slots */
     unsigned char nslots;             /* pt_regs' size in slots */
     unsigned char word;               /* bytes in a pointer and a stack slot */
+    unsigned char entry_prefix;       /* bytes a SYM+0 probe may be placed past (x86:
+                                         endbr64, 4): SYM+OFF up to it may be an entry */
 };
 #endif

@@ -30,6 +30,8 @@ struct def {
     size_t name_col;                  /* where its name is written (1-based), else its spec's */
     size_t spec_at, spec_len;         /* its spec in text */
     bool is_return, gone;
+    bool entry_args;                  /* $argN at SYM+OFF, OFF within the entry prefix */
+    size_t args_col;                  /* ... where the first $argN is */
 };
 
 struct defs {
@@ -60,6 +62,8 @@ static bool def_parse(struct def *d, const struct kprw_fetch_isa *isa, char *tex
         d->spec_at = (size_t)(ev.spec - text);
         d->spec_len = ev.spec_len;
         d->is_return = ev.is_return;
+        d->entry_args = ev.uses_args && ev.entry_off;
+        d->args_col = ev.args_col;
         d->name_col = ev.name_col ? ev.name_col : d->spec_at + 1;
     } else {
         *col = e.col, *msg = e.msg ? e.msg : "malformed event definition";
@@ -77,7 +81,18 @@ static bool fits(const struct def *d, const struct probe *p)
         return false;
     if (n > rl && memcmp(w + n - rl, RETURN_SUFFIX, rl) == 0)
         n -= rl;
+    if (d->entry_args && !(p->notes & (NOTE_AFTER_ENDBR | NOTE_AFTER_PAD_NOP)))
+        return false;   /* $argN at SYM+4: the entry only past an endbr64 */
     return kprw_spec_matches(w, n, p->sym, (uint32_t)p->off, p->addr);
+}
+
+/* The offset the runtime names d's event on p by (events.c
+ * named_offset): a SYM+0 point placed past endbr64 is SYM+0 (p_SYM_0),
+ * unless the spec says SYM+OFF. */
+static uint32_t named_offset(const struct def *d, const struct probe *p)
+{
+    bool after = p->notes & (NOTE_AFTER_ENDBR | NOTE_AFTER_PAD_NOP);
+    return after && !memchr(d->text + d->spec_at, '+', d->spec_len) ? 0 : (uint32_t)p->off;
 }
 
 /* The probe a spec naming one point (0xADDR, SYM+OFF) resolved to: its
@@ -153,6 +168,7 @@ static int load(struct defs *ds, const struct spec_list *specs, const struct sym
         }
         const struct probe *p;
         if (sp && (!sp->sym || (sp->has_off && !sp->is_glob)) && (p = point_of(sp, sy, pl)) != NULL && p->sym) {
+            size_t args_col = d->args_col;   /* a column in the text as given */
             if (respell(d, p) < 0)
                 return oom(err, errlen);
             if (!def_parse(d, ds->isa, d->text, &col, &msg)) {
@@ -160,6 +176,7 @@ static int load(struct defs *ds, const struct spec_list *specs, const struct sym
                          d->text, col, msg);
                 return -1;
             }
+            d->args_col = args_col;
         }
         d->sp = sp;
     }
@@ -200,7 +217,10 @@ static int drop_unbound(struct defs *ds, const struct probe_list *pl, char *err,
         else if (refused)
             d->gone = true;   /* its point was refused: said, and the exit status says so */
         else {
-            spec_error(d->sp, d->spec_at + 1, "no point baked now matches the event's spec", err, errlen);
+            if (d->entry_args)
+                spec_error(d->sp, d->args_col, "$argN is only available at a function's entry", err, errlen);
+            else
+                spec_error(d->sp, d->spec_at + 1, "no point baked now matches the event's spec", err, errlen);
             return -1;
         }
     }
@@ -242,7 +262,7 @@ static int instances(const struct defs *ds, const struct probe_list *pl, struct 
             if (d->name[0])
                 kprw_sb_str(&b, d->name);
             else
-                kprw_event_default_name(d->is_return, p->sym, (uint32_t)p->off, p->addr, &b);
+                kprw_event_default_name(d->is_return, p->sym, named_offset(d, p), p->addr, &b);
             kprw_sb_end(&b);
             in->def = i;
             if (d->name[0])

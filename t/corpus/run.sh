@@ -4,7 +4,11 @@
 # and again with a return probe on every function (--probe '*%return'),
 # count-only (no handlers: the runtime counts hits), runs the file's
 # workload (t/corpus/workloads.sh) against the rewritten copy, and prints one
-# table: a row a file and mode.
+# table: a row a file and mode. Mode trace: every entry probed as in mode
+# entry, and at run time an event with four fetch-args on every point
+# (KPREWRITE_EVENTS, TRACE_DEF below), written as text to a file
+# (KPREWRITE_TRACE); its row also needs the events written plus those
+# dropped to equal the hits counted.
 #   sh t/corpus/run.sh SRCDIR BUILDDIR
 # Environment:
 #   KP_CORPUS_TIMING  1 (default): after the checked run, 3 interleaved runs
@@ -12,7 +16,7 @@
 #                     mode, one run each, no timing (CI)
 #   KP_CORPUS_RUNS    interleaved pairs timed (3)
 #   KP_CORPUS_ONLY    an ERE: only the files or workloads it matches
-#   KP_CORPUS_MODES   "entry return" (default), or one of them
+#   KP_CORPUS_MODES   "entry return" (default), or any of entry, return, trace
 #   KP_CORPUS_TIMEOUT seconds a run may take (120)
 #   KP_CORPUS_WORK    the work directory (BUILDDIR/corpus-work): logs, table
 #   KP_CORPUS_PORT    the servers' TCP port on 127.0.0.1 (47379)
@@ -48,6 +52,23 @@ L=$W/logs
 . "$here/workloads.sh"
 
 now() { date +%s%N; }
+
+# mode trace: the event on every point (two registers, a 16-bit one, a
+# stack slot: what every function has), and its output file
+TRACE_DEF='p * a=%di b=%si:s32 c=%dx:u16 ret=$stack0'
+trace_on() { # ROW
+    rm -f "$W/run/$1.trace"
+    export KPREWRITE_EVENTS="$TRACE_DEF" KPREWRITE_TRACE="$W/run/$1.trace"
+}
+trace_off() { unset KPREWRITE_EVENTS KPREWRITE_TRACE; }
+# trace_counts ROW LOG: "EVENTS DROPPED HITS MISSED": the trace file's lines
+# (one an event), and the sums of every process's KPREWRITE_REPORT=all lines
+trace_counts() {
+    ev=$(wc -l <"$W/run/$1.trace" 2>/dev/null || echo 0)
+    awk -v ev="$ev" '$1 == "kprewrite:" && $5 == "hits" { h += $6; m += $8; if ($9 == "dropped") d += $10 }
+                     END { printf "%d %d %d %d\n", ev, d, h, m }' "$2"
+    rm -f "$W/run/$1.trace"
+}
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # The probed processes' control directories: unmount what a crash left.
@@ -197,8 +218,9 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                 : >"$W/run/$row.ldd"
                 # the checked run: counts every hit (KPREWRITE_REPORT=all)
                 export KPREWRITE_REPORT=all
+                [ "$mode" = trace ] && trace_on "$row"
                 run_once "$wl" "$row" "$L/$row.log"
-                unset KPREWRITE_REPORT
+                unset KPREWRITE_REPORT; trace_off
                 # (the report lists every probe of each process: keep the hit ones)
                 sed -i '/^kprewrite: [0-9a-f]*  [kr]  [^ ]*  hits 0  nmissed 0$/d' "$L/$row.log"
                 status=$r_status
@@ -211,6 +233,13 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                 [ "$status" = DIFFERENT ] && [ ! -s "$L/$row.diff" ] && echo "(the outputs are the same: an exit status differs)" >"$L/$row.diff"
                 if [ -n "$soname" ] && [ ! -s "$W/run/$row.ldd" ]; then
                     status="NOT-LOADED"   # no program of the workload loaded the probed copy
+                fi
+                if [ "$mode" = trace ]; then
+                    set -- $(trace_counts "$row" "$L/$row.log")
+                    echo "events written $1, dropped $2; hits $3 (missed $4)" >"$L/$row.events"
+                    # each hit records an event or drops it (a hit missed
+                    # inside a handler is no hit)
+                    [ "$status" = identical ] && [ $(($1 + $2)) != "$3" ] && status="EVENTS $1+$2 != HITS $3"
                 fi
                 hits "$L/$row.report" "$L/$row.log" >"$L/$row.hits"
                 hitn=$(wc -l <"$L/$row.hits")
@@ -225,7 +254,9 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                         (export KP_SUBJECT='' KP_PROBED='' KP_LIBDIR='' KP_LDDCHECK=''
                          run_once "$wl" "$row.t-orig" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.to"
                          [ "$r_sum" = "$osum" ] || echo "original run $i: $r_status, output $r_sum" >>"$L/$row.timing.log")
-                        (KP_LDDCHECK=; run_once "$wl" "$row.t-probed" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.tp"
+                        (KP_LDDCHECK=; [ "$mode" = trace ] && trace_on "$row.t-probed"
+                         run_once "$wl" "$row.t-probed" "$L/$row.timing-runs.log"; echo "$r_ms" >>"$W/run/$row.tp"
+                         rm -f "$W/run/$row.t-probed.trace"
                          [ "$r_sum" = "$osum" ] || echo "probed run $i: $r_status, output $r_sum" >>"$L/$row.timing.log"
                          [ "$r_sum" = "$osum" ] || echo flaky >"$W/run/$row.flaky")
                         i=$((i + 1))
@@ -250,13 +281,16 @@ echo
 awk -F '\t' '{ m = $2; n[m]++; p[m] += $4; o[m] += $5; P += $4; O += $5; so[m] += $15; sp[m] += $16
                if ($10 == "identical") ok[m]++
                if ($11 != "-" && $11 > 0) { t[m]++; lg[m] += log($11); if ($11 > w[m]) { w[m] = $11; wf[m] = $1 } } }
-     END { for (i = 1; i <= 2; i++) { m = i == 1 ? "entry" : "return"; if (!(m in n)) continue
+     END { for (i = 1; i <= 3; i++) { m = i == 1 ? "entry" : i == 2 ? "return" : "trace"; if (!(m in n)) continue
                printf "%-6s: %d rows, %d identical; ", m, n[m], ok[m]
                if (t[m]) printf "slowdown geometric mean %.2fx, worst %.2fx (%s) over the %d timed rows; ", exp(lg[m] / t[m]), w[m], wf[m], t[m]
                else printf "no timed row; "
                printf "%.2f %% of %d function entries jump-optimized; size %+.1f %% over all files\n",
                       (p[m] ? 100 * o[m] / p[m] : 0), p[m], (so[m] ? 100 * (sp[m] - so[m]) / so[m] : 0) }
            printf "overall: %.2f %% of %d function entries jump-optimized\n", (P ? 100 * O / P : 0), P }' "$W/rows"
+for e in "$L"/*.trace.events; do
+    [ -f "$e" ] && echo "trace ${e##*/}: $(cat "$e")" | sed 's/\.events:/:/'
+done
 ntop=$(awk -F '\t' '$13 > 0' "$W/rows" | wc -l)
 if [ "$ntop" -gt 0 ]; then
     echo "int3 probes among a workload's 100 most-hit: YES, in $ntop rows (hits, probe, verdict):"

@@ -33,6 +33,6 @@ static const unsigned char x86_arg_slots[] = { X86_DI, X86_SI, X86_DX, X86_CX, X
 
 static const struct kprw_fetch_isa x86_fetch_isa = {
     x86_reg_names, sizeof x86_reg_names / sizeof x86_reg_names[0],
-    x86_arg_slots, sizeof x86_arg_slots, X86_AX, X86_SP, X86_IP, X86_NSLOTS, 8,
+    x86_arg_slots, sizeof x86_arg_slots, X86_AX, X86_SP, X86_IP, X86_NSLOTS, 8, 4,
 };
 #endif

@@ -102,6 +102,14 @@ bool kprw_spec_matches(const char *spec, size_t spec_len, const char *name, uint
     return number(spec + plus, spec_len - plus, &v) && v == offset && kprw_glob(spec, plus - 1, name);
 }
 
+bool kprw_spec_matches_entry(const char *spec, size_t spec_len, const char *name, uint32_t offset, uint64_t addr,
+                             uint32_t skipped)
+{
+    if (kprw_spec_matches(spec, spec_len, name, offset, addr))
+        return true;
+    return skipped && skipped == offset && kprw_spec_matches(spec, spec_len, name, 0, addr - skipped);
+}
+
 /* [set] at p (just after '['): does it hold c? *end: past its ']'. A set
  * without ']' is taken as a literal '['. */
 static bool in_set(const char *p, const char *pe, char c, const char **end, bool *ok)

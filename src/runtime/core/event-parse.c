@@ -111,7 +111,7 @@ static bool parse_prefix(struct cur *c, size_t end, struct kprw_arena *a, struct
 
 /* ---- the spec: one word; its offset matters for $argN and return events ---- */
 
-static bool parse_spec(struct cur *c, struct kprw_event *ev, bool *nonzero_off)
+static bool parse_spec(const struct kprw_fetch_isa *isa, struct cur *c, struct kprw_event *ev, bool *nonzero_off)
 {
     size_t from = c->at, to = from;
     while (!at_word_end(c, to))
@@ -132,11 +132,13 @@ static bool parse_spec(struct cur *c, struct kprw_event *ev, bool *nonzero_off)
         if (c->s[j] == '+') {
             uint64_t off;
             size_t bad;
-            if (kprw_parse_u64(c->s + j + 1, end - j - 1, &off, &bad) && off != 0)
-                *nonzero_off = true;
+            if (kprw_parse_u64(c->s + j + 1, end - j - 1, &off, &bad) && off != 0) {
+                ev->entry_off = off <= isa->entry_prefix;   /* SYM+4 past endbr64 is the entry */
+                *nonzero_off = !ev->entry_off;
+            }
             break;
         }
-    if (ev->is_return && *nonzero_off)
+    if (ev->is_return && (*nonzero_off || ev->entry_off))
         return fail(c, from, "a return probe is on a function's entry (SYM or SYM+0)");
     c->at = to;
     return true;
@@ -225,6 +227,8 @@ static bool parse_var(struct cur *c, size_t i, size_t end, struct fetch_ctx *x, 
             return entry_arg(c, i - 1, x, k, f);
         if (x->nonzero_off)
             return fail(c, i - 1, "$argN is only available at a function's entry");
+        if (!x->ev->uses_args)
+            x->ev->args_col = (uint16_t)i;
         x->ev->uses_args = true;
         if (k < x->isa->narg_regs) {
             f->src = KPRW_FS_REG;
@@ -550,7 +554,7 @@ bool kprw_event_parse(const struct kprw_fetch_isa *isa, const char *text, size_t
         return false;
     skip_blanks(&c);
     bool nonzero_off;
-    if (!parse_spec(&c, ev, &nonzero_off))
+    if (!parse_spec(isa, &c, ev, &nonzero_off))
         return false;
     struct fetch_ctx x = { isa, ev, a, nonzero_off };
     size_t filter_at;

@@ -99,6 +99,10 @@ struct kprw_event {
     uint16_t spec_col;
     bool is_return;
     bool uses_args;                /* a $argN: entry probes only */
+    uint16_t args_col;             /* where the first $argN is (1-based) */
+    bool entry_off;                /* SYM+OFF, 0 < OFF <= the ISA's entry_prefix: with a
+                                      $argN, only a SYM+0 point placed past a prefix
+                                      (endbr64) is its entry: the binder checks */
     bool uses_comm;
     int maxactive;                 /* r<N>: return events; 0 default */
     uint16_t nargs;

@@ -46,6 +46,12 @@ enum kprw_ctl_result kprw_ctl_result(enum kprw_op op, size_t matched, size_t can
 /* SPEC names a point: 0xADDR (its address), SYM+OFF (SYM a glob; OFF in
  * C notation), or a glob on SYM (every offset). */
 bool kprw_spec_matches(const char *spec, size_t spec_len, const char *name, uint32_t offset, uint64_t addr);
+/* The same for a point that is its function's entry placed past a prefix
+ * of `skipped` bytes (x86: endbr64; 0: none): SYM+0 and the function's
+ * address name it too, as the kernel moves a probe at SYM+0 past endbr64
+ * (arch_adjust_kprobe_addr). */
+bool kprw_spec_matches_entry(const char *spec, size_t spec_len, const char *name, uint32_t offset, uint64_t addr,
+                             uint32_t skipped);
 /* A shell-style glob: * ? [set] [!set] [a-z]; no escapes. */
 bool kprw_glob(const char *pat, size_t pat_len, const char *s);
 

@@ -74,7 +74,7 @@ static int ctl_command(const char *line)
     }
     for (uint32_t i = 0; i < npoints; i++) {
         struct point *pt = points[i];
-        if (!kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr))
+        if (!kprw_spec_matches_entry(spec, spec_len, pt->name, pt->offset, pt->addr, rt_point_skipped(pt)))
             continue;
         if (op == KPRW_OP_DISABLE && pt->guard) {   /* the signal guard of a probed libc stays */
             guards++;

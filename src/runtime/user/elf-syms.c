@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool rt_elf_symbol(const char *name, uint64_t *addr);
+#include "elf-syms.h"
 
 /* name's value in the ELF file at path (0: not found) */
 static uint64_t lookup_file(const char *path, const char *name, bool *found)

@@ -22,6 +22,7 @@
 
 #include "arch/x86/regs.h"
 #include "clock.h"
+#include "elf-syms.h"
 #include "events.h"
 #include "rt.h"
 #include "tracebuf.h"
@@ -195,7 +196,10 @@ static int on_return(struct kretprobe_instance *ri, struct pt_regs *regs)
     if (!atomic_load_explicit(&in->enabled, memory_order_relaxed))
         return 0;
     const struct entry_data *d = (const struct entry_data *)ri->data;
-    struct kprw_rec_ret ret = { (uint64_t)(uintptr_t)ri->ret_addr, d->ts };
+    /* regs->ip, not ri->ret_addr: a tail-called function's return
+     * address is its caller's hook, regs->ip where the call really
+     * returns to (kretprobe.c, ret_regs) */
+    struct kprw_rec_ret ret = { (uint64_t)regs->ip, d->ts };
     record(in, regs, d->slots, &ret);
     return 0;
 }
@@ -209,7 +213,7 @@ struct ev_def {
 };
 static struct ev_def *defs;            /* under rt_lock */
 
-bool rt_elf_symbol(const char *name, uint64_t *addr);   /* elf-syms.c */
+
 
 static bool resolve_sym(void *ctx, const char *sym, uint64_t *addr)
 {
@@ -225,7 +229,7 @@ bool ev_inst_matches(const struct ev_inst *in, const char *spec)
     const char *slash = memchr(spec, '/', n);
     if (slash)   /* GRP/EVENT */
         return kprw_glob(spec, (size_t)(slash - spec), in->group) && kprw_glob(slash + 1, n - (size_t)(slash - spec) - 1, in->name);
-    return kprw_glob(spec, n, in->name) || kprw_spec_matches(spec, n, in->sym, in->offset, in->addr);
+    return kprw_glob(spec, n, in->name) || kprw_spec_matches_entry(spec, n, in->sym, in->offset, in->addr, rt_point_skipped(in->pt));
 }
 
 /* A return event needs a return point ('r': the function baked with
@@ -235,9 +239,21 @@ static bool point_fits(const struct kprw_event *ev, const struct point *pt, cons
     static const char ret[] = "%return";   /* SYM%return: the point is SYM's */
     if (ev->is_return && pt->kind != KPRW_KIND_R)
         return false;
+    if (ev->uses_args && ev->entry_off && !(rt_point_skipped(pt) && rt_point_skipped(pt) == pt->offset))
+        return false;   /* $argN at SYM+4: only past an endbr64 is that the entry */
     if (spec_len > sizeof ret - 1 && memcmp(spec + spec_len - (sizeof ret - 1), ret, sizeof ret - 1) == 0)
         spec_len -= sizeof ret - 1;
-    return kprw_spec_matches(spec, spec_len, pt->name, pt->offset, pt->addr);
+    return kprw_spec_matches_entry(spec, spec_len, pt->name, pt->offset, pt->addr, rt_point_skipped(pt));
+}
+
+/* The offset the kernel names a probe on pt by: the one the spec gives.
+ * A SYM+0 point placed past endbr64 is SYM+0 (p_SYM_0), unless the spec
+ * says SYM+OFF with its real offset. */
+static uint32_t named_offset(const struct kprw_event *ev, const struct point *pt)
+{
+    if (!rt_point_skipped(pt) || memchr(ev->spec, '+', ev->spec_len) == NULL)
+        return rt_point_skipped(pt) ? 0 : pt->offset;
+    return kprw_spec_matches(ev->spec, ev->spec_len, pt->name, pt->offset, pt->addr) ? pt->offset : 0;
 }
 
 /* The event's name on pt: the definition's, or the kernel's default. */
@@ -247,7 +263,7 @@ static void inst_name(const struct kprw_event *ev, const struct point *pt, char 
     if (ev->name)
         kprw_sb_str(&b, ev->name);
     else
-        kprw_event_default_name(ev->is_return, pt->name, pt->offset, pt->addr, &b);
+        kprw_event_default_name(ev->is_return, pt->name, named_offset(ev, pt), pt->addr, &b);
     kprw_sb_end(&b);
 }
 
@@ -377,6 +393,18 @@ static int bind_points(struct ev_def *d, const struct kprw_table *only)
     return rc < 0 ? rc : made ? made : -ENOENT;
 }
 
+/* Is there a point ev's spec names, entry or not? (ev's $argN refused it) */
+static bool spec_names_a_point(const struct kprw_event *ev)
+{
+    bool any = false;
+    rt_lock_take();
+    struct point *const *points = rt_point_list();
+    for (uint32_t i = 0, n = rt_point_count(); i < n && !any; i++)
+        any = kprw_spec_matches(ev->spec, ev->spec_len, points[i]->name, points[i]->offset, points[i]->addr);
+    rt_lock_drop();
+    return any;
+}
+
 static pthread_mutex_t define_lock = PTHREAD_MUTEX_INITIALIZER;   /* definitions are made one at a time */
 
 int ev_define(const char *text, size_t len, struct kprw_ev_error *err)
@@ -410,8 +438,10 @@ int ev_define_in(const char *text, size_t len, const struct kprw_table *only, st
     }
     pthread_mutex_unlock(&define_lock);
     if (rc <= 0) {
-        err->col = rc == -EEXIST && d->ev.name_col ? d->ev.name_col : d->ev.spec_col;
-        err->msg = rc == -ENOENT   ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
+        bool args = rc == -ENOENT && d->ev.uses_args && d->ev.entry_off && spec_names_a_point(&d->ev);
+        err->col = rc == -EEXIST && d->ev.name_col ? d->ev.name_col : args ? d->ev.args_col : d->ev.spec_col;
+        err->msg = args            ? "$argN is only available at a function's entry (no point there is one)"
+                   : rc == -ENOENT ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
                                                       : "no probe point matches the spec")
                    : rc == -EEXIST ? taken_msg
                                    : "cannot register the event";
@@ -549,8 +579,19 @@ static void sym_refresh(void)
 bool ev_symbolize(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
 {
     (void)ctx;
-    sym_refresh();
     const char *name = NULL;
+    uint64_t start;
+    if (rt_elf_function(addr, &name, &start)) {   /* the object's own symbols */
+        kprw_sb_str(b, name);
+        if (with_off) {
+            kprw_sb_str(b, "+");
+            kprw_sb_hex(b, addr - start);
+        }
+        return true;
+    }
+    /* no file, or no symbol there: the points' names (a stripped image's
+     * probed functions), and what the loader exports */
+    sym_refresh();
     uintptr_t base = 0;
     uint32_t lo = 0, hi = by_addr_n;
     while (lo < hi) {   /* the last entry at or below addr */

@@ -105,6 +105,7 @@ static struct kretprobe_instance *inst_get(struct holder *h)
 
 static void inst_put(struct holder *h, struct kretprobe_instance *ri)
 {
+    ri->__sibling = 0;
     uint32_t i = (uint32_t)(((char *)ri - h->mem) / h->isize) + 1;
     uint64_t old = atomic_load_explicit(&h->free_head, memory_order_relaxed);
     for (;;) {
@@ -211,6 +212,7 @@ static struct kretprobe_instance *local_get(struct holder *h)
  * kretprobe's goes to its free list, never to a cache. */
 static inline void local_put(struct holder *h, struct kretprobe_instance *ri)
 {
+    ri->__sibling = 0;   /* (the assembly's takes leave it as it was) */
     if (!atomic_load_explicit(&h->rp, memory_order_relaxed)) {
         if (rt_self.hot == ri)
             rt_self.hot = NULL;
@@ -302,10 +304,16 @@ static inline void fill(struct kretprobe_instance *ri, struct kretprobe *rp, uns
 static struct kretprobe_instance *take(struct kretprobe *rp, unsigned long *slot)
 {
     struct holder *h = rp->__holder;
+    /* Another kretprobe of this point took this very call in this hit
+     * (rt_self.hook stays set until the dispatcher ends the hit): the
+     * instance at slot is this call's, its sibling, which returns with it
+     * (as the kernel runs every kretprobe of a function at its return). */
+    const struct kretprobe_instance *same = rt_self.hook;
+    bool sibling = same && same->__slot == slot && rt_self.ractive == same;
     /* an older call hooked at this very slot is dead: its frame is reused;
      * unless the slot still holds its hook: this call was reached by a
      * tail call from that one (or from a newer one that was) */
-    for (struct kretprobe_instance **pp = &rt_self.ractive; *pp;) {
+    for (struct kretprobe_instance **pp = &rt_self.ractive; !sibling && *pp;) {
         if ((*pp)->__slot == slot && !our_hook(*pp, *slot)) {
             struct kretprobe_instance *dead = *pp;
             *pp = dead->__next;
@@ -320,6 +328,7 @@ static struct kretprobe_instance *take(struct kretprobe *rp, unsigned long *slot
         return NULL;
     }
     fill(ri, rp, slot, rt_self.self ? rt_self.self : pthread_self());
+    ri->__sibling = sibling;
     return ri;
 }
 
@@ -399,8 +408,14 @@ void rt_kretprobe_trap_hook(struct point *pt)
 static inline void ret_regs(struct pt_regs *regs, const struct kretprobe_instance *ri, unsigned long *slot)
 {
     unsigned long ret = (unsigned long)ri->ret_addr;
-    for (const struct kretprobe_instance *n = ri->__next; n && n->__slot == slot && our_hook(n, ret); n = n->__next)
+    const struct kretprobe_instance *p = ri;
+    for (const struct kretprobe_instance *n = ri->__next; n && n->__slot == slot; p = n, n = n->__next) {
+        if (p->__sibling)   /* n: the same call's, another kretprobe's */
+            continue;
+        if (!our_hook(n, ret))
+            break;
         ret = (unsigned long)n->ret_addr;
+    }
     regs->ip = ret;
     regs->sp = (unsigned long)(slot + 1);
     regs->orig_ax = ~0ul;
@@ -412,6 +427,34 @@ static void ret_call_cb(void *arg)
 {
     struct ret_call *c = arg;
     c->rp->handler(c->ri, c->regs);
+}
+
+/* The return of ri's call: its handler runs (inside a handler: none,
+ * a miss counted, on the point once a return), and ri goes back. */
+static void return_one(struct kretprobe_instance *ri, struct pt_regs *regs, unsigned long *slot, bool inside,
+                       bool first)
+{
+    struct holder *h = ri->__holder;
+    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
+    if (!inside) {
+        /* also when disabled since the entry: the kernel runs it
+         * (kretprobe_rethook_handler); not once unregistered */
+        if (rp && rp->handler) {
+            ret_regs(regs, ri, slot);
+            struct ret_call rc = { rp, ri, regs };
+            if (rp->kp.flags & KPROBE_FLAG_FPU)
+                rt_with_xstate_saved(ret_call_cb, &rc);   /* xmm0/xmm1 may hold the return value */
+            else
+                ret_call_cb(&rc);
+        }
+    } else {
+        /* a return inside a handler: no handler runs */
+        if (first)
+            atomic_fetch_add_explicit(&h->pt->missed, 1, memory_order_relaxed);
+        if (rp)
+            __atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
+    }
+    local_put(h, ri);
 }
 
 /* Put ri's return address back where the hook still holds its place, on
@@ -469,27 +512,17 @@ unsigned long rt_kretprobe_return_slow(struct pt_regs *regs)
             unhook_elsewhere(d);
         drop(d, false, true);
     }
-    rt_self.ractive = ri->__next;
     unsigned long ret = (unsigned long)ri->ret_addr;
-    struct kretprobe *rp = atomic_load_explicit(&h->rp, memory_order_acquire);
-    if (!outer) {
-        /* also when disabled since the entry: the kernel runs it
-         * (kretprobe_rethook_handler); not once unregistered */
-        if (rp && rp->handler) {
-            ret_regs(regs, ri, slot);
-            struct ret_call rc = { rp, ri, regs };
-            if (rp->kp.flags & KPROBE_FLAG_FPU)
-                rt_with_xstate_saved(ret_call_cb, &rc);   /* xmm0/xmm1 may hold the return value */
-            else
-                ret_call_cb(&rc);
-        }
-    } else {
-        /* a return inside a handler: no handler runs */
-        atomic_fetch_add_explicit(&h->pt->missed, 1, memory_order_relaxed);
-        if (rp)
-            __atomic_fetch_add(&rp->kp.nmissed, 1, __ATOMIC_RELAXED);
+    /* ri, then its siblings: the other kretprobes of the point that took
+     * the same call (take), each with its own instance */
+    for (bool first = true;; first = false) {
+        rt_self.ractive = ri->__next;
+        struct kretprobe_instance *next = ri->__sibling ? ri->__next : NULL;
+        return_one(ri, regs, slot, outer != NULL, first);
+        if (!next || next->__slot != slot || rt_self.ractive != next)
+            break;
+        ri = next;
     }
-    local_put(h, ri);
     if (!outer) {
         atomic_signal_fence(memory_order_seq_cst);
         atomic_store_explicit(&rt_self.running, NULL, memory_order_release);

@@ -184,6 +184,12 @@ const char *rt_table_check(const struct kprw_table *t, const char **object, uint
 void rt_points_ready(void);            /* under rt_lock: fill every point, the trap index up to date */
 void rt_each_ready_point(void (*fn)(struct point *, void *), void *arg);   /* under rt_lock */
 struct point *rt_find_point(const char *sym, unsigned offset, uintptr_t addr);   /* under rt_lock */
+/* The bytes a SYM+0 point was placed past (endbr64: 4), 0 for any other:
+ * SYM+0 names it (kprw_spec_matches_entry). */
+static inline uint32_t rt_point_skipped(const struct point *pt)
+{
+    return pt->flags & KPRW_F_AFTER_ENDBR ? pt->offset : 0;
+}
 bool rt_pool_fill_state(struct kprw_state *st);   /* st's point filled; false: no pool has st */
 void rt_pool_find_linked(struct kprw_state *st);  /* a hit before its pool registered */
 void rt_pools_find_added(void);        /* at start-up: the added pools of every object */

@@ -70,10 +70,13 @@ struct report {
     size_t n, cap, never;
 };
 
+/* As the list file's line: the events its full buffers dropped last */
 static void report_line(const struct point *pt, uint64_t hits, uint64_t missed)
 {
-    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu\n", (unsigned long)pt->addr, pt->kind,
+    uint64_t dropped = atomic_load_explicit(&pt->ev_dropped, memory_order_relaxed);
+    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu", (unsigned long)pt->addr, pt->kind,
             pt->name, pt->offset, (unsigned long)hits, (unsigned long)missed);
+    dprintf(report_fd, dropped ? "  dropped %lu\n" : "\n", (unsigned long)dropped);
 }
 
 static void report_point(struct point *pt, void *arg)
