@@ -89,3 +89,8 @@ example_ran() {
     like "count_word handler: 5 words start with 't'" "$1" "$2: the handlers ran"
     like "count_word call 16:" "$1" "$2: count_word%return ran on each of the 16 calls"
 }
+# wait_file PATH: until PATH exists (at most 60 s); wait_lines FILE N: until
+# FILE has at least N lines (at most 60 s). The caller's next check says
+# what was missing when the wait ran out.
+wait_file() { _w=0; while [ ! -e "$1" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
+wait_lines() { _w=0; while [ "$(wc -l <"$1")" -lt "$2" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }

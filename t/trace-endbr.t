@@ -70,10 +70,10 @@ mkfifo "$D/in"
 KPREWRITE_TRACE=$D/live.txt "$P" wait 1 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
 pid=$!
 exec 3>"$D/in"
-i=0; while [ ! -e "$B/$pid/events" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_file "$B/$pid/events"
 go() { # N: one more "go", and its output line
     echo go >&3
-    i=0; while [ "$(wc -l <"$D/live.out")" -lt "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    wait_lines "$D/live.out" "$1"
 }
 "$KPREWRITE" ctl $pid trace 'p work+0 a=%di' 2>"$D/ctl.err"
 ok $? "ctl trace 'p work+0 ...' ($(cat "$D/ctl.err"))"

@@ -96,10 +96,10 @@ KPREWRITE_CTL_DIR=$B KPREWRITE_EVENTS='r:la leaf x=$retval:s64; r:lb leaf a=$arg
     "$P" wait <"$D/in" >"$D/live.out" 2>"$D/live.err" &
 pid=$!
 exec 3>"$D/in"
-i=0; while [ ! -e "$B/$pid/events" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_file "$B/$pid/events"
 go() { # N: one more "go", and its output line
     echo go >&3
-    i=0; while [ "$(wc -l <"$D/live.out")" -lt "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    wait_lines "$D/live.out" "$1"
 }
 go 1
 "$KPREWRITE" ctl $pid untrace la 2>"$D/ctl.err"

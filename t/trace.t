@@ -130,7 +130,7 @@ mkfifo "$D/in"
 KPREWRITE_CTL_DIR=$B KPREWRITE_TRACE_BUFFER=16 "$P" wait 200 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
 pid=$!
 exec 3>"$D/in"
-i=0; while [ ! -e "$B/$pid/events" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_file "$B/$pid/events"
 "$KPREWRITE" ctl $pid trace 'p:live/w work a=%di s=+0(%si):string' 2>"$D/ctl.err"
 ok $? "kprewrite ctl PID trace DEFINITION ($(cat "$D/ctl.err"))"
 "$KPREWRITE" ctl $pid trace 'r work ret=$retval' 2>>"$D/ctl.err"
@@ -140,7 +140,7 @@ like '^p:live/w work\+0x0 a=%di s=\+0\(%si\):string  # dropped 0 filtered 0' "$(
 is 1 $? "a bad definition at run time: exit 1"
 like "malformed" "$(cat "$D/ctl.bad")" "... saying so"
 echo go >&3
-i=0; while [ "$(wc -l <"$D/live.out")" -lt 1 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_lines "$D/live.out" 1
 "$KPREWRITE" ctl $pid events >"$D/events1"
 "$KPREWRITE" ctl $pid trace --format=text >"$D/live1.txt" 2>&1 &
 fp=$!
@@ -158,7 +158,7 @@ is "200" "$(echo "$hist" | awk '/^\[/ { n += $3 } END { print n + 0 }')" "the re
 "$KPREWRITE" ctl $pid untrace live/w
 ok $? "untrace live/w"
 echo go >&3
-i=0; while [ "$(wc -l <"$D/live.out")" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+wait_lines "$D/live.out" 2
 "$KPREWRITE" ctl $pid trace --format=text >"$D/live2.txt" 2>&1 &
 fp=$!; sleep 1; kill -INT $fp; wait $fp
 is "0" "$(grep -c ': w: ' "$D/live2.txt")" "after untrace: no more of its events"
