@@ -200,6 +200,8 @@ is "kprewrite: --remove 'p:x work a=%di': col 1: a point (SPEC), not an event de
 toff() { readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".kprewrite.table" { print $4 }'; }
 u32() { od -An -tu4 -j "$2" -N 4 "$1" | tr -d ' '; }
 u16() { od -An -tu2 -j "$2" -N 2 "$1" | tr -d ' '; }
+# dd without a sanitizer preloaded (ASan refuses its bs=1 aligned_alloc)
+dd() { LD_PRELOAD= command dd "$@"; }
 TO=$((0x$(toff "$P")))
 flags=$(u32 "$P" $((TO + 40)))
 is 1024 $((flags & 1024)) "a table with definitions has KPRW_T_EVENTS (0x400)"
