@@ -27,7 +27,8 @@ LIB="$KP_BUILDDIR/.libs/libkprewrite-rt.so.0"
 #   _exit                         write the events the rings hold to
 #                                 KPREWRITE_TRACE first (trace-env.c)
 INTERPOSED="sigaction signal sigprocmask pthread_sigmask dlopen
-_Unwind_RaiseException _Unwind_Resume_or_Rethrow _Unwind_ForcedUnwind pthread_exit _exit"
+_Unwind_RaiseException _Unwind_Resume_or_Rethrow _Unwind_ForcedUnwind pthread_exit _exit
+execve execv execvp execvpe execl execlp execle fexecve"
 
 # The lines of one section of the page (.SH NAME or .SH "NAME"), up to the next.
 section() {

@@ -32,6 +32,7 @@
 #include "tracebuf.h"
 
 static int out_fd = -1;
+static pid_t owner;   /* the process whose rings and document these are */
 static char *out_path;                 /* NULL: stderr */
 static struct tr_stream stream;
 static pthread_t writer;
@@ -125,6 +126,7 @@ void trace_env_fork_child(void)
      * child's events wait in its ring and are written at its exit or
      * _exit; JSON and folded go to FILE.PID, opened then. */
     atomic_store(&writer_on, false);
+    owner = getpid();
     pthread_mutex_init(&drain_lock, NULL);
     enum tr_format fmt = stream.fmt;
     memset(&stream, 0, sizeof stream);   /* (the parent's folded stacks stay the parent's) */
@@ -220,6 +222,24 @@ void trace_env_pools_added(void)
 
 static void report_unmatched(void) { retry_pending(true); }
 
+/* exec replaces the process (exec.c calls this first): what the rings
+ * hold is written. Text: the lines, and the writer goes on (an exec that
+ * fails loses nothing). JSON and folded: the document is ended as at exit
+ * (an exec that fails writes no more). Not in a vfork child, which shares
+ * the parent's memory: those rings and that document are the parent's. */
+void trace_env_exec(void)
+{
+    if (out_fd == -1 || getpid() != owner)
+        return;
+    if (out_fd == -2 || stream.fmt != TR_TEXT) {
+        finish();
+        return;
+    }
+    bool e = rt_enter();
+    drain();
+    rt_leave(e);
+}
+
 /* _exit skips atexit: a forked child that ends with it (most do) would
  * lose what its rings hold. The program's _exit comes here first. */
 EXPORT void _exit(int status)
@@ -252,6 +272,7 @@ void trace_env_start(void)
         fprintf(stderr, "kprewrite: KPREWRITE_TRACE_FORMAT=%s: not text, json or folded; text it is\n", fmt);
     out_path = strcmp(path, "-") == 0 ? NULL : strdup(path);
     out_fd = open_out(out_path);
+    owner = getpid();
     if (out_fd < 0) {
         fprintf(stderr, "kprewrite: KPREWRITE_TRACE=%s: %s\n", path, strerror(errno));
         return;
