@@ -6,7 +6,8 @@
  * BENCH_KRET=1 a kretprobe with an empty handler (image baked with
  * bench_probed%return).
  * BENCH_STATE=int3 or disabled first turns the probe into an int3 probe
- * (unoptimize) or disables it, through this process's control directory.
+ * (unoptimize) or disables it, through this process's control directory;
+ * untrace turns off the event "b" defined on it (KPREWRITE_EVENTS).
  * Output lines match shared/reference/detour-floor's bench (SUMMARY ... ).
  */
 #include <fcntl.h>
@@ -24,7 +25,10 @@ static int set_state(const char *state)
     char base[2048], path[4096], cmd[64];
     kprewrite_ctl_base(base, sizeof base);
     snprintf(path, sizeof path, "%s/%d/control", base, (int)getpid());
-    snprintf(cmd, sizeof cmd, "%s bench_probed\n", strcmp(state, "int3") == 0 ? "unoptimize" : "disable");
+    if (strcmp(state, "untrace") == 0)   /* the event "b" off: the point counts only */
+        snprintf(cmd, sizeof cmd, "untrace b\n");
+    else
+        snprintf(cmd, sizeof cmd, "%s bench_probed\n", strcmp(state, "int3") == 0 ? "unoptimize" : "disable");
     int fd = open(path, O_WRONLY);
     if (fd < 0 || write(fd, cmd, strlen(cmd)) < 0) {
         perror(path);

@@ -50,6 +50,10 @@ for round in $(seq 1 "$ROUNDS"); do
     # int3 and disabled probes: need the control directory (FUSE)
     # (the control directory at once: by default it comes 20 ms after start-up)
     BENCH_STATE=disabled KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
+    # the same event defined, then turned off (untrace b): what a probe
+    # whose event is off costs
+    BENCH_STATE=untrace KPREWRITE_CTL_DELAY_MS=0 KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
+        "$w/probed" event_off "$N" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     BENCH_STATE=int3 BENCH_HANDLER=1 KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_int3_empty_handler "$N_SLOW" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     if $have_ref; then
         for m in detour_jmp detour_cs_noflags detour_full_lahf detour_full; do
