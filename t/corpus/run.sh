@@ -49,6 +49,7 @@ rm -rf "$W/logs" "$W/files" "$W/run" "$W/ctl"
 mkdir -p "$W/logs" "$W/files" "$W/run" "$W/ctl"
 L=$W/logs
 : >"$W/rows"; : >"$W/originals"
+seen_files=
 . "$here/workloads.sh"
 
 now() { date +%s%N; }
@@ -187,8 +188,11 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
         *) soname= ;;
         esac
         # a PIE executable is DYN too, but has no soname
+        # (a file in two workloads' rows: the second's logs named apart)
+        tag=$base; case " $seen_files " in *" $base "*) tag=$base.$wl ;; esac
+        seen_files="$seen_files $base"
         for mode in $modes; do
-            row=$base.$mode
+            row=$tag.$mode
             spec='*'; [ "$mode" = return ] && spec='*%return'
             if [ -n "$soname" ]; then
                 out=$W/files/$mode/lib-$base/$soname
