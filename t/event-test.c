@@ -194,7 +194,7 @@ static void test_errors(void)
         { "p10:x f", "ERR 2: MAXACTIVE is for return probes (r<N>:...)" },
         { "p:1bad f", "ERR 3: an event name is letters, digits and '_'" },
         { "p:g-x/e f", "ERR 3: a group name is letters, digits and '_'" },
-        { "r f+4", "ERR 3: a return probe is on a function's entry (SYM or SYM+0)" },
+        { "r f+5", "ERR 3: a return probe is on a function's entry (SYM, SYM+0, or SYM+4 past an endbr64)" },
         { "f a=+0(+0(+0(+0(+0(+0(+0(+0(+0(%di))))))))):u8", "ERR 5: dereferences nested too deep" },
         { "f a=%di if", "ERR 11: a filter must follow 'if'" },
         { "f a=%di if b == 1", "ERR 12: no argument of this event has this name" },

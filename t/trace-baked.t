@@ -142,8 +142,10 @@ bad() { # WANT DESCRIPTION ARGS...: kprewrite ARGS -o OUT exits 1 with the one l
 bad "kprewrite: --probe 'p:x work a=%zz': col 13: unknown register" "an unknown register" --probe 'p:x work a=%zz'
 bad "kprewrite: --probe 'p:x work+zz a=%di': col 10: bad offset (decimal or 0x hex)" "a bad offset in the spec" \
     --probe 'p:x work+zz a=%di'
-bad "kprewrite: --probe 'r work+4 ret=\$retval': col 3: a return probe is on a function's entry (SYM or SYM+0)" \
-    "a return event off the entry" --probe 'r work+4 ret=$retval'
+bad "kprewrite: --probe 'r work+4 ret=\$retval': col 3: a return probe is on a function's entry: SYM+4 is that only past an endbr64" \
+    "a return event at SYM+4 where no endbr64 is" --probe 'r work+4 ret=$retval'
+bad "kprewrite: --probe 'r work+5 ret=\$retval': col 3: a return probe is on a function's entry (SYM, SYM+0, or SYM+4 past an endbr64)" \
+    "a return event off the entry" --probe 'r work+5 ret=$retval'
 bad "kprewrite: --probe 'p work r=\$retval': col 10: \$retval is not available on probe (only on return events)" \
     "\$retval on an entry event" --probe 'p work r=$retval'
 bad "kprewrite: --probe 'p:x work a=%di': col 3: event kprobes/x is defined twice (also by --probe 'p:x outer b=%si')" \

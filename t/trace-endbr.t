@@ -60,9 +60,25 @@ if $CC -O2 -g -o "$D/tn.orig" "$KP_SRCDIR/t/data/trace-prog.c" -lpthread 2>"$D/c
     KPREWRITE_EVENTS='p outer+4 a=$arg1' "$D/tn" plain 1 >/dev/null 2>"$D/err3"
     is "kprewrite: KPREWRITE_EVENTS: p outer+4 a=\$arg1: column 13: \$argN is only available at a function's entry (no point there is one)" \
         "$(cat "$D/err3")" "... and at run time"
+    # a return probe at SYM+4 likewise: the entry past endbr64 only, as the
+    # kernel's arch_kprobe_on_func_entry allows
+    "$KPREWRITE" --runtime "$RTLIB" --probe 'r:rq outer+4 v=$retval' -o "$D/tr" "$D/tn.orig" >"$D/bake4.out" 2>&1
+    is "1|kprewrite: --probe 'r:rq outer+4 v=\$retval': col 6: a return probe is on a function's entry: SYM+4 is that only past an endbr64|no" \
+        "$?|$(grep -v '^[0-9a-f]' "$D/bake4.out" | head -n 1)|$([ -e "$D/tr" ] && echo yes || echo no)" \
+        "without endbr64: a return probe at SYM+4 refused at bake time, nothing written"
 else
     ok 1 "the fixture builds without -fcf-protection ($(head -n 1 "$D/cc2.err"))"
 fi
+# with endbr64: r SYM+4 is the function's return probe, baked and at run time
+"$KPREWRITE" --runtime "$RTLIB" --probe 'r:rq outer+4 v=$retval:s64' -o "$D/tr" "$P.orig" >"$D/bake5.out" 2>&1
+ok $? "bake 'r:rq outer+4 v=\$retval' on outer, which starts with endbr64 ($(grep -v '^[0-9a-f]' "$D/bake5.out" | head -n 1))"
+KPREWRITE_EVENTS='r outer+4 w=$retval:s64' KPREWRITE_TRACE=$D/t5.txt "$D/tr" plain 2 >"$D/out5" 2>"$D/err5"
+is "$want_out||r_outer_4: (main+OFF <- outer) w=25|rq: (main+OFF <- outer) v=25" \
+    "$(cat "$D/out5")|$(cat "$D/err5")|$(body <"$D/t5.txt" | LC_ALL=C sort | tr '\n' '|' | sed 's/|$//')" \
+    "r outer+4: baked and from KPREWRITE_EVENTS both record outer's return (named r_outer_4 as the kernel would)"
+KPREWRITE_EVENTS='r outer+5 w=$retval' "$D/tr" plain 1 >/dev/null 2>"$D/err6"
+like "column 3: a return probe is on a function's entry \(SYM, SYM\+0, or SYM\+4 past an endbr64\)" "$(cat "$D/err6")" \
+    "r outer+5: refused with its column"
 
 # --- the control file: trace, disable, enable, untrace SYM+0 -------------------------
 B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B

@@ -62,7 +62,7 @@ static bool def_parse(struct def *d, const struct kprw_fetch_isa *isa, char *tex
         d->spec_at = (size_t)(ev.spec - text);
         d->spec_len = ev.spec_len;
         d->is_return = ev.is_return;
-        d->entry_args = ev.uses_args && ev.entry_off;
+        d->entry_args = (ev.uses_args || ev.is_return) && ev.entry_off;
         d->args_col = ev.args_col;
         d->name_col = ev.name_col ? ev.name_col : d->spec_at + 1;
     } else {
@@ -82,7 +82,7 @@ static bool fits(const struct def *d, const struct probe *p)
     if (n > rl && memcmp(w + n - rl, RETURN_SUFFIX, rl) == 0)
         n -= rl;
     if (d->entry_args && !(p->notes & (NOTE_AFTER_ENDBR | NOTE_AFTER_PAD_NOP)))
-        return false;   /* $argN at SYM+4: the entry only past an endbr64 */
+        return false;   /* $argN or a return at SYM+4: the entry only past an endbr64 */
     return kprw_spec_matches(w, n, p->sym, (uint32_t)p->off, p->addr);
 }
 
@@ -217,7 +217,10 @@ static int drop_unbound(struct defs *ds, const struct probe_list *pl, char *err,
         else if (refused)
             d->gone = true;   /* its point was refused: said, and the exit status says so */
         else {
-            if (d->entry_args)
+            if (d->entry_args && d->is_return)
+                spec_error(d->sp, d->spec_at + 1, "a return probe is on a function's entry: SYM+4 is that only past an endbr64",
+                           err, errlen);
+            else if (d->entry_args)
                 spec_error(d->sp, d->args_col, "$argN is only available at a function's entry", err, errlen);
             else
                 spec_error(d->sp, d->spec_at + 1, "no point baked now matches the event's spec", err, errlen);

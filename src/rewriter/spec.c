@@ -146,6 +146,12 @@ static int parse_definition(const char *text, size_t len, struct probe_spec *out
         return -1;
     }
     out->is_return |= ret;
+    /* r SYM+4: the function's return probe (placed past its endbr64);
+     * defs.c binds the definition only where the entry is there */
+    if (ret && out->has_off && out->off && out->off <= isa_default()->fetch->entry_prefix) {
+        out->off = 0;
+        out->has_off = false;
+    }
     free(out->text);
     out->text = strdup(text);
     out->def = out->text;

@@ -138,8 +138,10 @@ static bool parse_spec(const struct kprw_fetch_isa *isa, struct cur *c, struct k
             }
             break;
         }
-    if (ev->is_return && (*nonzero_off || ev->entry_off))
-        return fail(c, from, "a return probe is on a function's entry (SYM or SYM+0)");
+    /* as the kernel's arch_kprobe_on_func_entry: SYM+4 past an endbr64 is
+     * the entry too (checked where the point is known) */
+    if (ev->is_return && *nonzero_off)
+        return fail(c, from, "a return probe is on a function's entry (SYM, SYM+0, or SYM+4 past an endbr64)");
     c->at = to;
     return true;
 }

@@ -239,8 +239,8 @@ static bool point_fits(const struct kprw_event *ev, const struct point *pt, cons
     static const char ret[] = "%return";   /* SYM%return: the point is SYM's */
     if (ev->is_return && pt->kind != KPRW_KIND_R)
         return false;
-    if (ev->uses_args && ev->entry_off && !(rt_point_skipped(pt) && rt_point_skipped(pt) == pt->offset))
-        return false;   /* $argN at SYM+4: only past an endbr64 is that the entry */
+    if ((ev->uses_args || ev->is_return) && ev->entry_off && !(rt_point_skipped(pt) && rt_point_skipped(pt) == pt->offset))
+        return false;   /* $argN or a return at SYM+4: only past an endbr64 is that the entry */
     if (spec_len > sizeof ret - 1 && memcmp(spec + spec_len - (sizeof ret - 1), ret, sizeof ret - 1) == 0)
         spec_len -= sizeof ret - 1;
     return kprw_spec_matches_entry(spec, spec_len, pt->name, pt->offset, pt->addr, rt_point_skipped(pt));
