@@ -8,14 +8,10 @@
  */
 #define _GNU_SOURCE
 #include <elf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "elf-syms.h"
 
@@ -41,27 +37,23 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->size < y->size) - (x->size > y->size);
 }
 
-/* The function symbols of the table sh (its strings at sh_link), appended
- * to o->v; how many. */
-static size_t read_table(struct object *o, const uint8_t *m, size_t size, const Elf64_Shdr *shs, unsigned shnum,
-                         const Elf64_Shdr *sh)
+/* The function symbols of f's symbol table i, appended to o->v; how many. */
+static size_t read_table(struct object *o, const struct elf_file *f, unsigned i)
 {
-    if (sh->sh_link >= shnum || sh->sh_offset > size || sh->sh_size > size - sh->sh_offset)
+    const Elf64_Sym *s;
+    const char *names;
+    size_t n, nsize;
+    if (!elf_file_symbols(f, i, &s, &n, &names, &nsize) || !nsize)
         return 0;
-    const Elf64_Shdr *str = &shs[sh->sh_link];
-    if (str->sh_offset > size || str->sh_size > size - str->sh_offset || !str->sh_size)
-        return 0;
-    const Elf64_Sym *s = (const void *)(m + sh->sh_offset);
-    const char *names = (const char *)m + str->sh_offset;
-    size_t n = sh->sh_size / sizeof *s, got = 0;
     struct fsym *v = realloc(o->v, (o->n + n) * sizeof *v);
     if (!v)
         return 0;
     o->v = v;
+    size_t got = 0;
     for (size_t k = 0; k < n; k++) {
         unsigned type = ELF64_ST_TYPE(s[k].st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s[k].st_shndx == SHN_UNDEF || !s[k].st_value ||
-            s[k].st_name >= str->sh_size || names[str->sh_size - 1] != 0)
+            s[k].st_name >= nsize || names[nsize - 1] != 0)
             continue;
         v[o->n + got++] = (struct fsym){ s[k].st_value, s[k].st_size, names + s[k].st_name };
     }
@@ -69,36 +61,19 @@ static size_t read_table(struct object *o, const uint8_t *m, size_t size, const 
     return got;
 }
 
-/* o's function symbols from its file; o->n stays 0 when it has none. */
+/* o's function symbols from its file; o->n stays 0 when it has none. The
+ * file stays mapped when it has some: the names point into it. */
 static void load(struct object *o)
 {
-    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
+    struct elf_file f;
+    if (!elf_file_open(o->path, &f))
         return;
-    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
-        close(fd);
-        return;
-    }
-    size_t size = (size_t)st.st_size;
-    const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return;
-    const Elf64_Ehdr *eh = (const void *)m;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
-        (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum) {
-        munmap((void *)m, size);
-        return;
-    }
-    const Elf64_Shdr *sh = (const void *)(m + eh->e_shoff);
     for (int pass = 0; pass < 2 && !o->n; pass++)   /* .symtab holds .dynsym's too */
-        for (unsigned i = 0; i < eh->e_shnum; i++)
-            if (sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB))
-                read_table(o, m, size, sh, eh->e_shnum, &sh[i]);
+        for (unsigned i = 0; i < f.shnum; i++)
+            if (f.sh[i].sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB))
+                read_table(o, &f, i);
     if (!o->n) {
-        munmap((void *)m, size);
+        elf_file_close(&f);
         return;
     }
     qsort(o->v, o->n, sizeof *o->v, by_start);

@@ -18,42 +18,72 @@
 
 #include "elf-syms.h"
 
-/* name's value in the ELF file at path (0: not found) */
-static uint64_t lookup_file(const char *path, const char *name, bool *found)
+bool elf_file_open(const char *path, struct elf_file *f)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    uint64_t v = 0;
     if (fd < 0)
-        return 0;
+        return false;
     if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
         close(fd);
-        return 0;
+        return false;
     }
-    size_t size = (size_t)st.st_size;
-    const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    f->size = (size_t)st.st_size;
+    f->m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (m == MAP_FAILED)
+    if (f->m == MAP_FAILED)
+        return false;
+    const Elf64_Ehdr *eh = (const void *)f->m;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > f->size ||
+        (f->size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum) {
+        munmap((void *)f->m, f->size);
+        return false;
+    }
+    f->sh = (const void *)(f->m + eh->e_shoff);
+    f->shnum = eh->e_shnum;
+    return true;
+}
+
+void elf_file_close(struct elf_file *f)
+{
+    munmap((void *)f->m, f->size);
+}
+
+bool elf_file_symbols(const struct elf_file *f, unsigned i, const Elf64_Sym **syms, size_t *n, const char **names,
+                      size_t *names_size)
+{
+    const Elf64_Shdr *sh = &f->sh[i];
+    if (sh->sh_link >= f->shnum || sh->sh_offset > f->size || sh->sh_size > f->size - sh->sh_offset)
+        return false;
+    const Elf64_Shdr *str = &f->sh[sh->sh_link];
+    if (str->sh_offset > f->size || str->sh_size > f->size - str->sh_offset)
+        return false;
+    *syms = (const void *)(f->m + sh->sh_offset);
+    *n = sh->sh_size / sizeof **syms;
+    *names = (const char *)f->m + str->sh_offset;
+    *names_size = str->sh_size;
+    return true;
+}
+
+/* name's value in the ELF file at path (0: not found) */
+static uint64_t lookup_file(const char *path, const char *name, bool *found)
+{
+    struct elf_file f;
+    uint64_t v = 0;
+    if (!elf_file_open(path, &f))
         return 0;
-    const Elf64_Ehdr *eh = (const void *)m;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        eh->e_shoff > size || (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
-        goto out;
-    const Elf64_Shdr *sh = (const void *)(m + eh->e_shoff);
     for (int pass = 0; pass < 2 && !*found; pass++) {
         uint32_t want = pass ? SHT_DYNSYM : SHT_SYMTAB;
-        for (unsigned i = 0; i < eh->e_shnum && !*found; i++) {
-            if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset > size ||
-                sh[i].sh_size > size - sh[i].sh_offset)
+        for (unsigned i = 0; i < f.shnum && !*found; i++) {
+            const Elf64_Sym *s;
+            const char *names;
+            size_t n, nsize;
+            if (f.sh[i].sh_type != want || !elf_file_symbols(&f, i, &s, &n, &names, &nsize))
                 continue;
-            const Elf64_Shdr *str = &sh[sh[i].sh_link];
-            if (str->sh_offset > size || str->sh_size > size - str->sh_offset)
-                continue;
-            const Elf64_Sym *s = (const void *)(m + sh[i].sh_offset);
-            const char *names = (const char *)m + str->sh_offset;
-            for (size_t k = 0, n = sh[i].sh_size / sizeof *s; k < n; k++) {
-                if (s[k].st_shndx == SHN_UNDEF || s[k].st_name >= str->sh_size ||
-                    strnlen(names + s[k].st_name, str->sh_size - s[k].st_name) == str->sh_size - s[k].st_name)
+            for (size_t k = 0; k < n; k++) {
+                if (s[k].st_shndx == SHN_UNDEF || s[k].st_name >= nsize ||
+                    strnlen(names + s[k].st_name, nsize - s[k].st_name) == nsize - s[k].st_name)
                     continue;
                 unsigned type = ELF64_ST_TYPE(s[k].st_info);
                 if ((type == STT_OBJECT || type == STT_FUNC || type == STT_NOTYPE) && !strcmp(names + s[k].st_name, name)) {
@@ -64,8 +94,7 @@ static uint64_t lookup_file(const char *path, const char *name, bool *found)
             }
         }
     }
-out:
-    munmap((void *)m, size);
+    elf_file_close(&f);
     return v;
 }
 
