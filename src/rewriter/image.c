@@ -314,18 +314,17 @@ static int classify(struct image *img, bool force_kernel, char *err, size_t errl
 {
     const char *path = img->path;
     img->ibt = read_ibt(img);
+    size_t phnum = 0;
+    elf_getphdrnum(img->elf, &phnum);
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(img->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+            img->interp = true;
+    }
     if (img->ehdr.e_type == ET_EXEC)
         img->kind = (force_kernel || looks_like_kernel(img)) ? IMG_VMLINUX : IMG_EXEC;
     else {
-        size_t phnum = 0;
-        bool interp = false;
-        elf_getphdrnum(img->elf, &phnum);
-        for (size_t i = 0; i < phnum; i++) {
-            GElf_Phdr ph;
-            if (gelf_getphdr(img->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
-                interp = true;
-        }
-        img->kind = (interp || dynamic_pie_flag(img)) ? IMG_PIE : IMG_DSO;
+        img->kind = (img->interp || dynamic_pie_flag(img)) ? IMG_PIE : IMG_DSO;
         if (force_kernel) {
             image_close(img);
             return fail(err, errlen, "%s: --kernel given but the image is ET_DYN, not a vmlinux%s", path, "");

@@ -42,6 +42,7 @@ struct image {
      * kind_open, kind_attach (kinds.h) */
     const struct kind_hooks *hooks;
     bool ibt;                /* GNU property: indirect branches land on markers (IBT) */
+    bool interp;             /* a PT_INTERP: a dynamic loader runs it (libc.so.6 has one too) */
     struct section *secs;
     size_t nsecs;
     /* Allocated sections with file bytes, sorted by address, for reads. */

@@ -14,24 +14,12 @@
 
 static const char *const guarded[] = { "__sigaction", "pthread_sigmask" };
 
-/* libc.so.6 has an interpreter (it runs, printing its version); a static
- * executable, which holds the same functions, has none and is refused */
-static bool has_interp(const struct image *img)
-{
-    size_t n = 0;
-    elf_getphdrnum(img->elf, &n);
-    for (size_t i = 0; i < n; i++) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(img->elf, (int)i, &ph) && ph.p_type == PT_INTERP)
-            return true;
-    }
-    return false;
-}
-
-/* glibc's: __libc_sigaction is its private entry (GLIBC_PRIVATE) */
+/* glibc's: __libc_sigaction is its private entry (GLIBC_PRIVATE). libc.so.6
+ * has an interpreter (it runs, printing its version); a static executable,
+ * which holds the same functions, has none and is refused */
 static bool is_glibc_libc(const struct image *img, const struct symbols *sy)
 {
-    if (img->hooks->kernel_contract || img->ehdr.e_type != ET_DYN || !has_interp(img) ||
+    if (img->hooks->kernel_contract || img->ehdr.e_type != ET_DYN || !img->interp ||
         !symbols_lookup(sy, "__libc_sigaction"))
         return false;
     for (size_t i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
