@@ -38,13 +38,6 @@
 #include "rawsys.h"
 #include "rt.h"
 
-/* The kernel's struct sigaction on x86-64 (glibc's kernel_sigaction). */
-struct k_sigaction {
-    void *handler;
-    unsigned long flags;
-    void *restorer;
-    uint64_t mask;
-};
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000
 #endif

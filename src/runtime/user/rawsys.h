@@ -10,6 +10,7 @@
  */
 #ifndef KPREWRITE_RAWSYS_H
 #define KPREWRITE_RAWSYS_H
+#include <stdint.h>
 
 #if defined(__has_attribute) && __has_attribute(no_stack_protector)
 #define RAW_NO_SSP no_stack_protector,
@@ -33,6 +34,15 @@ static inline RAW_CODE __attribute__((always_inline)) long raw_syscall6(long n, 
 /* RAW(SYS_x, args...): up to six arguments, the rest zero */
 #define RAW_ARGS_(a, b, c, d, e, f, ...) (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f)
 #define RAW(n, ...) raw_syscall6((n), RAW_ARGS_(__VA_ARGS__, 0, 0, 0, 0, 0, 0))
+
+/* The kernel's struct sigaction on x86-64 (glibc's kernel_sigaction), as
+ * SYS_rt_sigaction takes it (mask size 8). */
+struct k_sigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
 
 /* What a child made by rt_clone runs before execve: the file actions of
  * posix_spawn, in raw system calls (spawn.c). */

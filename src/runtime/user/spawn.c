@@ -65,11 +65,11 @@ RAW_CODE void rt_close_from(int first, int nofile)
  * memory: back to the default action before the mask lets any in. */
 RAW_CODE static void default_handlers(void)
 {
-    struct { unsigned long handler, flags, restorer, mask; } sa, dfl = { 0, 0, 0, 0 };
+    struct k_sigaction sa, dfl = { 0 };
     for (long sig = 1; sig <= 64; sig++)
-        if (RAW(SYS_rt_sigaction, sig, 0, &sa, 8) == 0 && sa.handler != (unsigned long)SIG_DFL &&
-            sa.handler != (unsigned long)SIG_IGN)
-            RAW(SYS_rt_sigaction, sig, &dfl, 0, 8);
+        if (RAW(SYS_rt_sigaction, sig, 0, &sa, sizeof sa.mask) == 0 && sa.handler != (void *)SIG_DFL &&
+            sa.handler != (void *)SIG_IGN)
+            RAW(SYS_rt_sigaction, sig, &dfl, 0, sizeof dfl.mask);
 }
 
 RAW_CODE int rt_spawn_child(void *arg)
