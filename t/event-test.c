@@ -54,8 +54,10 @@ static size_t t_read_str(char *dst, uintptr_t src, size_t max)
     return i + 1;
 }
 
+static bool t_read_word(uint64_t *dst, uintptr_t src) { return t_read(dst, src, 8) == 8; }
+
 static uint64_t entry_vals[KPRW_EV_ENTRY_ARGS];
-static const struct kprw_fetch_env env = { regs, entry_vals, "tester", t_read, t_read_str, X86_SP };
+static const struct kprw_fetch_env env = { regs, entry_vals, "tester", t_read, t_read_str, t_read_word, X86_SP };
 
 static bool t_sym(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
 {

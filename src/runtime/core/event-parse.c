@@ -469,6 +469,7 @@ static bool lay_out(struct cur *c, struct kprw_event *ev)
     ev->max_size = (at + strings * KPRW_EV_STRING_MAX + 7) & ~7u;
     if (ev->max_size > 0xffff)
         return fail(c, 0, "the event's record would be larger than 64 KiB");
+    kprw_event_plan(ev);
     return true;
 }
 
@@ -584,5 +585,6 @@ bool kprw_event_bind(struct kprw_event *ev, bool (*resolve)(void *ctx, const cha
         f->src = KPRW_FS_IMM;
         f->imm = (int64_t)(addr + (uint64_t)f->imm);
     }
+    kprw_event_plan(ev);
     return true;
 }

@@ -72,6 +72,23 @@ struct kprw_farg {
     uint8_t count;                 /* TYPE[N]: N; else 0 */
     uint16_t off;                  /* the field's offset in the record */
     uint16_t col;                  /* where it starts in the definition (1-based) */
+    uint8_t kind;                  /* enum kprw_fkind: how kprw_event_fetch takes it */
+};
+
+/* The common shapes of an argument, each fetched by a short path of its
+ * own (kprw_event_plan sets them when the sources are known: after parse,
+ * again after bind); anything else takes the general one. */
+enum kprw_fkind {
+    KPRW_FK_ANY,        /* the general path */
+    KPRW_FK_REG8,       /* a number from a pt_regs slot (%REG, $argN in a */
+    KPRW_FK_REG4,       /* register, $retval): 8, 4, 2 or 1 bytes of it */
+    KPRW_FK_REG2,
+    KPRW_FK_REG1,
+    KPRW_FK_MEM8_IMM,   /* 8 bytes at IMM + an offset (@SYM:u64, @ADDR) */
+    KPRW_FK_MEM8_REG,   /* 8 bytes at REG + an offset (+8(%di):u64) */
+    KPRW_FK_STR_IMM,    /* a string behind a pointer at IMM + an offset, at + a
+                           second offset (+0(@name):string) */
+    KPRW_FK_STR_REG,    /* the same from REG (+0(+8(%di)):string) */
 };
 
 /* A filter: a tree of nodes. */
@@ -110,6 +127,8 @@ struct kprw_event {
     const struct kprw_fnode *filter;   /* NULL: every hit */
     uint16_t fixed;                /* bytes of the record before the strings */
     uint16_t fault_off;            /* where the fault bits are */
+    uint8_t fault_shift;           /* kprw_event_plan: where the fault bits start in the */
+    uint64_t fault_keep;           /* word that ends at fixed, and the fields' bits in it */
     uint32_t max_size;             /* the largest record it can make */
     uint8_t nentry;                /* return events: entry slots kept */
     uint8_t entry_slot[KPRW_EV_ENTRY_ARGS];   /* which pt_regs slot each keeps; 0xff: the stack */
@@ -163,9 +182,13 @@ struct kprw_fetch_env {
      * included, truncated to max - 1 and terminated); its length with the
      * NUL, or 0 on a fault. */
     size_t (*read_str)(char *dst, uintptr_t src, size_t max);
+    /* Load the 8 bytes at src into *dst: true, or false on a fault. */
+    bool (*read_word)(uint64_t *dst, uintptr_t src);
     uint8_t sp_slot;               /* the ISA's stack pointer slot */
 };
 
+/* Set each argument's kind (parse and bind call it). */
+void kprw_event_plan(struct kprw_event *ev);
 /* Fill the fields of rec (whose header the caller writes, room >=
  * ev->max_size bytes) and return the record's size. */
 uint32_t kprw_event_fetch(const struct kprw_event *ev, const struct kprw_fetch_env *env, uint8_t *rec);

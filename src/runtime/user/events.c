@@ -32,6 +32,7 @@
 
 size_t rt_safe_read(void *dst, uintptr_t src, size_t n);
 size_t rt_safe_read_str(char *dst, uintptr_t src, size_t max);
+bool rt_safe_read_word(uint64_t *dst, uintptr_t src);
 
 static struct ev_inst *_Atomic table[EV_MAX];
 static _Atomic uint32_t ninst;
@@ -53,6 +54,7 @@ static void fetch_env(struct kprw_fetch_env *env, struct pt_regs *regs, const ui
     env->comm = comm;
     env->read = rt_safe_read;
     env->read_str = rt_safe_read_str;
+    env->read_word = rt_safe_read_word;
     env->sp_slot = X86_SP;
 }
 
@@ -129,7 +131,8 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
     if (plain_hist)
         hist_add(in, hist, NULL, clk_delta_ns(now - ret->entry_ts));
     struct tb_ring *r = tb_self();
-    uint8_t *at = r ? tb_reserve(r, ev->max_size) : NULL;
+    uint32_t pad;
+    uint8_t *at = r ? tb_reserve(r, ev->max_size, &pad) : NULL;
     if (!at) {
         atomic_fetch_add_explicit(&in->dropped, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&in->pt->ev_dropped, 1, memory_order_relaxed);
@@ -153,7 +156,7 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
     h->size = size;
     if (hist && !plain_hist)
         hist_add(in, hist, at, ret ? clk_delta_ns(now - ret->entry_ts) : 0);
-    tb_commit(r, at, size);
+    tb_commit(r, pad, size);
 }
 
 static int on_entry(struct kprobe *kp, struct pt_regs *regs)

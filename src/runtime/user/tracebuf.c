@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -21,8 +22,9 @@
 static pthread_mutex_t reader = PTHREAD_MUTEX_INITIALIZER;
 static struct tb_ring *_Atomic rings;
 static uint32_t ring_size = 256 * 1024;
-static TLS struct tb_ring *self_ring;
-static TLS uint32_t self_pad;          /* padding the reserved record needs before it */
+TLS struct tb_ring *tb_self_ring;
+/* tb_reserve writes a padding record as its first two words */
+_Static_assert(offsetof(struct kprw_rec, size) == 0 && offsetof(struct kprw_rec, id) == 4, "a record starts with its size and id");
 
 void tb_reader_lock(void) { pthread_mutex_lock(&reader); }
 void tb_reader_unlock(void) { pthread_mutex_unlock(&reader); }
@@ -67,35 +69,9 @@ static struct tb_ring *ring_new(void)
     return r;
 }
 
-struct tb_ring *tb_self(void)
+struct tb_ring *tb_self_new(void)
 {
-    if (__builtin_expect(self_ring != NULL, 1))
-        return self_ring;
-    return self_ring = ring_new();
-}
-
-uint8_t *tb_reserve(struct tb_ring *r, uint32_t max)
-{
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-    uint32_t pos = (uint32_t)head & (r->size - 1);
-    uint32_t pad = pos + max > r->size ? r->size - pos : 0;
-    if (max > r->size / 2 || head + pad + max - tail > r->size)
-        return NULL;
-    if (pad) {
-        struct kprw_rec *p = (struct kprw_rec *)(r->data + pos);
-        p->size = pad;
-        p->id = TB_PAD_ID;
-    }
-    self_pad = pad;
-    return r->data + (pad ? 0 : pos);
-}
-
-void tb_commit(struct tb_ring *r, uint8_t *at, uint32_t size)
-{
-    (void)at;
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->head, head + self_pad + size, memory_order_release);
+    return tb_self_ring = ring_new();
 }
 
 uint64_t tb_tail(struct tb_ring *r) { return atomic_load_explicit(&r->tail, memory_order_relaxed); }
@@ -172,15 +148,15 @@ void tb_reap(void)
 
 void tb_thread_exit(void)
 {
-    struct tb_ring *r = self_ring;
-    self_ring = NULL;
+    struct tb_ring *r = tb_self_ring;
+    tb_self_ring = NULL;
     if (r)
         atomic_store_explicit(&r->dead, true, memory_order_release);
 }
 
 void tb_fork_child(void)
 {
-    struct tb_ring *mine = self_ring;
+    struct tb_ring *mine = tb_self_ring;
     for (struct tb_ring *r = atomic_load_explicit(&rings, memory_order_relaxed), *next; r; r = next) {
         next = r->next;
         if (r != mine)

@@ -29,15 +29,47 @@ void tb_reader_lock(void);
 void tb_reader_unlock(void);
 
 /* This thread's ring, made on first use (an mmap: async-signal-safe); NULL
- * when none can be made. */
-struct tb_ring *tb_self(void);
+ * when none can be made. Inline, as tb_reserve and tb_commit: they are an
+ * event's hot path. */
+extern __thread struct tb_ring *tb_self_ring __attribute__((tls_model("initial-exec")));
+struct tb_ring *tb_self_new(void);
+static inline struct tb_ring *tb_self(void)
+{
+    struct tb_ring *r = tb_self_ring;
+    return __builtin_expect(r != NULL, 1) ? r : tb_self_new();
+}
+
+/* A padding record's id: readers skip it. */
+#define TB_PAD_ID 0xffffffffu
+
 /* Room for a record of at most max bytes at the ring's head: where to
  * write it, or NULL (full: the caller counts a drop). Records are 8-byte
- * aligned and never wrap: a record that would is preceded by padding. */
-uint8_t *tb_reserve(struct tb_ring *r, uint32_t max);
+ * aligned and never wrap: a record that would is preceded by padding
+ * (*pad bytes, for tb_commit). */
+static inline uint8_t *tb_reserve(struct tb_ring *r, uint32_t max, uint32_t *pad)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    uint32_t size = r->size, pos = (uint32_t)head & (size - 1);
+    uint32_t p = pos + max > size ? size - pos : 0;
+    if (max > size / 2 || head + p + max - tail > size)
+        return NULL;
+    if (__builtin_expect(p != 0, 0)) {
+        uint32_t w[2] = { p, TB_PAD_ID };   /* a struct kprw_rec's size and id */
+        __builtin_memcpy(r->data + pos, w, sizeof w);
+        pos = 0;
+    }
+    *pad = p;
+    return r->data + pos;
+}
+
 /* Publish the record written at the reserved place (size bytes, the size
- * of its struct kprw_rec). */
-void tb_commit(struct tb_ring *r, uint8_t *at, uint32_t size);
+ * of its struct kprw_rec; pad: what tb_reserve said). */
+static inline void tb_commit(struct tb_ring *r, uint32_t pad, uint32_t size)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    atomic_store_explicit(&r->head, head + pad + size, memory_order_release);
+}
 
 /* Reader side, under the reader lock. The list of rings, newest first. */
 struct tb_ring *tb_rings(void);
@@ -58,6 +90,4 @@ void tb_thread_exit(void);
 void tb_fork_child(void);
 /* Bytes of each new ring: KPREWRITE_TRACE_BUFFER (KiB), 256 by default. */
 void tb_configure(uint32_t kib);
-
-#define TB_PAD_ID 0xffffffffu          /* a padding record's id: skipped */
 #endif
