@@ -397,9 +397,79 @@ static void test_hist(void)
     is_int(24, lines, "hist: from the first to the last non-empty bucket");
 }
 
+/* Each argument's short path (its kind, kprw_event_plan) writes the same
+ * record as the general one: every definition below fetched both ways,
+ * compared byte by byte (fields, fault bits, strings). */
+static uint8_t rec_any[1 << 16];
+static void test_kinds(void)
+{
+    static struct kprw_farg any[KPRW_EV_MAX_ARGS];
+    static const char *defs[] = {
+        "f a=%di b=%bx c=+0(%si):u64 s=+0(+24(%si)):string",
+        "f a=%di:u8 b=%si:u16 c=%cx:s32 d=%ax:x64 e=%dx:u32",
+        "f a=+16(%si):u64 b=+0(%r8):u64 c=+8(%r9):x64",
+        "f s=+0(+24(%si)):string t=+0(+0(%r8)):string u=+0(+8(%si)):string n=%di",
+        "f a=%di:u8 b=+0(%r8):u8 c=%si:u16",
+        "f a=%di:u8 b=+0(%r8):u64 c=%si:u8",
+        "f",
+    };
+    char buf[2048];
+    for (unsigned d = 0; d < sizeof defs / sizeof defs[0] + 1; d++) {
+        const char *def = defs[d % (sizeof defs / sizeof defs[0])];
+        if (d == sizeof defs / sizeof defs[0]) {
+            /* 64 arguments, the last a u8: 9 bytes of fault bits and
+             * padding (the wide path); a fault at the 61st */
+            size_t n = (size_t)snprintf(buf, sizeof buf, "f");
+            for (int k = 0; k < 64; k++)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, k == 60 ? " a%d=+0(%%r8):u64" : " a%d=%%di:u%d", k,
+                                      64 >> (k % 4));
+            def = buf;
+        }
+        struct kprw_event ev;
+        struct kprw_ev_error err;
+        if (!parse(def, &ev, &err)) {
+            ok(false, "kinds: %s parses (col %zu: %s)", def, err.col, err.msg);
+            continue;
+        }
+        memset(rec, 0xa5, sizeof rec);
+        memset(rec_any, 0xa5, sizeof rec_any);
+        uint32_t size = kprw_event_fetch(&ev, &env, rec);
+        unsigned fast = 0;
+        for (unsigned k = 0; k < ev.nargs; k++) {
+            fast += ev.args[k].kind != KPRW_FK_ANY;
+            any[k] = ev.args[k];
+            any[k].kind = KPRW_FK_ANY;
+        }
+        struct kprw_event general = ev;
+        general.args = any;
+        uint32_t size_any = kprw_event_fetch(&general, &env, rec_any);
+        if (d == sizeof defs / sizeof defs[0])
+            ok(ev.fixed - ev.fault_off > 8 && kprw_rec_fault(&ev, rec, 60) && !kprw_rec_fault(&ev, rec, 59) &&
+               !kprw_rec_fault(&ev, rec, 63), "64 arguments: %u bytes of fault bits and padding, the 61st's set",
+               ev.fixed - ev.fault_off);
+        ok(size == size_any && memcmp(rec, rec_any, ev.max_size) == 0 && (ev.nargs == 0 || fast > 0),
+           "kinds: %.60s%s: %u of %u arguments by a short path, the same record as the general path (%u bytes)",
+           def, strlen(def) > 60 ? "..." : "", fast, ev.nargs, size);
+    }
+    setup();
+    /* the fault bits share their word with the fields before them */
+    char want[128];
+    snprintf(want, sizeof want, " a=3 b=(fault) c=%u", (unsigned)(uint16_t)(uintptr_t)mem);
+    is_string(want, run("f a=%di:u8 b=+0(%r8):u8 c=%si:u16"), "a fault bit written beside fields keeps them");
+    is_string(" a=3 b=(fault) c=0", run("f a=%di:u8 b=+0(%r8):u64 c=%r10:u8"), "a fault in a u64 dereference: 0 and its bit");
+    struct kprw_event ev;
+    struct kprw_ev_error err;
+    parse("f a=%di b=%si:u32 c=%cx:u16 d=%dx:u8 e=+8(%si):u64 f=@0x1000:u64 s=+0(+24(%si)):string t=+0(@0x1000):string", &ev, &err);
+    const struct kprw_farg *a = ev.args;
+    ok(a[0].kind == KPRW_FK_REG8 && a[1].kind == KPRW_FK_REG4 && a[2].kind == KPRW_FK_REG2 && a[3].kind == KPRW_FK_REG1 &&
+       a[4].kind == KPRW_FK_MEM8_REG && a[5].kind == KPRW_FK_MEM8_IMM && a[6].kind == KPRW_FK_STR_REG &&
+       a[7].kind == KPRW_FK_STR_IMM, "kinds: registers by size, u64 dereferences and strings behind pointers");
+}
+
 int main(void)
 {
     plan_lazy();
+    test_kinds();
     test_fetch_forms();
     test_faults();
     test_errors();

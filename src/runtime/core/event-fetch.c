@@ -6,21 +6,7 @@
  * allocation.
  */
 #include "event.h"
-
-/* A record's fields are little-endian, as the runtimes' ISAs are (x86-64,
- * arm64): one store or load each, never a loop over bytes. */
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "event records assume a little-endian machine"
-#endif
-static inline void put(uint8_t *dst, uint64_t v, unsigned size)
-{
-    switch (size) {
-    case 1: *dst = (uint8_t)v; break;
-    case 2: { uint16_t x = (uint16_t)v; __builtin_memcpy(dst, &x, 2); break; }
-    case 4: { uint32_t x = (uint32_t)v; __builtin_memcpy(dst, &x, 4); break; }
-    default: __builtin_memcpy(dst, &v, 8); break;
-    }
-}
+#include "event-fetch.h"
 
 static inline uint64_t get(const uint8_t *src, unsigned size)
 {
@@ -107,7 +93,7 @@ void kprw_event_plan(struct kprw_event *ev)
 }
 
 /* An argument the general way; true on a fault. */
-__attribute__((noinline, cold)) static bool fetch_any(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint8_t *rec, uint32_t *dyn)
+bool kprw_event_fetch_any(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint8_t *rec, uint32_t *dyn)
 {
     uint64_t v = 0, addr = 0;
     bool ok = f->src == KPRW_FS_COMM || base(f, env, &v), fault;
@@ -130,101 +116,15 @@ __attribute__((noinline, cold)) static bool fetch_any(const struct kprw_farg *f,
     return fault;
 }
 
-/* The fault bits and the padding up to the strings. */
-static void put_faults(const struct kprw_event *ev, uint8_t *rec, const uint64_t *faults)
+void kprw_event_put_faults_wide(const struct kprw_event *ev, uint8_t *rec, const uint64_t *faults)
 {
-    const unsigned fixed = ev->fixed;
-    if (__builtin_expect(fixed - ev->fault_off <= 8u, 1)) {
-        /* at most 8 bytes (kprw_event_plan): one store of the word that
-         * ends at fixed, the fields' bytes in it kept */
-        uint64_t w;
-        __builtin_memcpy(&w, rec + fixed - 8, 8);
-        w = (w & ev->fault_keep) | faults[0] << ev->fault_shift;
-        __builtin_memcpy(rec + fixed - 8, &w, 8);
-        return;
-    }
-    for (unsigned b = 0; b < fixed - ev->fault_off; b++)   /* over 57 arguments */
+    for (unsigned b = 0; b < (unsigned)(ev->fixed - ev->fault_off); b++)
         rec[ev->fault_off + b] = (uint8_t)(faults[b / 8] >> 8 * (b % 8));
 }
 
-/* The hot path of a traced probe: one short path per kind of argument
- * (the kernel's fetch_insn programs do the same), chosen through a table
- * of labels (threaded code: one indirect jump an argument, no bounds
- * check). A fault sets argument k's bit in faults. rec is bytes, which may
- * alias anything: what is read of ev is read into locals first, so that
- * the stores into rec do not make the compiler read it again. */
 uint32_t kprw_event_fetch(const struct kprw_event *ev, const struct kprw_fetch_env *env, uint8_t *rec)
 {
-    static const void *const kind[] = {
-        [KPRW_FK_ANY] = &&any, [KPRW_FK_REG8] = &&reg8, [KPRW_FK_REG4] = &&reg4, [KPRW_FK_REG2] = &&reg2,
-        [KPRW_FK_REG1] = &&reg1, [KPRW_FK_MEM8_IMM] = &&mem8_imm, [KPRW_FK_MEM8_REG] = &&mem8_reg,
-        [KPRW_FK_STR_IMM] = &&str_imm, [KPRW_FK_STR_REG] = &&str_reg,
-    };
-    const struct kprw_farg *f = ev->args, *end = f + ev->nargs;
-    const unsigned long *regs = env->regs;
-    uint32_t dyn = ev->fixed;
-    uint64_t faults[3] = { 0, 0, 0 };   /* KPRW_EV_MAX_ARGS bits, and the padding after them */
-    uint64_t bit = 1, v, p;
-    unsigned k = 0;
-    size_t n;
-    if (f == end)
-        goto done;
-    goto *kind[f->kind];
-next:
-    if (++f == end)
-        goto done;
-    k++;
-    bit = bit << 1 | bit >> 63;
-    goto *kind[f->kind];
-fault:
-    faults[k / 64] |= bit;
-    goto next;
-reg8:
-    v = regs[f->reg];
-    __builtin_memcpy(rec + f->off, &v, 8);
-    goto next;
-reg4:
-    put(rec + f->off, regs[f->reg], 4);
-    goto next;
-reg2:
-    put(rec + f->off, regs[f->reg], 2);
-    goto next;
-reg1:
-    rec[f->off] = (uint8_t)regs[f->reg];
-    goto next;
-mem8_reg:
-    p = regs[f->reg];
-    goto mem8;
-mem8_imm:
-    p = (uint64_t)f->imm;
-mem8:
-    if (__builtin_expect(!env->read_word(&v, p + (uint64_t)(int64_t)f->deref[0]), 0)) {
-        __builtin_memset(rec + f->off, 0, 8);
-        goto fault;
-    }
-    __builtin_memcpy(rec + f->off, &v, 8);
-    goto next;
-str_reg:
-    p = regs[f->reg];
-    goto str;
-str_imm:
-    p = (uint64_t)f->imm;
-str:
-    /* a string behind the pointer at p + deref[0], at + deref[1] */
-    n = env->read_word(&v, p + (uint64_t)(int64_t)f->deref[0])
-        ? env->read_str((char *)rec + dyn, v + (uint64_t)(int64_t)f->deref[1], KPRW_EV_STRING_MAX) : 0;
-    put(rec + f->off, n ? (uint32_t)n << 16 | dyn : 0, 4);
-    dyn += (uint32_t)n;
-    if (__builtin_expect(n == 0, 0))
-        goto fault;
-    goto next;
-any:
-    if (fetch_any(f, env, rec, &dyn))
-        goto fault;
-    goto next;
-done:
-    put_faults(ev, rec, faults);
-    return (dyn + 7) & ~7u;
+    return kprw_event_fetch_inline(ev, env, rec);
 }
 
 void kprw_event_fetch_entry(const struct kprw_event *ev, const struct kprw_fetch_env *env, uint64_t *entry)

@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "elf-syms.h"
 #include "events.h"
+#include "runtime/core/event-fetch.h"
 #include "rt.h"
 #include "tracebuf.h"
 
@@ -148,7 +149,7 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
         *(struct kprw_rec_ret *)(h + 1) = *ret;
     struct kprw_fetch_env env;
     fetch_env(&env, regs, entry, r->comm);
-    uint32_t size = kprw_event_fetch(ev, &env, at);
+    uint32_t size = kprw_event_fetch_inline(ev, &env, at);
     if (ev->filter && !kprw_event_match(ev, at)) {
         atomic_fetch_add_explicit(&in->filtered, 1, memory_order_relaxed);
         return;

@@ -1,0 +1,108 @@
+/*
+ * The hot path of a traced probe, inline so that a runtime's recorder
+ * compiles it with its own read functions (direct calls, no environment
+ * in memory): one short path per kind of argument (kprw_event_plan; the
+ * kernel's fetch_insn programs do the same), the general one out of line.
+ * kprw_event_fetch (event.h) is the same, not inline.
+ */
+#ifndef KPREWRITE_EVENT_FETCH_H
+#define KPREWRITE_EVENT_FETCH_H
+#include "event.h"
+
+/* A record's fields are little-endian, as the runtimes' ISAs are (x86-64,
+ * arm64): one store or load each, never a loop over bytes. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "event records assume a little-endian machine"
+#endif
+static inline void put(uint8_t *dst, uint64_t v, unsigned size)
+{
+    switch (size) {
+    case 1: *dst = (uint8_t)v; break;
+    case 2: { uint16_t x = (uint16_t)v; __builtin_memcpy(dst, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)v; __builtin_memcpy(dst, &x, 4); break; }
+    default: __builtin_memcpy(dst, &v, 8); break;
+    }
+}
+
+/* Argument f the general way (KPRW_FK_ANY); true on a fault. */
+bool kprw_event_fetch_any(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint8_t *rec, uint32_t *dyn)
+    __attribute__((cold));
+/* The fault bits when they and the padding after them take more than 8
+ * bytes (over 57 arguments). */
+void kprw_event_put_faults_wide(const struct kprw_event *ev, uint8_t *rec, const uint64_t *faults)
+    __attribute__((cold));
+
+/* A string behind the pointer at p + deref[0], at + deref[1]: its bytes at
+ * rec + *dyn, its data_loc in the field; true on a fault. */
+struct kprw_fetch_fns {
+    size_t (*read_str)(char *dst, uintptr_t src, size_t max);
+    bool (*read_word)(uint64_t *dst, uintptr_t src);
+};
+static inline bool kprw_fetch_str_ptr(const struct kprw_farg *f, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec,
+                                      uint32_t *dyn)
+{
+    uint64_t v;
+    size_t n = fn.read_word(&v, p + (uint64_t)(int64_t)f->deref[0])
+        ? fn.read_str((char *)rec + *dyn, v + (uint64_t)(int64_t)f->deref[1], KPRW_EV_STRING_MAX) : 0;
+    put(rec + f->off, n ? (uint32_t)n << 16 | *dyn : 0, 4);
+    *dyn += (uint32_t)n;
+    return n == 0;
+}
+
+/* A number at p + deref[0]; true on a fault (the field then 0). */
+static inline bool kprw_fetch_mem8(const struct kprw_farg *f, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec)
+{
+    uint64_t v;
+    bool fault = !fn.read_word(&v, p + (uint64_t)(int64_t)f->deref[0]);
+    if (__builtin_expect(fault, 0))
+        v = 0;
+    __builtin_memcpy(rec + f->off, &v, 8);
+    return fault;
+}
+
+/* Fill rec's fields (see kprw_event_fetch). rec is bytes, which may alias
+ * anything: what is read of ev is read into locals first, so that the
+ * stores into rec do not make the compiler read it again. */
+static inline __attribute__((always_inline)) uint32_t
+kprw_event_fetch_inline(const struct kprw_event *ev, const struct kprw_fetch_env *env, uint8_t *rec)
+{
+    const struct kprw_farg *f = ev->args, *end = f + ev->nargs;
+    const unsigned long *regs = env->regs;
+    /* read before anything can take env's address: a caller that has
+     * just filled env in then calls its functions directly */
+    const struct kprw_fetch_fns fn = { env->read_str, env->read_word };
+    const unsigned fixed = ev->fixed;
+    uint32_t dyn = fixed;
+    uint64_t faults[3] = { 0, 0, 0 };   /* KPRW_EV_MAX_ARGS bits, and the padding after them */
+    uint64_t bit = 1;
+    for (unsigned k = 0; f < end; f++, k++, bit = bit << 1 | bit >> 63) {
+        bool fault;
+        switch ((enum kprw_fkind)f->kind) {
+        case KPRW_FK_REG8: { uint64_t v = regs[f->reg]; __builtin_memcpy(rec + f->off, &v, 8); continue; }
+        case KPRW_FK_REG4: put(rec + f->off, regs[f->reg], 4); continue;
+        case KPRW_FK_REG2: put(rec + f->off, regs[f->reg], 2); continue;
+        case KPRW_FK_REG1: rec[f->off] = (uint8_t)regs[f->reg]; continue;
+        case KPRW_FK_MEM8_IMM: fault = kprw_fetch_mem8(f, fn, (uint64_t)f->imm, rec); break;
+        case KPRW_FK_MEM8_REG: fault = kprw_fetch_mem8(f, fn, regs[f->reg], rec); break;
+        case KPRW_FK_STR_IMM: fault = kprw_fetch_str_ptr(f, fn, (uint64_t)f->imm, rec, &dyn); break;
+        case KPRW_FK_STR_REG: fault = kprw_fetch_str_ptr(f, fn, regs[f->reg], rec, &dyn); break;
+        default: fault = kprw_event_fetch_any(f, env, rec, &dyn); break;
+        }
+        if (__builtin_expect(fault, 0))
+            faults[k / 64] |= bit;
+    }
+    /* the fault bits and the padding up to the strings: at most 8 bytes
+     * but for over 57 arguments (kprw_event_plan), so one store of the
+     * word that ends at fixed (a multiple of 8, past the header), the
+     * fields' bytes in it kept */
+    if (__builtin_expect(fixed - ev->fault_off <= 8u, 1)) {
+        uint64_t w;
+        __builtin_memcpy(&w, rec + fixed - 8, 8);
+        w = (w & ev->fault_keep) | faults[0] << ev->fault_shift;
+        __builtin_memcpy(rec + fixed - 8, &w, 8);
+    } else {
+        kprw_event_put_faults_wide(ev, rec, faults);
+    }
+    return (dyn + 7) & ~7u;
+}
+#endif
