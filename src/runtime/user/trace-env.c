@@ -7,7 +7,8 @@
  *                                   (- : stderr), the rest at exit
  *   KPREWRITE_TRACE_FORMAT=text | json | folded
  *   KPREWRITE_TRACE_BUFFER=KIB      each thread's ring (256 KiB)
- * A writer thread drains the rings every 50 ms; exit drains what is left
+ * A writer thread drains the rings every 50 ms, down to every 1 ms while
+ * events keep coming; exit drains what is left
  * and ends the format (JSON's closing bracket, the folded stacks). A
  * forked child writes its own events when it exits: text to the same file
  * (whole lines, O_APPEND), json and folded to FILE.PID (one document a
@@ -38,6 +39,8 @@ static struct tr_stream stream;
 static pthread_t writer;
 static _Atomic bool writer_on, stopping;
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+#define WRITER_MAX_MS 50               /* the writer's longest sleep */
+#define WRITER_BUSY_BYTES 4096         /* a drain that wrote this much: sleep less */
 
 static void write_all(const char *s, size_t n)
 {
@@ -52,13 +55,16 @@ static void write_all(const char *s, size_t n)
     }
 }
 
-static void drain(void)
+/* Write what the rings hold; the bytes written. */
+static size_t drain(void)
 {
     static char buf[1 << 16];
+    size_t all = 0;
     pthread_mutex_lock(&drain_lock);
-    for (size_t n; (n = tr_stream_read(&stream, buf, sizeof buf)) > 0;)
+    for (size_t n; (n = tr_stream_read(&stream, buf, sizeof buf)) > 0; all += n)
         write_all(buf, n);
     pthread_mutex_unlock(&drain_lock);
+    return all;
 }
 
 static void *writer_main(void *arg)
@@ -67,9 +73,15 @@ static void *writer_main(void *arg)
     /* the writer runs no probed code's events: it only reads; it takes
      * no signal but those the runtime needs (trap_block_all) */
     trap_block_all(NULL);
+    /* every 1 ms at first and while events keep coming, backing off to
+     * every 50 ms while little comes: a busy thread fills a 256 KiB ring
+     * in a few ms, and the probed threads never wake the writer (that
+     * would take a system call on their hot path) */
+    long ms = 1;   /* a short-lived program: from its start */
     while (!atomic_load(&stopping)) {
-        drain();
-        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        size_t n = drain();
+        ms = n >= WRITER_BUSY_BYTES ? (ms / 4 > 0 ? ms / 4 : 1) : (ms * 2 < WRITER_MAX_MS ? ms * 2 : WRITER_MAX_MS);
+        struct timespec ts = { 0, ms * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
     return NULL;
