@@ -4,7 +4,7 @@
  * copies and lengths at every alignment, strings that end on the last byte
  * of a page before an unreadable one (a word read must never cross into
  * it), truncation, and faults resumed at the fixups as the runtime's fault
- * handler does (fault.c: the same label ranges).
+ * handler does (rt_safe_read_fixup, as fault.c).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -15,34 +15,20 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "runtime/user/safe-read.h"
 #include "tap.h"
-
-size_t rt_safe_read(void *dst, uintptr_t src, size_t n);
-size_t rt_safe_read_str(char *dst, uintptr_t src, size_t max);
-bool rt_safe_read_word(uint64_t *dst, uintptr_t src);
-extern char rt_safe_read_begin[], rt_safe_read_end[], rt_safe_read_fault[];
-extern char rt_safe_str_begin[], rt_safe_str_end[], rt_safe_str_fault[];
-extern char rt_safe_strw_begin[], rt_safe_strw_end[];
-extern char rt_safe_word_begin[], rt_safe_word_end[], rt_safe_word_fault[];
 
 static int faults;
 static void on_segv(int sig, siginfo_t *si, void *vuc)
 {
     (void)sig; (void)si;
     ucontext_t *uc = vuc;
-    const struct { const char *begin, *end, *fixup; } reads[] = {
-        { rt_safe_read_begin, rt_safe_read_end, rt_safe_read_fault },
-        { rt_safe_str_begin, rt_safe_str_end, rt_safe_str_fault },
-        { rt_safe_strw_begin, rt_safe_strw_end, rt_safe_str_fault },
-        { rt_safe_word_begin, rt_safe_word_end, rt_safe_word_fault },
-    };
-    greg_t *ip = &uc->uc_mcontext.gregs[REG_RIP];
-    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
-        if ((uintptr_t)*ip >= (uintptr_t)reads[i].begin && (uintptr_t)*ip < (uintptr_t)reads[i].end) {
-            *ip = (greg_t)(uintptr_t)reads[i].fixup;
-            faults++;
-            return;
-        }
+    uintptr_t fixup = rt_safe_read_fixup((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+    if (fixup) {
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t)fixup;
+        faults++;
+        return;
+    }
     _exit(99);   /* a fault outside the reads: a bug */
 }
 

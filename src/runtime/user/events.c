@@ -26,14 +26,12 @@
 #include "events.h"
 #include "runtime/core/event-fetch.h"
 #include "rt.h"
+#include "safe-read.h"
 #include "tracebuf.h"
 
 #define EV_MAX 65536                   /* instances in a process */
 #define ARENA_BYTES (64 * 1024)
 
-size_t rt_safe_read(void *dst, uintptr_t src, size_t n);
-size_t rt_safe_read_str(char *dst, uintptr_t src, size_t max);
-bool rt_safe_read_word(uint64_t *dst, uintptr_t src);
 
 static struct ev_inst *_Atomic table[EV_MAX];
 static _Atomic uint32_t ninst;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "safe-read.h"
 #include "rt-offsets.h"
 
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
@@ -244,25 +245,13 @@ static void take_up(const struct abandoned *a)
 
 /* A fault in an event's read of the program's memory (safe-read-x86.S):
  * the read resumes at its fixup and says it faulted. */
-extern char rt_safe_read_begin[], rt_safe_read_end[], rt_safe_read_fault[];
-extern char rt_safe_str_begin[], rt_safe_str_end[], rt_safe_str_fault[];
-extern char rt_safe_strw_begin[], rt_safe_strw_end[];
-extern char rt_safe_word_begin[], rt_safe_word_end[], rt_safe_word_fault[];
 static bool safe_read_fault(ucontext_t *uc)
 {
-    static const struct { const char *begin, *end, *fixup; } reads[] = {
-        { rt_safe_read_begin, rt_safe_read_end, rt_safe_read_fault },
-        { rt_safe_str_begin, rt_safe_str_end, rt_safe_str_fault },
-        { rt_safe_strw_begin, rt_safe_strw_end, rt_safe_str_fault },
-        { rt_safe_word_begin, rt_safe_word_end, rt_safe_word_fault },
-    };
     greg_t *ip = &uc->uc_mcontext.gregs[REG_RIP];
-    for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
-        if ((uintptr_t)*ip >= (uintptr_t)reads[i].begin && (uintptr_t)*ip < (uintptr_t)reads[i].end) {
-            *ip = (greg_t)(uintptr_t)reads[i].fixup;
-            return true;
-        }
-    return false;
+    uintptr_t fixup = rt_safe_read_fixup((uintptr_t)*ip);
+    if (fixup)
+        *ip = (greg_t)fixup;
+    return fixup != 0;
 }
 
 static void on_fault(int sig, siginfo_t *si, void *vuc)
