@@ -404,6 +404,7 @@ static uint8_t rec_any[1 << 16];
 static void test_kinds(void)
 {
     static struct kprw_farg any[KPRW_EV_MAX_ARGS];
+    static struct kprw_fetch_op any_ops[KPRW_EV_MAX_ARGS];
     static const char *defs[] = {
         "f a=%di b=%bx c=+0(%si):u64 s=+0(+24(%si)):string",
         "f a=%di:u8 b=%si:u16 c=%cx:s32 d=%ax:x64 e=%dx:u32",
@@ -439,9 +440,14 @@ static void test_kinds(void)
             fast += ev.args[k].kind != KPRW_FK_ANY;
             any[k] = ev.args[k];
             any[k].kind = KPRW_FK_ANY;
+            any_ops[k] = ev.ops[k];
+            any_ops[k].kind = KPRW_FK_ANY;
+            any_ops[k].a = k;
+            fast += ev.ops[k].kind == ev.args[k].kind ? 0 : 1000;   /* ops and args agree */
         }
         struct kprw_event general = ev;
         general.args = any;
+        general.ops = any_ops;
         uint32_t size_any = kprw_event_fetch(&general, &env, rec_any);
         if (d == sizeof defs / sizeof defs[0])
             ok(ev.fixed - ev.fault_off > 8 && kprw_rec_fault(&ev, rec, 60) && !kprw_rec_fault(&ev, rec, 59) &&

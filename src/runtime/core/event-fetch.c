@@ -78,6 +78,7 @@ void kprw_event_plan(struct kprw_event *ev)
     unsigned bytes = ev->fixed - ev->fault_off;
     ev->fault_shift = bytes && bytes <= 8 ? (uint8_t)(8 * (8 - bytes)) : 0;
     ev->fault_keep = bytes == 0 ? ~0ull : bytes < 8 ? ~0ull >> (64 - ev->fault_shift) : 0;
+    struct kprw_fetch_op *ops = (struct kprw_fetch_op *)ev->ops;
     for (unsigned k = 0; k < ev->nargs; k++) {
         struct kprw_farg *f = &ev->args[k];
         bool reg = f->src == KPRW_FS_REG, imm = f->src == KPRW_FS_IMM;
@@ -89,6 +90,14 @@ void kprw_event_plan(struct kprw_event *ev)
             f->kind = reg ? KPRW_FK_MEM8_REG : KPRW_FK_MEM8_IMM;
         else if ((reg || imm) && f->nderef == 2 && f->type == KPRW_FT_STRING)
             f->kind = reg ? KPRW_FK_STR_REG : KPRW_FK_STR_IMM;
+        struct kprw_fetch_op *o = &ops[k];
+        o->kind = f->kind;
+        o->reg = f->reg;
+        o->off = f->off;
+        o->d1 = f->nderef >= 2 ? f->deref[1] : 0;
+        o->a = (int64_t)k;
+        if (f->kind >= KPRW_FK_MEM8_IMM)
+            o->a = (imm ? f->imm : 0) + f->deref[0];
     }
 }
 

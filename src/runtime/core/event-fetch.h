@@ -32,41 +32,42 @@ bool kprw_event_fetch_any(const struct kprw_farg *f, const struct kprw_fetch_env
 void kprw_event_put_faults_wide(const struct kprw_event *ev, uint8_t *rec, const uint64_t *faults)
     __attribute__((cold));
 
-/* A string behind the pointer at p + deref[0], at + deref[1]: its bytes at
- * rec + *dyn, its data_loc in the field; true on a fault. */
 struct kprw_fetch_fns {
     size_t (*read_str)(char *dst, uintptr_t src, size_t max);
     bool (*read_word)(uint64_t *dst, uintptr_t src);
 };
-static inline bool kprw_fetch_str_ptr(const struct kprw_farg *f, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec,
+
+/* A string behind the pointer at p, at + o->d1: its bytes at rec + *dyn,
+ * its data_loc in the field; true on a fault. */
+static inline bool kprw_fetch_str_ptr(const struct kprw_fetch_op *o, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec,
                                       uint32_t *dyn)
 {
     uint64_t v;
-    size_t n = fn.read_word(&v, p + (uint64_t)(int64_t)f->deref[0])
-        ? fn.read_str((char *)rec + *dyn, v + (uint64_t)(int64_t)f->deref[1], KPRW_EV_STRING_MAX) : 0;
-    put(rec + f->off, n ? (uint32_t)n << 16 | *dyn : 0, 4);
+    size_t n = fn.read_word(&v, p) ? fn.read_str((char *)rec + *dyn, v + (uint64_t)(int64_t)o->d1, KPRW_EV_STRING_MAX) : 0;
+    put(rec + o->off, n ? (uint32_t)n << 16 | *dyn : 0, 4);
     *dyn += (uint32_t)n;
     return n == 0;
 }
 
-/* A number at p + deref[0]; true on a fault (the field then 0). */
-static inline bool kprw_fetch_mem8(const struct kprw_farg *f, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec)
+/* A number at p; true on a fault (the field then 0). */
+static inline bool kprw_fetch_mem8(const struct kprw_fetch_op *o, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec)
 {
     uint64_t v;
-    bool fault = !fn.read_word(&v, p + (uint64_t)(int64_t)f->deref[0]);
+    bool fault = !fn.read_word(&v, p);
     if (__builtin_expect(fault, 0))
         v = 0;
-    __builtin_memcpy(rec + f->off, &v, 8);
+    __builtin_memcpy(rec + o->off, &v, 8);
     return fault;
 }
 
-/* Fill rec's fields (see kprw_event_fetch). rec is bytes, which may alias
- * anything: what is read of ev is read into locals first, so that the
- * stores into rec do not make the compiler read it again. */
+/* Fill rec's fields (see kprw_event_fetch) from ev's ops, one short path
+ * a kind. rec is bytes, which may alias anything: what is read of ev is
+ * read into locals first, so that the stores into rec do not make the
+ * compiler read it again. */
 static inline __attribute__((always_inline)) uint32_t
 kprw_event_fetch_inline(const struct kprw_event *ev, const struct kprw_fetch_env *env, uint8_t *rec)
 {
-    const struct kprw_farg *f = ev->args, *end = f + ev->nargs;
+    const struct kprw_fetch_op *o = ev->ops, *end = o + ev->nargs;
     const unsigned long *regs = env->regs;
     /* read before anything can take env's address: a caller that has
      * just filled env in then calls its functions directly */
@@ -75,18 +76,18 @@ kprw_event_fetch_inline(const struct kprw_event *ev, const struct kprw_fetch_env
     uint32_t dyn = fixed;
     uint64_t faults[3] = { 0, 0, 0 };   /* KPRW_EV_MAX_ARGS bits, and the padding after them */
     uint64_t bit = 1;
-    for (unsigned k = 0; f < end; f++, k++, bit = bit << 1 | bit >> 63) {
+    for (unsigned k = 0; o < end; o++, k++, bit = bit << 1 | bit >> 63) {
         bool fault;
-        switch ((enum kprw_fkind)f->kind) {
-        case KPRW_FK_REG8: { uint64_t v = regs[f->reg]; __builtin_memcpy(rec + f->off, &v, 8); continue; }
-        case KPRW_FK_REG4: put(rec + f->off, regs[f->reg], 4); continue;
-        case KPRW_FK_REG2: put(rec + f->off, regs[f->reg], 2); continue;
-        case KPRW_FK_REG1: rec[f->off] = (uint8_t)regs[f->reg]; continue;
-        case KPRW_FK_MEM8_IMM: fault = kprw_fetch_mem8(f, fn, (uint64_t)f->imm, rec); break;
-        case KPRW_FK_MEM8_REG: fault = kprw_fetch_mem8(f, fn, regs[f->reg], rec); break;
-        case KPRW_FK_STR_IMM: fault = kprw_fetch_str_ptr(f, fn, (uint64_t)f->imm, rec, &dyn); break;
-        case KPRW_FK_STR_REG: fault = kprw_fetch_str_ptr(f, fn, regs[f->reg], rec, &dyn); break;
-        default: fault = kprw_event_fetch_any(f, env, rec, &dyn); break;
+        switch ((enum kprw_fkind)o->kind) {
+        case KPRW_FK_REG8: { uint64_t v = regs[o->reg]; __builtin_memcpy(rec + o->off, &v, 8); continue; }
+        case KPRW_FK_REG4: put(rec + o->off, regs[o->reg], 4); continue;
+        case KPRW_FK_REG2: put(rec + o->off, regs[o->reg], 2); continue;
+        case KPRW_FK_REG1: rec[o->off] = (uint8_t)regs[o->reg]; continue;
+        case KPRW_FK_MEM8_IMM: fault = kprw_fetch_mem8(o, fn, (uint64_t)o->a, rec); break;
+        case KPRW_FK_MEM8_REG: fault = kprw_fetch_mem8(o, fn, regs[o->reg] + (uint64_t)o->a, rec); break;
+        case KPRW_FK_STR_IMM: fault = kprw_fetch_str_ptr(o, fn, (uint64_t)o->a, rec, &dyn); break;
+        case KPRW_FK_STR_REG: fault = kprw_fetch_str_ptr(o, fn, regs[o->reg] + (uint64_t)o->a, rec, &dyn); break;
+        default: fault = kprw_event_fetch_any(&ev->args[o->a], env, rec, &dyn); break;
         }
         if (__builtin_expect(fault, 0))
             faults[k / 64] |= bit;

@@ -561,7 +561,13 @@ bool kprw_event_parse(const struct kprw_fetch_isa *isa, const char *text, size_t
         return false;
     struct fetch_ctx x = { isa, ev, a, nonzero_off };
     size_t filter_at;
-    if (!parse_args(&c, &x, &filter_at) || !lay_out(&c, ev))
+    if (!parse_args(&c, &x, &filter_at))
+        return false;
+    /* one cache line for the first four arguments' ops */
+    ev->ops = kprw_arena_alloc(a, (ev->nargs ? ev->nargs : 1u) * sizeof *ev->ops, 64);
+    if (!ev->ops)
+        return fail(&c, 0, "out of memory");
+    if (!lay_out(&c, ev))
         return false;
     if (!ev->group)
         ev->group = KPRW_EV_DEFAULT_GROUP;

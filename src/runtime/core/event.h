@@ -72,7 +72,7 @@ struct kprw_farg {
     uint8_t count;                 /* TYPE[N]: N; else 0 */
     uint16_t off;                  /* the field's offset in the record */
     uint16_t col;                  /* where it starts in the definition (1-based) */
-    uint8_t kind;                  /* enum kprw_fkind: how kprw_event_fetch takes it */
+    uint8_t kind;                  /* enum kprw_fkind (and ev->ops): how kprw_event_fetch takes it */
 };
 
 /* The common shapes of an argument, each fetched by a short path of its
@@ -91,6 +91,18 @@ enum kprw_fkind {
     KPRW_FK_STR_REG,    /* the same from REG (+0(+8(%di)):string) */
 };
 
+/* What the hot path reads of an argument, 16 bytes (four arguments: one
+ * cache line, where struct kprw_farg takes 72 bytes each): kprw_event_plan
+ * fills one for each argument. */
+struct kprw_fetch_op {
+    uint8_t kind;                  /* enum kprw_fkind */
+    uint8_t reg;                   /* the pt_regs slot (REGn, MEM8_REG, STR_REG) */
+    uint16_t off;                  /* the field's offset in the record */
+    int32_t d1;                    /* STR_*: the string's offset from the pointer */
+    int64_t a;                     /* MEM8_IMM, STR_IMM: the address read; MEM8_REG, STR_REG: the
+                                      offset added to the register; ANY: the argument's index */
+};
+
 /* A filter: a tree of nodes. */
 enum kprw_fop {
     KPRW_FO_AND, KPRW_FO_OR, KPRW_FO_NOT,
@@ -107,6 +119,17 @@ struct kprw_fnode {
 };
 
 struct kprw_event {
+    /* what a hit reads first, together */
+    uint16_t nargs;
+    uint16_t fixed;                /* bytes of the record before the strings */
+    uint16_t fault_off;            /* where the fault bits are */
+    uint8_t fault_shift;           /* kprw_event_plan: where the fault bits start in the */
+    uint64_t fault_keep;           /* word that ends at fixed, and the fields' bits in it */
+    uint32_t max_size;             /* the largest record it can make */
+    const struct kprw_fetch_op *ops;    /* nargs: how each argument is fetched (kprw_event_plan) */
+    const struct kprw_fnode *filter;   /* NULL: every hit */
+    struct kprw_farg *args;
+    /* the rest */
     const char *text;              /* the definition as written (arena copy) */
     const char *group;
     const char *name;              /* NULL: named after each point it is bound to */
@@ -122,14 +145,6 @@ struct kprw_event {
                                       (endbr64) is its entry: the binder checks */
     bool uses_comm;
     int maxactive;                 /* r<N>: return events; 0 default */
-    uint16_t nargs;
-    struct kprw_farg *args;
-    const struct kprw_fnode *filter;   /* NULL: every hit */
-    uint16_t fixed;                /* bytes of the record before the strings */
-    uint16_t fault_off;            /* where the fault bits are */
-    uint8_t fault_shift;           /* kprw_event_plan: where the fault bits start in the */
-    uint64_t fault_keep;           /* word that ends at fixed, and the fields' bits in it */
-    uint32_t max_size;             /* the largest record it can make */
     uint8_t nentry;                /* return events: entry slots kept */
     uint8_t entry_slot[KPRW_EV_ENTRY_ARGS];   /* which pt_regs slot each keeps; 0xff: the stack */
     uint16_t entry_stack[KPRW_EV_ENTRY_ARGS]; /* ... and then where from the stack pointer */

@@ -39,21 +39,23 @@ struct ev_inst {
         struct kprobe kp;
         struct kretprobe rp;
     } u;
+    /* what a hit reads, in one cache line */
     const struct kprw_event *def;
     struct point *pt;
+    uint64_t addr;                     /* the point's address */
+    struct ev_hist *_Atomic hist;
     uint32_t id;                       /* records' id */
     bool is_return;
     _Atomic bool enabled;
     bool gone;                         /* untraced: kept, for records still unread */
     bool reads_memory;                 /* dereferences or strings: the fault signals are ours */
+    _Atomic uint64_t dropped, filtered;   /* (recorded: the records; not counted on the hot path) */
+    /* the rest */
     char name[KPRW_EV_NAME_MAX];       /* the event's name */
     const char *group;
     char where[320];                   /* the point: SYM+0xOFF */
     const char *sym;                   /* the point's function */
-    uint64_t addr;                     /* the point's address */
     uint32_t offset;                   /* ... and offset in sym */
-    _Atomic uint64_t dropped, filtered;   /* (recorded: the records; not counted on the hot path) */
-    struct ev_hist *_Atomic hist;
 };
 
 const struct kprw_fetch_isa *ev_isa(void);
