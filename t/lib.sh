@@ -94,3 +94,20 @@ example_ran() {
 # what was missing when the wait ran out.
 wait_file() { _w=0; while [ ! -e "$1" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
 wait_lines() { _w=0; while [ "$(wc -l <"$1")" -lt "$2" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
+# live_start DIR CMD...: CMD (a probed test program waiting for "go" lines;
+# `env VAR=... PROG ARGS` for its environment) in the background, its
+# control directory DIR/ctl (KPREWRITE_CTL_DIR, exported), its stdin a fifo
+# that fd 3 writes, its output in DIR/live.out and DIR/live.err; sets pid;
+# returns once its events file is there. live_go N: one more "go", then
+# until its output has N lines.
+live_start() {
+    _live=$1; shift
+    mkdir -p "$_live/ctl"; chmod 700 "$_live/ctl"
+    KPREWRITE_CTL_DIR=$_live/ctl; export KPREWRITE_CTL_DIR
+    mkfifo "$_live/in"
+    "$@" <"$_live/in" >"$_live/live.out" 2>"$_live/live.err" &
+    pid=$!
+    exec 3>"$_live/in"
+    wait_file "$_live/ctl/$pid/events"
+}
+live_go() { echo go >&3; wait_lines "$_live/live.out" "$1"; }

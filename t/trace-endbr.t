@@ -81,30 +81,22 @@ like "column 3: a return probe is on a function's entry \(SYM, SYM\+0, or SYM\+4
     "r outer+5: refused with its column"
 
 # --- the control file: trace, disable, enable, untrace SYM+0 -------------------------
-B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B
-mkfifo "$D/in"
-KPREWRITE_TRACE=$D/live.txt "$P" wait 1 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
-pid=$!
-exec 3>"$D/in"
-wait_file "$B/$pid/events"
-go() { # N: one more "go", and its output line
-    echo go >&3
-    wait_lines "$D/live.out" "$1"
-}
+B=$D/ctl
+live_start "$D" env KPREWRITE_TRACE="$D/live.txt" "$P" wait 1
 "$KPREWRITE" ctl $pid trace 'p work+0 a=%di' 2>"$D/ctl.err"
 ok $? "ctl trace 'p work+0 ...' ($(cat "$D/ctl.err"))"
 like '^p:kprobes/p_work_0 work\+0x4 a=%di ' "$("$KPREWRITE" ctl $pid events)" "the events file lists p_work_0 at work+0x4"
-go 1
+live_go 1
 "$KPREWRITE" ctl $pid disable work+0 2>"$D/ctl.err"
 ok $? "ctl disable work+0 ($(cat "$D/ctl.err"))"
 like ' work\+0x4  \[DISABLED\]' "$("$KPREWRITE" ctl $pid list | grep ' work+0x4 ')" "list shows work+0x4 disabled"
-go 2
+live_go 2
 "$KPREWRITE" ctl $pid enable work+0 2>"$D/ctl.err"
 ok $? "ctl enable work+0 ($(cat "$D/ctl.err"))"
-go 3
+live_go 3
 "$KPREWRITE" ctl $pid untrace work+0 2>"$D/ctl.err"
 ok $? "ctl untrace work+0 ($(cat "$D/ctl.err"))"
-go 4
+live_go 4
 echo exit >&3; exec 3>&-
 wait $pid
 is 0 $? "the program ends normally"

@@ -90,31 +90,22 @@ printf '%s\n' 'ba: (main+OFF <- leaf) x=2' 'rt: (main+OFF <- leaf) y=2' 'ba: (ma
 same "$D/t4.want" "$D/t4.body" "baked + one from KPREWRITE_EVENTS: all three record"
 
 # --- live: untrace one, the other records; trace it again; the int3 path ------------
-B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B
-mkfifo "$D/in"
-KPREWRITE_CTL_DIR=$B KPREWRITE_EVENTS='r:la leaf x=$retval:s64; r:lb leaf a=$arg1:s64' KPREWRITE_TRACE=$D/live.txt \
-    "$P" wait <"$D/in" >"$D/live.out" 2>"$D/live.err" &
-pid=$!
-exec 3>"$D/in"
-wait_file "$B/$pid/events"
-go() { # N: one more "go", and its output line
-    echo go >&3
-    wait_lines "$D/live.out" "$1"
-}
-go 1
+B=$D/ctl
+live_start "$D" env KPREWRITE_EVENTS='r:la leaf x=$retval:s64; r:lb leaf a=$arg1:s64' KPREWRITE_TRACE="$D/live.txt" "$P" wait
+live_go 1
 "$KPREWRITE" ctl $pid untrace la 2>"$D/ctl.err"
 ok $? "untrace la ($(cat "$D/ctl.err"))"
-go 2
+live_go 2
 "$KPREWRITE" ctl $pid trace 'r:la leaf x=$retval:s64' 2>"$D/ctl.err"
 ok $? "trace la again ($(cat "$D/ctl.err"))"
-go 3
+live_go 3
 "$KPREWRITE" ctl $pid unoptimize leaf 2>"$D/ctl.err"
 ok $? "unoptimize leaf: the int3 path ($(cat "$D/ctl.err"))"
 like '^[0-9a-f]{16}  r  leaf\+0x0    hits 3 ' "$("$KPREWRITE" ctl $pid list | grep ' leaf+0x0 ')" "leaf's point is on the int3 path (no [OPTIMIZED] in list)"
-go 4
+live_go 4
 "$KPREWRITE" ctl $pid untrace lb 2>"$D/ctl.err"
 ok $? "untrace lb ($(cat "$D/ctl.err"))"
-go 5
+live_go 5
 echo exit >&3; exec 3>&-
 wait $pid
 is 0 $? "the program ends normally"

@@ -125,12 +125,8 @@ is "$("$P.orig" plain 1)" "$(cat "$D/bad3.out")" "and the program runs as it wou
 # (definitions baked with the points: t/trace-baked.t)
 
 # --- live: the control directory -------------------------------------------------
-B=$D/ctl; mkdir -p "$B"; chmod 700 "$B"; export KPREWRITE_CTL_DIR=$B
-mkfifo "$D/in"
-KPREWRITE_CTL_DIR=$B KPREWRITE_TRACE_BUFFER=16 "$P" wait 200 <"$D/in" >"$D/live.out" 2>"$D/live.err" &
-pid=$!
-exec 3>"$D/in"
-wait_file "$B/$pid/events"
+B=$D/ctl
+live_start "$D" env KPREWRITE_TRACE_BUFFER=16 "$P" wait 200
 "$KPREWRITE" ctl $pid trace 'p:live/w work a=%di s=+0(%si):string' 2>"$D/ctl.err"
 ok $? "kprewrite ctl PID trace DEFINITION ($(cat "$D/ctl.err"))"
 "$KPREWRITE" ctl $pid trace 'r work ret=$retval' 2>>"$D/ctl.err"
