@@ -50,10 +50,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP
 
-# cpu: CPU seconds of the processes this shell has waited for
+# cpu: sets cpu_now, the CPU seconds of the processes this shell has
+# waited for (`times` run here: in a command substitution it would report
+# that subshell's, always 0)
 cpu() {
     times >"$W/times"
-    awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$W/times"
+    cpu_now=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$W/times")
 }
 # part NAME CMD...: CMD in the root (at most KP_FRESH_TIMEOUT seconds,
 # 10800), its output in $W/NAME.log, each line stamped with the seconds since
@@ -62,7 +64,7 @@ cpu() {
 # reaps the whole pipeline (its CPU time counts once reaped).
 part() {
     name=$1; shift
-    t0=$(date +%s); c0=$(cpu)
+    t0=$(date +%s); cpu; c0=$cpu_now
     rm -f "$W/$name.rc"
     { timeout -s KILL "${KP_FRESH_TIMEOUT:-10800}" chroot "$R" /usr/bin/env -i HOME=/root USER=root LOGNAME=root \
         SHELL=/bin/sh PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
@@ -70,7 +72,7 @@ part() {
         while IFS= read -r l; do printf '[%5d] %s\n' $(( $(date +%s) - t0 )) "$l"; done >"$W/$name.log" &
     wait
     prc=$(cat "$W/$name.rc" 2>/dev/null || echo 1)
-    secs=$(( $(date +%s) - t0 )) cpus=$(( $(cpu) - c0 ))
+    cpu; secs=$(( $(date +%s) - t0 )) cpus=$(( cpu_now - c0 ))
 }
 # at LOG PATTERN: the stamp of LOG's first line matching PATTERN (ERE)
 at() { grep -E -m 1 "^\[ *[0-9]+\] ($2)" "$1" | sed 's/^\[ *\([0-9]*\)\].*/\1/'; }
