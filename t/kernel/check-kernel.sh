@@ -328,12 +328,10 @@ bzimage() {
 nokprobes_checks() {
     ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; ok $? "$L: the kernel has no CONFIG_KPROBES"
     # kprobe_events on the kprobes API kprewrite provides (nokprobes.config
-    # asks for it in 6.1): the guest ran guest-events.sh
-    if [ "$ver $v" = "6.1 nokprobes" ] || grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; then
-        grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_KPROBE_EVENTS (kernel/trace/trace_kprobe.c on kprewrite)"
-        ne=$(grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)' "$d/guest.txt")
-        [ "$ne" = 28 ]; ok $? "$L: the guest ran the 28 kprobe_events checks ($ne)"
-    fi
+    # and mitigations.config ask for it): the guest ran guest-events.sh
+    grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_KPROBE_EVENTS (kernel/trace/trace_kprobe.c on kprewrite)"
+    ne=$(grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)' "$d/guest.txt")
+    [ "$ne" = 28 ]; ok $? "$L: the guest ran the 28 kprobe_events checks ($ne)"
     k=$d/kunit.txt
     # (6.12's suite has a seventh case: recursion counted as missed, and
     # post_handlers for the hit that was not)
