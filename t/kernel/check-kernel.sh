@@ -52,14 +52,25 @@ table_counts() {
     done
 }
 
+# fill FILE BENCH: a guest script with the probes' names filled in
+fill() {
+    sed "s/@ENTRY@/$entry/g; s/@SYSCALL@/$syscall/g; s/@MID@/$mid/g;
+         s/@INT3@/$int3p/g; s/@SIGNAL@/$signal/g; s/@TICK@/$tickp/g; s/@BENCH@/$2/g;
+         s/@BMREAD@/$bmread/g; s/@BMWRITE@/$bmwrite/g; s/@LOADMISC@/$loadmisc/g;
+         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@RETSITE@/$retsite/g; s/@RETMOVED@/$retmoved/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$1"
+}
+
 # boot LABEL IMAGE DIR BENCH: boots IMAGE, one TAP line per guest check
 boot() {
     label=$1 image=$2 d=$3
-    sed "s/@ENTRY@/$entry/g; s/@SYSCALL@/$syscall/g; s/@MID@/$mid/g;
-         s/@INT3@/$int3p/g; s/@SIGNAL@/$signal/g; s/@TICK@/$tickp/g; s/@BENCH@/$4/g;
-         s/@BMREAD@/$bmread/g; s/@BMWRITE@/$bmwrite/g; s/@LOADMISC@/$loadmisc/g;
-         s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@RETSITE@/$retsite/g; s/@RETMOVED@/$retmoved/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$src/t/kernel/guest-init.sh" > "$d/init"
-    sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra || bail "initramfs"
+    fill "$src/t/kernel/guest-init.sh" "$4" > "$d/init"
+    # kprobe_events' checks (guest-events.sh), where the kernel has them
+    ev=
+    if grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; then
+        fill "$src/t/kernel/guest-events.sh" "$4" > "$d/guest-events.sh"
+        ev=$d/guest-events.sh
+    fi
+    sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra $ev || bail "initramfs"
     log=$d/serial-$(basename "$image").log
     start=$(date +%s)
     sh "$src/t/kernel/boot.sh" "$image" "$d/initrd.cpio" "$log" "${KP_BOOT_TIMEOUT:-300}"
@@ -316,6 +327,11 @@ bzimage() {
 # unmodified, passed against kprewrite's kprobes API, every case
 nokprobes_checks() {
     ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; ok $? "$L: the kernel has no CONFIG_KPROBES"
+    # kprobe_events on the kprobes API kprewrite provides (nokprobes.config
+    # and mitigations.config ask for it): the guest ran guest-events.sh
+    grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_KPROBE_EVENTS (kernel/trace/trace_kprobe.c on kprewrite)"
+    ne=$(grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)' "$d/guest.txt")
+    [ "$ne" = 28 ]; ok $? "$L: the guest ran the 28 kprobe_events checks ($ne)"
     k=$d/kunit.txt
     # (6.12's suite has a seventh case: recursion counted as missed, and
     # post_handlers for the hit that was not)

@@ -5,10 +5,12 @@
  *
  *   kdrive SPEC ACTION N     prints "delta SPEC ACTION N D"
  *                            (and, for getpid, "getpid RETURNED": the last one's)
+ *   kdrive drain PATH 0      copies what PATH has to stdout, read with
+ *                            O_NONBLOCK until it has no more (trace_pipe)
  *
  * ACTION: read (read(2) of one byte from /dev/zero), read777 (of 777 bytes
  * into a buffer whose address it prints, and how many reads filled it with
- * zeros), getpid, open (open(2)
+ * zeros, and /dev/zero's file descriptor), getpid, open (open(2)
  * of a path that does not exist), pread:PATH (pread(2) of PATH, opened
  * once), write1:PATH (write(2) of "1" to PATH, opened once), exec:PATH
  * (vfork and execve(2) of PATH, waited for), openread:PATH (open(2) of
@@ -114,10 +116,29 @@ static double now_ticks(void)
     return (double)((unsigned long)hi << 32 | lo);
 }
 
+/* PATH's contents to stdout, without blocking once it has none (trace_pipe
+ * blocks a reader until an event comes: the caller stopped them first) */
+static int drain(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    ssize_t n;
+    if (fd < 0) {
+        perror("kdrive: drain");
+        return 2;
+    }
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        if (write(1, buf, (size_t)n) != n)
+            return 2;
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "drain") == 0)
+        return drain(argv[2]);
     if (argc != 4) {
-        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open|pread:PATH|write1:PATH|exec:PATH|openread:PATH N\n");
+        fprintf(stderr, "usage: kdrive SPEC|bench read|read777|getpid|open|pread:PATH|write1:PATH|exec:PATH|openread:PATH N\n       kdrive drain PATH 0\n");
         return 2;
     }
     long n = strtol(argv[3], NULL, 10);
@@ -142,7 +163,7 @@ int main(int argc, char **argv)
     long after = hits(argv[1]);
     printf("delta %s %s %ld %ld\n", argv[1], argv[2], n, after - before);
     if (strcmp(argv[2], "read777") == 0)   /* and the reads that filled it with zeros */
-        printf("buffer %lx\nfull %ld\n", (unsigned long)big, full_reads);
+        printf("buffer %lx\nfull %ld\nfd %d\n", (unsigned long)big, full_reads, zero);
     if (strcmp(argv[2], "getpid") == 0)   /* what the last getpid(2) returned */
         printf("getpid %ld\n", last_getpid);
     if (same_reads >= 0)

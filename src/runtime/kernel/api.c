@@ -79,6 +79,27 @@ int kprw_resolve(const struct kprw_kprobe *kp, unsigned long *addr, bool *entry)
 	return 0;
 }
 
+#ifdef CONFIG_KPREWRITE_KPROBES_API
+/* kernel/kprobes.c's, which kprobe_events (kernel/trace/trace_kprobe.c)
+ * asks: 0 where sym+offset (or addr) is a function's entry, -EINVAL where
+ * it is not (or both or neither are given), -ENOENT where no such symbol */
+int kprobe_on_func_entry(kprobe_opcode_t *addr, const char *sym, unsigned long offset)
+{
+	struct kprobe kp = { .addr = addr, .symbol_name = sym, .offset = offset };
+	unsigned long a;
+	bool entry;
+	int rc = kprw_resolve(&kp, &a, &entry);
+
+	return rc ? rc : entry ? 0 : -EINVAL;
+}
+
+/* the kernel's __weak default: kallsyms (offset not folded in) */
+kprobe_opcode_t *kprobe_lookup_name(const char *name, unsigned int offset)
+{
+	return (kprobe_opcode_t *)kallsyms_lookup_name(name);
+}
+#endif
+
 /* Is addr the start of an instruction? Decoded from its function's start,
  * as the kernel's can_probe() does, a baked site's instructions from its
  * original bytes (the site may hold a jump or an int3). */

@@ -13,6 +13,10 @@
 #                          CONFIG_KPROBES, the kprobes API is kprewrite's
 #                          (CONFIG_KPREWRITE_KPROBES_API, with CONFIG_KRETPROBES
 #                          and the kprobes KUnit suite available)
+#   kernel/trace/Kconfig, kernel/trace/trace_probe.h, kernel/trace/trace_kprobe.c
+#                          and kprobe_events (CONFIG_KPROBE_EVENTS) on it; a
+#                          point that was not baked gets its own line in
+#                          tracefs' error_log, saying how to bake it
 #   arch/x86/kernel/vmlinux.lds.S  symbols around .head.text (boot code)
 #   include/asm-generic/kprobes.h, include/asm-generic/vmlinux.lds.h
 #                          NOKPROBE_SYMBOL() and __kprobes keep the kernel's
@@ -199,6 +203,38 @@ awk '/^config KPROBES_SANITY_TEST$/ { t = 1 } t && /^\tdepends on KPROBES$/ { pr
     mv "$src/lib/Kconfig.debug.kprw" "$src/lib/Kconfig.debug"; }
 grep -q 'depends on KPROBES || KPREWRITE_KPROBES_API' "$src/lib/Kconfig.debug" ||
     { echo "integrate.sh: could not find config KPROBES_SANITY_TEST in $src/lib/Kconfig.debug" >&2; exit 1; }
+
+# kprobe_events (kernel/trace/trace_kprobe.c) on the kprobes API kprewrite
+# provides: it also asks kprobe_on_func_entry() and kprobe_lookup_name()
+# (kernel/kprobes.c's, api.c's here), get_kretprobe_retaddr() and, in its
+# start-up self-test, wait_for_kprobe_optimizer() (nothing to wait for)
+edit "$kp" '^static inline int disable_kretprobe[(]struct kretprobe [*]rp[)]$' \
+    "#ifdef CONFIG_KPREWRITE_KPROBES_API
+int kprobe_on_func_entry(kprobe_opcode_t *addr, const char *sym, unsigned long offset);	/* kprewrite: for kprobe_events */
+kprobe_opcode_t *kprobe_lookup_name(const char *name, unsigned int offset);
+static nokprobe_inline unsigned long get_kretprobe_retaddr(struct kretprobe_instance *ri) { return ri->node.ret_addr; }
+static inline void wait_for_kprobe_optimizer(void) { }
+#endif"
+tk=$src/kernel/trace/Kconfig
+grep -q 'KPREWRITE_KPROBES_API' "$tk" || {
+awk '/^config KPROBE_EVENTS$/ { t = 1 } t && /^\tdepends on KPROBES$/ { print "\tdepends on KPROBES || KPREWRITE_KPROBES_API"; t = 0; next }
+     /^config / && !/^config KPROBE_EVENTS$/ { t = 0 } { print }' "$tk" > "$tk.kprw" && mv "$tk.kprw" "$tk"; }
+grep -q 'depends on KPROBES || KPREWRITE_KPROBES_API' "$tk" ||
+    { echo "integrate.sh: could not find config KPROBE_EVENTS in $tk" >&2; exit 1; }
+# (the error messages are one macro's lines: no #ifdef among them)
+tp=$src/kernel/trace/trace_probe.h
+grep -q 'NOT_BAKED' "$tp" ||
+    sed -i 's/^\tC(FAIL_REG_PROBE,\t"Failed to register probe event"),\\$/&\n\tC(NOT_BAKED,\t\t"Not baked into this kernel: bake it (kprewrite --kernel --probe SYM vmlinux; SYM%return for r:)"),\\/' "$tp"
+grep -q 'C(NOT_BAKED,' "$tp" ||
+    { echo "integrate.sh: could not find FAIL_REG_PROBE's message in $tp" >&2; exit 1; }
+# kprewrite's register_kprobe() answers -ENOENT both where no symbol is (no
+# address: kp.addr stays unset, or a number no symbol covers) and where the
+# address was not baked (kp.addr set, a function's)
+edit "$src/kernel/trace/trace_kprobe.c" '^[[:space:]]*else if [(]ret == -ENOENT[)]$' \
+    "#ifdef CONFIG_KPREWRITE_KPROBES_API
+		else if (ret == -ENOENT && tk->rp.kp.addr && kallsyms_lookup_size_offset((unsigned long)tk->rp.kp.addr, NULL, NULL))
+			trace_probe_log_err(0, NOT_BAKED);	/* kprewrite: a point not baked */
+#endif"
 
 # NOKPROBE_SYMBOL() and __kprobes mark the code the kernel's kprobes must
 # not probe (the int3 and debug traps' paths, the notifier chains, ...);
