@@ -57,15 +57,25 @@ __kprewrite_enter:
         movslq  -ENTER_HEAD(%rax), %rdi
         add     %rax, %rdi                      /* the state */
         mov     %rsp, %rsi
-        and     $-16, %rsp
-        push    %rsi
-        push    %rsi
+        /* pt_regs is 16-aligned when the probed function was entered as
+         * the ABI says (%rsp = 8 mod 16): the dispatcher is called from
+         * here; an entry that was not (the ELF entry point, code nobody
+         * named) realigns and comes back through the saved %rsp */
+        test    $15, %spl
+        jnz     .Le_unaligned
         call    rt_dispatch                     /* (state, regs) */
-        pop     %rsp
+.Le_back:
         lea     PTREGS_R11(%rsp), %rsp
         POP_CALLER_SAVED
         lea     (128 + UPPER - 8)(%rsp), %rsp
         ret
+.Le_unaligned:
+        and     $-16, %rsp
+        push    %rsi
+        push    %rsi
+        call    rt_dispatch
+        pop     %rsp
+        jmp     .Le_back
         .size   __kprewrite_enter, .-__kprewrite_enter
 
         .section .note.GNU-stack,"",@progbits
