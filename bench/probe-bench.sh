@@ -5,7 +5,7 @@
 # ROUNDS (3) x REPS (3) samples per mechanism; N (10000000) calls a sample.
 set -e
 src=$1; build=$2
-ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}; N_EVENT=${N_EVENT:-10000}
+ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}; N_EVENT=${N_EVENT:-100000}
 cc=${CC:-cc}
 w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -35,15 +35,16 @@ for round in $(seq 1 "$ROUNDS"); do
     BENCH_KRET=1 "$w/probed_ret" kretprobe_empty_handler "$N" "$REPS" >>"$w/all"
     "$w/probed_shared" shared_count_only "$N" "$REPS" >>"$w/all"
     # an event with 4 arguments (two registers, one dereference, one short
-    # string), recorded (none dropped: the 4 MiB ring holds every sample's
-    # N_EVENT records; no reader meanwhile: formatting is the reader's
-    # cost, not the probe's); beside it the timestamp alone
+    # string), recorded (none dropped: the 64 MiB ring holds every sample's
+    # N_EVENT records, ~22 MB; no reader meanwhile: formatting is the
+    # reader's cost, not the probe's; 10,000 events a sample moved the
+    # median by a third between runs); beside it the timestamp alone
     KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
-        KPREWRITE_TRACE_BUFFER=4096 "$w/probed" event_4args "$N_EVENT" "$REPS" >>"$w/all"
+        KPREWRITE_TRACE_BUFFER=65536 "$w/probed" event_4args "$N_EVENT" "$REPS" >>"$w/all"
     KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
-        KPREWRITE_TRACE_BUFFER=4096 "$w/probed_inline" inline_event_4args "$N_EVENT" "$REPS" >>"$w/all"
+        KPREWRITE_TRACE_BUFFER=65536 "$w/probed_inline" inline_event_4args "$N_EVENT" "$REPS" >>"$w/all"
     # a return event (the return value and the latency histogram)
-    KPREWRITE_EVENTS='r bench_probed ret=$retval' KPREWRITE_TRACE_BUFFER=4096 "$w/probed_ret" return_event "$N_EVENT" "$REPS" >>"$w/all"
+    KPREWRITE_EVENTS='r bench_probed ret=$retval' KPREWRITE_TRACE_BUFFER=65536 "$w/probed_ret" return_event "$N_EVENT" "$REPS" >>"$w/all"
     "$w/probed" event_floor_rdtsc "$N" "$REPS" >>"$w/all"
     "$w/probed" event_floor_clock_gettime "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
