@@ -66,7 +66,7 @@ static uint32_t fetch_string(const struct kprw_farg *f, const struct kprw_fetch_
         n = env->read_str((char *)rec + at, v, KPRW_EV_STRING_MAX);
     }
     *fault = n == 0;
-    put(rec + f->off, n ? (uint32_t)n << 16 | at : 0, 4);
+    kprw_put_data_loc(rec + f->off, n, at);
     return (uint32_t)n;
 }
 
@@ -80,23 +80,23 @@ void kprw_event_plan(struct kprw_event *ev)
     ev->fault_keep = bytes == 0 ? ~0ull : bytes < 8 ? ~0ull >> (64 - ev->fault_shift) : 0;
     struct kprw_fetch_op *ops = (struct kprw_fetch_op *)ev->ops;
     for (unsigned k = 0; k < ev->nargs; k++) {
-        struct kprw_farg *f = &ev->args[k];
+        const struct kprw_farg *f = &ev->args[k];
         bool reg = f->src == KPRW_FS_REG, imm = f->src == KPRW_FS_IMM;
         bool number = f->type != KPRW_FT_STRING && f->count == 0;
-        f->kind = KPRW_FK_ANY;
+        enum kprw_fkind kind = KPRW_FK_ANY;
         if (reg && f->nderef == 0 && number)
-            f->kind = f->size == 8 ? KPRW_FK_REG8 : f->size == 4 ? KPRW_FK_REG4 : f->size == 2 ? KPRW_FK_REG2 : KPRW_FK_REG1;
+            kind = f->size == 8 ? KPRW_FK_REG8 : f->size == 4 ? KPRW_FK_REG4 : f->size == 2 ? KPRW_FK_REG2 : KPRW_FK_REG1;
         else if ((reg || imm) && f->nderef == 1 && number && f->size == 8)
-            f->kind = reg ? KPRW_FK_MEM8_REG : KPRW_FK_MEM8_IMM;
+            kind = reg ? KPRW_FK_MEM8_REG : KPRW_FK_MEM8_IMM;
         else if ((reg || imm) && f->nderef == 2 && f->type == KPRW_FT_STRING)
-            f->kind = reg ? KPRW_FK_STR_REG : KPRW_FK_STR_IMM;
+            kind = reg ? KPRW_FK_STR_REG : KPRW_FK_STR_IMM;
         struct kprw_fetch_op *o = &ops[k];
-        o->kind = f->kind;
+        o->kind = (uint8_t)kind;
         o->reg = f->reg;
         o->off = f->off;
         o->d1 = f->nderef >= 2 ? f->deref[1] : 0;
         o->a = (int64_t)k;
-        if (f->kind >= KPRW_FK_MEM8_IMM)
+        if (kind >= KPRW_FK_MEM8_IMM)
             o->a = (imm ? f->imm : 0) + f->deref[0];
     }
 }

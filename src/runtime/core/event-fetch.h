@@ -24,6 +24,13 @@ static inline void put(uint8_t *dst, uint64_t v, unsigned size)
     }
 }
 
+/* A string field's data_loc (ftrace's: length << 16 | offset from the
+ * record's start; 0 when there is no string, a fault) */
+static inline void kprw_put_data_loc(uint8_t *field, size_t n, uint32_t at)
+{
+    put(field, n ? (uint32_t)n << 16 | at : 0, 4);
+}
+
 /* Argument f the general way (KPRW_FK_ANY); true on a fault. */
 bool kprw_event_fetch_any(const struct kprw_farg *f, const struct kprw_fetch_env *env, uint8_t *rec, uint32_t *dyn)
     __attribute__((cold));
@@ -44,7 +51,7 @@ static inline bool kprw_fetch_str_ptr(const struct kprw_fetch_op *o, struct kprw
 {
     uint64_t v;
     size_t n = fn.read_word(&v, p) ? fn.read_str((char *)rec + *dyn, v + (uint64_t)(int64_t)o->d1, KPRW_EV_STRING_MAX) : 0;
-    put(rec + o->off, n ? (uint32_t)n << 16 | *dyn : 0, 4);
+    kprw_put_data_loc(rec + o->off, n, *dyn);
     *dyn += (uint32_t)n;
     return n == 0;
 }

@@ -72,7 +72,6 @@ struct kprw_farg {
     uint8_t count;                 /* TYPE[N]: N; else 0 */
     uint16_t off;                  /* the field's offset in the record */
     uint16_t col;                  /* where it starts in the definition (1-based) */
-    uint8_t kind;                  /* enum kprw_fkind (and ev->ops): how kprw_event_fetch takes it */
 };
 
 /* The common shapes of an argument, each fetched by a short path of its
@@ -202,7 +201,7 @@ struct kprw_fetch_env {
     uint8_t sp_slot;               /* the ISA's stack pointer slot */
 };
 
-/* Set each argument's kind (parse and bind call it). */
+/* Fill ev->ops, each argument's kind and operands (parse and bind call it). */
 void kprw_event_plan(struct kprw_event *ev);
 /* Fill the fields of rec (whose header the caller writes, room >=
  * ev->max_size bytes) and return the record's size. */

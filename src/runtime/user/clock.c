@@ -60,9 +60,9 @@ void clk_init(void)
     bool rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
     /* glibc's rseq area (size 0: not registered, e.g. glibc.pthread.rseq=0) */
     /* rdtsc and rseq's cpu_id before rdtscp: rdtscp waits for the
-     * instructions before it, and costs half as much again as rdtsc
-     * (bench/tsc-floor's figures); the kernel's trace clock ("local") is
-     * an unordered rdtsc too */
+     * instructions before it, and cost half as much again as rdtsc on
+     * this project's VM (a loop of each, 2026-11-28); the kernel's trace
+     * clock ("local") is an unordered rdtsc too */
     clk_mode = !invariant ? 0 : __rseq_size >= 8 ? 1 : rdtscp ? 2 : 0;
     if (!clk_tsc)
         return;
