@@ -24,7 +24,7 @@ else
 fi
 want_out=$("$P.orig" plain 5)
 # body: a trace line without COMM-TID [CPU] TIMESTAMP:, the caller's offset as OFF
-body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: //; s/\(outer\+0x[0-9a-f]+ <-/(outer+OFF <-/' | sort; }
+body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: //; s/\(outer\+0x[0-9a-f]+ <-/(outer+OFF <-/' | sort; }
 
 E1='p:myread work a=%di s=+0(%si):string id=+0(%dx):s64'
 E2='r:wret work ret=$retval:s64 a1=$arg1:u64 if ret > 12'

@@ -30,7 +30,7 @@ qoff=$(after_call quiet_caller); moff=$(after_call main)
 ok $([ -n "$qoff" ] && [ -n "$moff" ]; echo $?) "objdump shows where callee returns to in quiet_caller ($qoff) and main ($moff)"
 "$KPREWRITE" --runtime "$RTLIB" --probe 'callee%return' -o "$P" "$P.orig" >"$D/bake.out" 2>&1
 ok $? "bake callee's return alone"
-body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: //'; }
+body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: //'; }
 
 KPREWRITE_EVENTS='r callee ret=$retval:s64; p:at callee from=$stack0:symbol' KPREWRITE_TRACE=$D/t1.txt "$P" 3 >"$D/out1" 2>"$D/err1"
 is "$("$P.orig" 3)|" "$(cat "$D/out1")|$(cat "$D/err1")" "traced: the output is the original's, stderr empty"

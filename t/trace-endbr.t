@@ -22,7 +22,7 @@ ok $? "bake work and outer's return"
 like '^[0-9a-f]{16}  k  work\+0x4  .*\[after endbr64\]' "$(grep ' work+' "$D/bake.out")" "work starts with endbr64: its point is work+0x4"
 like '^[0-9a-f]{16}  r  outer\+0x4  .*\[after endbr64\]' "$(grep ' outer+' "$D/bake.out")" "and outer's return point is outer+0x4"
 want_out=$("$P.orig" plain 2)
-body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: //; s/\(main\+0x[0-9a-f]+ <-/(main+OFF <-/'; }
+body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: //; s/\(main\+0x[0-9a-f]+ <-/(main+OFF <-/'; }
 
 KPREWRITE_EVENTS='p work+0 a=%di; p:x work+0x0 s=+0(%si):string; p:y work a=$arg1:u8; p:z work+4 d=$arg4:u32;
 r outer+0 ret=$retval:s64; p:o outer+0; r:ro outer' KPREWRITE_TRACE=$D/t1.txt "$P" plain 2 >"$D/out1" 2>"$D/err1"

@@ -22,7 +22,7 @@ fi
 ok $? "bake the returns of leaf, tail (a tail call to leaf) and rec (recursive)"
 want_out=$("$P.orig" plain 2)
 # body: a trace line without COMM-TID [CPU] TIMESTAMP:, a caller's offset as OFF
-body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: //; s/\((main|rec)\+0x[0-9a-f]+ <-/(\1+OFF <-/'; }
+body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: //; s/\((main|rec)\+0x[0-9a-f]+ <-/(\1+OFF <-/'; }
 same() { # WANT-FILE GOT-FILE DESCRIPTION: the lines, in order
     if cmp -s "$1" "$2"; then ok 0 "$3"; else ok 1 "$3: got"; sed 's/^/# /' "$2"; fi
 }

@@ -23,7 +23,7 @@ ok $? "bake work, outer (entries and returns) and many into the prebuilt fixture
 want_out=$("$P.orig" plain 5)
 
 # body: a trace line without COMM-TID [CPU] TIMESTAMP:
-body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: //'; }
+body() { sed -E 's/^ *[^ ]+-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: //'; }
 
 # --- every fetch form and type, a fault, a filter, a return event -----------------
 E1='p:tt/work work a=%di s=+0(%si):string id=+0(%dx):s64 name=+0(+8(%dx)):string b=+16(%dx):u8[4] neg=+20(%dx):s16 d=$arg4:u32 x=+16(%dx):x16 c=+0(+8(%dx)):char'
@@ -52,7 +52,7 @@ if cmp -s "$D/t1.got.sorted" "$D/t1.want.sorted"; then ok 0 "each fetch form and
 else ok 1 "each fetch form and type ...: got"; sed 's/^/# /' "$D/t1.body"; fi
 is "0x0 0x1 0x2 0x3 0x4" "$(grep '^work:' "$D/t1.body" | sed -E 's/.* a=(0x[0-9a-f]+) .*/\1/' | tr '\n' ' ' | sed 's/ $//')" \
     "entry events in the order of the calls"
-like '^ +tp-[0-9]+ +\[[0-9]+\] [0-9]+\.[0-9]{6}: work: \(work\+0x0\) ' "$(head -n 1 "$D/t1.txt")" "ftrace's line: COMM-TID [CPU] SECS.USECS: EVENT: (SYM+OFF)"
+like '^ +tp-[0-9]+ +\[[0-9]+\] +[0-9]+\.[0-9]{6}: work: \(work\+0x0\) ' "$(head -n 1 "$D/t1.txt")" "ftrace's line: COMM-TID [CPU] SECS.USECS: EVENT: (SYM+OFF)"
 
 # --- JSON (Chrome trace events) and folded stacks ---------------------------------
 KPREWRITE_EVENTS='r work ret=$retval:s64;r outer' KPREWRITE_TRACE=$D/t.json KPREWRITE_TRACE_FORMAT=json "$P" plain 5 >/dev/null

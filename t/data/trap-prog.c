@@ -91,6 +91,25 @@ static int list_has(const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
+/* Opens the list, reads it and returns with the file still open: exit
+ * closes it while the process's own control server is gone (nothing may
+ * wait for that server), and the RELEASE never comes, so a leak checker
+ * looks while the server still holds the file (it must stay reachable). */
+static int mode_held(void)
+{
+    char path[4096], buf[256];
+    ctl_path(path, sizeof path, "list");
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || read(fd, buf, sizeof buf) <= 0)
+        FAIL("cannot read %s", path);
+    /* more openings: no copy of the held file's handle stays in the
+     * server's stack, where a leak checker would still find it */
+    for (int i = 0; i < 3; i++)
+        if (list_has("short3") != 1)
+            FAIL("list: no short3");
+    return 0;
+}
+
 static int mode_regs(void)
 {
     struct kprobe kp = { .symbol_name = "short3", .pre_handler = pre_regs };
@@ -361,6 +380,7 @@ int main(int argc, char **argv)
     int rc = !strcmp(m, "regs") ? mode_regs()
            : !strcmp(m, "redirect") ? mode_redirect()
            : !strcmp(m, "post") ? post_mode()
+           : !strcmp(m, "held") ? mode_held()
            : !strcmp(m, "chain") ? mode_chain()
            : !strcmp(m, "sighandler") ? mode_sighandler()
            : !strcmp(m, "stress") ? mode_stress(argc > 2 ? atof(argv[2]) : 3.0, argc > 3 ? argv[3] : NULL,

@@ -88,7 +88,32 @@ struct open_file {
     char *text;   /* snapshot taken at open, for reads */
     size_t len;
     struct tr_stream *pipe;            /* trace_pipe: its consuming reader */
+    struct open_file *prev, *next;     /* on open_files until released */
 };
+
+/* Every file opened and not yet released.  The kernel holds only the
+ * handle's number; a process that exits before the RELEASE of its own
+ * last read arrives would otherwise leave the file unreachable, which a
+ * leak checker reports.  One server thread: no lock. */
+static struct open_file *open_files;
+
+static void open_files_add(struct open_file *f)
+{
+    f->next = open_files;
+    if (open_files)
+        open_files->prev = f;
+    open_files = f;
+}
+
+static void open_files_del(struct open_file *f)
+{
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        open_files = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+}
 
 static void fill_attr(struct fuse_attr *a, uint64_t ino)
 {
@@ -167,8 +192,13 @@ static void op_open(const struct fuse_in_header *in, const struct fuse_open_in *
             f->pipe = ctl_pipe_open();
         else if ((oi->flags & O_ACCMODE) != O_WRONLY)
             f->text = ctl_read(FILE_OF(in->nodeid), &f->len);
+        open_files_add(f);
         o.fh = (uint64_t)(uintptr_t)f;
-        o.open_flags = FOPEN_DIRECT_IO;   /* every read and write comes to us */
+        /* DIRECT_IO: every read and write comes to us.  NOFLUSH: close()
+         * does not wait for us -- a process that exits with one of its own
+         * control files open would otherwise wait for ever, in exit, on a
+         * FLUSH its already-dead server thread cannot answer. */
+        o.open_flags = FOPEN_DIRECT_IO | FOPEN_NOFLUSH;
     }
     reply(in->unique, 0, &o, sizeof o);
 }
@@ -253,6 +283,7 @@ static void op_release(const struct fuse_in_header *in, const struct fuse_releas
             pipe_poll(f, 0);
             ctl_pipe_close(f->pipe);
         }
+        open_files_del(f);
         free(f->text);
         free(f);
     }
@@ -317,7 +348,9 @@ static void serve(const struct fuse_in_header *in, const void *arg)
     case FUSE_READ: op_read(in, arg); return;
     case FUSE_WRITE: op_write(in, arg); return;
     case FUSE_RELEASE: op_release(in, arg); return;
-    case FUSE_FLUSH:
+    case FUSE_FLUSH:   /* (before 5.17, no FOPEN_NOFLUSH): ENOSYS ends FLUSHes */
+        reply(in->unique, -ENOSYS, NULL, 0);
+        return;
     case FUSE_RELEASEDIR:
     case FUSE_FSYNC:
     case FUSE_DESTROY: reply(in->unique, 0, NULL, 0); return;
