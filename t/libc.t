@@ -93,6 +93,23 @@ else
     ok 1 "malloc, free and pthread_mutex_lock unoptimized while the threads run: no control directory mounted in $KPREWRITE_CTL_DIR within 10 s ($(fuse_why))"
 fi
 
+# Events on every entry of a probed libc: the trace writer thread's own
+# calls (strlen, memcpy, write, ...) must be misses, never events -- each
+# event it wrote made more, and a traced program on such a libc never
+# ended, filling the disk (bounded here: 20 s, 50 MB). A shell ends with
+# _exit, which libc's own guard probe turns into the trace written.
+mkdir "$D/libw"
+"$KPREWRITE" --runtime "$RTLIB" --probe '*' -o "$D/libw/libc.so.6" "$LIBC" >/dev/null 2>"$D/errw"
+got=$( (ulimit -f 100000; KPREWRITE_EVENTS='p write fd=%di:s32 n=%dx:u64; p:all * a=%di b=%si:s32 c=%dx:u16 ret=$stack0' KPREWRITE_TRACE="$D/w.trace" \
+        timeout -s KILL 20 env LD_LIBRARY_PATH="$D/libw:$LD_LIBRARY_PATH" sh -c 'echo one; echo two; echo three') 2>&1); rc=$?
+ev=$(sed -n -E 's/^.*: p_write_0: \(__write\+0x0\) //p' "$D/w.trace" 2>/dev/null | sort | uniq -c | awk '{ $1 = $1; print }' | tr '\n' ';')
+# the runtime's two threads: only libc's thread start, before their own code
+others=$(awk '{ n = split($1, a, "-"); c[a[n]]++ } END { for (t in c) if (c[t] > m) { m2 = m; m = c[t] } else if (c[t] > m2) m2 = c[t]; print m2 + 0 }' "$D/w.trace" 2>/dev/null)
+all=$(grep -c ': all: ' "$D/w.trace" 2>/dev/null)
+is "0 one two three 2 fd=1 n=4;1 fd=1 n=6; few" "$rc $(echo $got) $ev $([ "${others:-99}" -le 10 ] && echo few || echo "${others:-none}")" \
+    "events on every entry of a probed libc: the shell's three writes (write, an alias of __write); of the ${all:-0}, none from the trace writer's own work; it ends"
+rm -f "$D/w.trace"
+
 # a program from the machine, not built for the runtime, multi-threaded
 seq 200000 | awk '{ print ($1 * 7919) % 100003 }' >"$D/in"
 sort -n --parallel=2 -S 1M "$D/in" >"$D/want"

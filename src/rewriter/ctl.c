@@ -108,8 +108,8 @@ static const char *why(int err)
     case EOPNOTSUPP: return "the probes it names can only be int3 probes";
     case EBUSY: return "a thread stayed inside the displaced instructions; the probe stays unoptimized (int3)";
     case EINVAL: return "not a command the runtime knows";
-    case EPERM: return "the probes it names hold the runtime's signal guard (a probed libc's __sigaction and "
-                       "pthread_sigmask): they stay enabled";
+    case EPERM: return "the probes it names hold the runtime's libc guard (a probed libc's __sigaction, "
+                       "pthread_sigmask, _exit and execve): they stay enabled";
     default: return strerror(err);
     }
 }

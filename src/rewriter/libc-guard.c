@@ -12,7 +12,10 @@
 #include "libc-guard.h"
 #include "kind.h"
 
-static const char *const guarded[] = { "__sigaction", "pthread_sigmask" };
+/* (and _exit and execve: the trace rings written before the process ends
+ * or is replaced, which the runtime's interposed _exit and exec family do
+ * when it comes before libc) */
+static const char *const guarded[] = { "__sigaction", "pthread_sigmask", "_exit", "execve" };
 
 /* glibc's: __libc_sigaction is its private entry (GLIBC_PRIVATE). libc.so.6
  * has an interpreter (it runs, printing its version); a static executable,
@@ -34,7 +37,7 @@ int libc_guard_add(const struct image *img, const struct symbols *sy, struct spe
     if (!specs->n || !is_glibc_libc(img, sy))
         return 0;
     for (size_t i = 0; i < sizeof guarded / sizeof guarded[0]; i++)
-        if (spec_add(specs, guarded[i], "libc's signal guard", err, errlen) < 0)
+        if (spec_add(specs, guarded[i], "libc's guard", err, errlen) < 0)
             return -1;
     return 0;
 }

@@ -234,18 +234,75 @@ bool ev_inst_matches(const struct ev_inst *in, const char *spec)
     return kprw_glob(spec, n, in->name) || kprw_spec_matches_entry(spec, n, in->sym, in->offset, in->addr, rt_point_skipped(in->pt));
 }
 
-/* A return event needs a return point ('r': the function baked with
- * SYM%return), which serves entry events too. */
-static bool point_fits(const struct kprw_event *ev, const struct point *pt, const char *spec, size_t spec_len)
+static const char ret_suffix[] = "%return";   /* SYM%return: the point is SYM's */
+
+static size_t spec_sym_len(const char *spec, size_t spec_len)
 {
-    static const char ret[] = "%return";   /* SYM%return: the point is SYM's */
+    size_t k = sizeof ret_suffix - 1;
+    return spec_len > k && memcmp(spec + spec_len - k, ret_suffix, k) == 0 ? spec_len - k : spec_len;
+}
+
+/* Where a plain SYM[+OFF] spec (no glob, no address) points by the
+ * symbol's value, as the kernel's kallsyms lookup does: an alias (write
+ * for a point named __write, _Exit for _exit) names the same code. Found
+ * before rt_lock is taken (dlsym takes the loader's lock). */
+/* The symbol of a plain SYM[+OFF][%return] spec into sym (256 bytes);
+ * *plus: where OFF starts (0: none). false for a glob or an address. */
+static bool plain_sym(const struct kprw_event *ev, char *sym, size_t *plus)
+{
+    size_t n = spec_sym_len(ev->spec, ev->spec_len), p = n;
+    if (!n || n >= 256 || memchr(ev->spec, '*', n) || memchr(ev->spec, '?', n) || memchr(ev->spec, '[', n) ||
+        (n > 2 && ev->spec[0] == '0' && (ev->spec[1] == 'x' || ev->spec[1] == 'X')))
+        return false;
+    while (p > 0 && ev->spec[p - 1] != '+')
+        p--;
+    size_t sl = p ? p - 1 : n;
+    memcpy(sym, ev->spec, sl);
+    sym[sl] = 0;
+    *plus = p;
+    return sl > 0;
+}
+
+static bool spec_by_value(const struct kprw_event *ev, uint64_t *where)
+{
+    char sym[256], *end;
+    size_t plus, n = spec_sym_len(ev->spec, ev->spec_len);
+    if (!plain_sym(ev, sym, &plus))
+        return false;
+    uint64_t off = 0, a;
+    if (plus) {
+        char num[32];
+        if (n - plus >= sizeof num)
+            return false;
+        memcpy(num, ev->spec + plus, n - plus);
+        num[n - plus] = 0;
+        off = strtoull(num, &end, 0);
+        if (*end || end == num)
+            return false;
+    }
+    if (!resolve_sym(NULL, sym, &a) || !a)
+        return false;
+    *where = a + off;
+    return true;
+}
+
+/* A return event needs a return point ('r': the function baked with
+ * SYM%return), which serves entry events too. by_value: where the spec's
+ * symbol points (spec_by_value), or 0. */
+static bool point_fits(const struct kprw_event *ev, const struct point *pt, const char *spec, size_t spec_len,
+                       uint64_t by_value)
+{
     if (ev->is_return && pt->kind != KPRW_KIND_R)
         return false;
     if ((ev->uses_args || ev->is_return) && ev->entry_off && !(rt_point_skipped(pt) && rt_point_skipped(pt) == pt->offset))
         return false;   /* $argN or a return at SYM+4: only past an endbr64 is that the entry */
-    if (spec_len > sizeof ret - 1 && memcmp(spec + spec_len - (sizeof ret - 1), ret, sizeof ret - 1) == 0)
-        spec_len -= sizeof ret - 1;
-    return kprw_spec_matches_entry(spec, spec_len, pt->name, pt->offset, pt->addr, rt_point_skipped(pt));
+    spec_len = spec_sym_len(spec, spec_len);
+    if (kprw_spec_matches_entry(spec, spec_len, pt->name, pt->offset, pt->addr, rt_point_skipped(pt)))
+        return true;
+    /* the symbol's value: the point itself, or SYM+0 placed past an endbr64 */
+    return by_value && (pt->addr == by_value ||
+                        (!ev->entry_off && rt_point_skipped(pt) && rt_point_skipped(pt) == pt->offset &&
+                         pt->addr - pt->offset == by_value));
 }
 
 /* The offset the kernel names a probe on pt by: the one the spec gives.
@@ -264,8 +321,14 @@ static void inst_name(const struct kprw_event *ev, const struct point *pt, char 
     struct kprw_sbuf b = { buf, 0, size };
     if (ev->name)
         kprw_sb_str(&b, ev->name);
-    else
-        kprw_event_default_name(ev->is_return, pt->name, named_offset(ev, pt), pt->addr, &b);
+    else {
+        /* the kernel's default name is made of the symbol the spec gives
+         * (p_write_0 on a point named __write, found by value) */
+        char sym[256];
+        size_t plus;
+        bool plain = plain_sym(ev, sym, &plus);
+        kprw_event_default_name(ev->is_return, plain ? sym : pt->name, named_offset(ev, pt), pt->addr, &b);
+    }
     kprw_sb_end(&b);
 }
 
@@ -345,6 +408,9 @@ static int inst_register(struct ev_inst *in)
  * it). */
 static int bind_points(struct ev_def *d, const struct kprw_table *only)
 {
+    uint64_t by_value = 0;
+    if (!spec_by_value(&d->ev, &by_value))
+        by_value = 0;
     rt_lock_take();
     rt_points_ready();
     uint32_t n = rt_point_count();
@@ -356,7 +422,7 @@ static int bind_points(struct ev_def *d, const struct kprw_table *only)
     }
     struct point *const *points = rt_point_list();
     for (uint32_t i = 0; i < n; i++)
-        if (point_fits(&d->ev, points[i], d->ev.spec, d->ev.spec_len) && (!only || rt_point_in_table(points[i], only)))
+        if (point_fits(&d->ev, points[i], d->ev.spec, d->ev.spec_len, by_value) && (!only || rt_point_in_table(points[i], only)))
             v[nv++] = points[i];
     rt_lock_drop();
     int made = 0, rc = 0;

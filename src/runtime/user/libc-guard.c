@@ -27,6 +27,12 @@
  *
  * Their points are never disarmed (disable, enabled 0: patch.c, ctl.c),
  * and the handler runs on the int3 path too (unoptimize, optimization 0).
+ *
+ * Two more guards stand in for the runtime's interposed _exit and exec
+ * family (trace-env.c, exec.c), for the same reason: libc's _exit (which
+ * _Exit is, and which posix_spawn's child and dash call) and execve (which
+ * every exec function of glibc calls inside) write what the trace rings
+ * hold before the process ends or is replaced.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -105,8 +111,26 @@ static int on_sigmask(struct kprobe *kp, struct pt_regs *regs)
     return 0;
 }
 
+/* What the runtime's _exit and exec family do, where they are not
+ * interposed: the events the rings hold are written first (trace-env.c). */
+static int on_exit_call(struct kprobe *kp, struct pt_regs *regs)
+{
+    (void)kp, (void)regs;
+    trace_env_exit();
+    return 0;
+}
+
+static int on_execve(struct kprobe *kp, struct pt_regs *regs)
+{
+    (void)kp, (void)regs;
+    trace_env_exec();
+    return 0;
+}
+
 static struct kprobe guard_action = { .pre_handler = on_sigaction };
 static struct kprobe guard_mask = { .pre_handler = on_sigmask };
+static struct kprobe guard_exit = { .pre_handler = on_exit_call };
+static struct kprobe guard_exec = { .pre_handler = on_execve };
 
 /* The runtime's own SIGTRAP action, installed through libc, holds libc's
  * restorer. */
@@ -132,7 +156,8 @@ static void guard(void *handle, const char *sym, struct kprobe *kp)
 }
 
 /* At start-up, after the pools of the objects loaded then registered:
- * libc's own __sigaction and pthread_sigmask, when libc has points there. */
+ * libc's own __sigaction, pthread_sigmask, _exit and execve, when libc has
+ * points there. */
 void libc_guard_install(void)
 {
     void *h = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
@@ -141,5 +166,7 @@ void libc_guard_install(void)
     learn_restorer();
     guard(h, "__sigaction", &guard_action);
     guard(h, "pthread_sigmask", &guard_mask);
+    guard(h, "_exit", &guard_exit);
+    guard(h, "execve", &guard_exec);
     dlclose(h);
 }

@@ -315,6 +315,7 @@ void patch_fork_child(void);           /* the child writes its own code, not the
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */
 void trace_env_pools_added(void);      /* trace-env.c: pending KPREWRITE_EVENTS bound now */
 void trace_env_exec(void);             /* trace-env.c: events written before an exec (exec.c) */
+void trace_env_exit(void);             /* trace-env.c: events written before an _exit */
 void ctl_dir_start(void);
 void ctl_dir_fork_child(void);         /* the directory and its server stay with the parent */
 int ctlfs_mount(const char *dir);      /* the /dev/fuse fd, or -1 */

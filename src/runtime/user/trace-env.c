@@ -70,8 +70,11 @@ static size_t drain(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
-    /* the writer runs no probed code's events: it only reads; it takes
-     * no signal but those the runtime needs (trap_block_all) */
+    /* The runtime's own thread: its hits in the libc it calls (strlen,
+     * memcpy, write of a probed libc.so.6) are misses, never events -- each
+     * event it wrote would make more for it to write, without end. It
+     * takes no signal but those the runtime needs (trap_block_all). */
+    rt_enter();
     trap_block_all(NULL);
     /* every 1 ms at first and while events keep coming, backing off to
      * every 50 ms while little comes: a busy thread fills a 256 KiB ring
@@ -253,10 +256,19 @@ void trace_env_exec(void)
 }
 
 /* _exit skips atexit: a forked child that ends with it (most do) would
- * lose what its rings hold. The program's _exit comes here first. */
+ * lose what its rings hold. The program's _exit comes here first (a probed
+ * libc's own _exit through its guard: libc-guard.c). Not in a vfork child
+ * (posix_spawn's, when its exec fails): the rings, the writer and the
+ * document it would end are its parent's. */
+void trace_env_exit(void)
+{
+    if (getpid() == owner)
+        finish();
+}
+
 EXPORT void _exit(int status)
 {
-    finish();
+    trace_env_exit();
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }
