@@ -190,6 +190,16 @@ void rt_fork_child(void)
             counters_free(h, cap);
         }
     }
+    /* A hit counts once, in the process it happened in: the child starts
+     * from zero (its report and list are its own; summed with the
+     * parent's, they give every hit once, as its trace gives every event) */
+    for (uint32_t i = 0; i < rt_npoints; i++) {
+        atomic_store_explicit(&rt_points[i]->hits, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt_points[i]->missed, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt_points[i]->ev_dropped, 0, memory_order_relaxed);
+    }
+    if (rt_self.hits)
+        memset(rt_self.hits, 0, rt_self.cap * sizeof *rt_self.hits);
     atomic_store(&membarrier_state, 0);
     rt_hooks.fork_child();
     rt_lock_drop();

@@ -289,7 +289,7 @@ void ctl_dir_start(void)
     }
     if (!now)
         pin_server(&at);
-    int rc = pthread_create(&th, &at, server, now ? (void *)1 : NULL);
+    int rc = rt_own_thread_create(&th, &at, server, now ? (void *)1 : NULL);
     pthread_attr_destroy(&at);
     trap_set_mask(&old);
     if (rc != 0) {

@@ -1,11 +1,12 @@
 /*
  * The exec family, interposed: an exec replaces the process, and with it
  * the events its rings hold that the writer has not written yet
- * (KPREWRITE_TRACE). Each entry writes them (trace_env_exec) and then runs
- * libc's own. glibc's execvp, execl and the rest call its internal execve,
- * never this one, so each is interposed, and each writes once. (When the
- * image rewritten is libc itself the runtime comes after it and interposes
- * nothing: those events are lost, as before.)
+ * (KPREWRITE_TRACE), and its counts (KPREWRITE_REPORT). Each entry writes
+ * them (rt_before_exec) and then runs libc's own. glibc's execvp, execl and
+ * the rest call its internal execve, never this one, so each is
+ * interposed, and each writes once. (When the image rewritten is libc
+ * itself the runtime comes after it and interposes nothing: a guard probe
+ * on libc's execve does the same, libc-guard.c.)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,7 +32,7 @@ static void *next(const char *name)
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    trace_env_exec();
+    rt_before_exec();
     execve_fn *f = next("execve");
     return f ? f(path, argv, envp) : -1;
 }
@@ -43,21 +44,21 @@ EXPORT int execv(const char *path, char *const argv[])
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    trace_env_exec();
+    rt_before_exec();
     execve_fn *f = next("execvpe");
     return f ? f(file, argv, envp) : -1;
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-    trace_env_exec();
+    rt_before_exec();
     execvp_fn *f = next("execvp");
     return f ? f(file, argv) : -1;
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    trace_env_exec();
+    rt_before_exec();
     fexecve_fn *f = next("fexecve");
     return f ? f(fd, argv, envp) : -1;
 }

@@ -78,6 +78,15 @@ struct point *rt_dispatch_slow(struct kprw_state *st, struct pt_regs *regs)
             rt_count_missed(pt);
         return NULL;
     }
+    /* this thread's first hit on one of the runtime's own threads (glibc's
+     * start_thread, before the thread's function set the guard): the
+     * guard is set for the thread's life, the hit missed */
+    if (rt_self.cap == 0 && rt_on_own_stack()) {
+        atomic_store_explicit(&rt_self.running, RT_INSIDE, memory_order_relaxed);
+        if (pt)
+            rt_count_missed(pt);
+        return NULL;
+    }
     /* what follows calls libc, which may be probed */
     bool entered = rt_enter();
     if (!pt) {

@@ -116,14 +116,14 @@ static int on_sigmask(struct kprobe *kp, struct pt_regs *regs)
 static int on_exit_call(struct kprobe *kp, struct pt_regs *regs)
 {
     (void)kp, (void)regs;
-    trace_env_exit();
+    rt_before_exit();
     return 0;
 }
 
 static int on_execve(struct kprobe *kp, struct pt_regs *regs)
 {
     (void)kp, (void)regs;
-    trace_env_exec();
+    rt_before_exec();
     return 0;
 }
 

@@ -18,12 +18,15 @@
 void trace_env_start(void);
 void trace_env_fork_child(void);
 
+static void report_fork_child(void);
+
 static void fork_child(void)
 {
     trap_fork_child();
     patch_fork_child();
     trace_env_fork_child();
     ctl_dir_fork_child();
+    report_fork_child();
 }
 
 static void pool_added(void)
@@ -74,9 +77,13 @@ struct report {
 static void report_line(const struct point *pt, uint64_t hits, uint64_t missed)
 {
     uint64_t dropped = atomic_load_explicit(&pt->ev_dropped, memory_order_relaxed);
-    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu", (unsigned long)pt->addr, pt->kind,
-            pt->name, pt->offset, (unsigned long)hits, (unsigned long)missed);
-    dprintf(report_fd, dropped ? "  dropped %lu\n" : "\n", (unsigned long)dropped);
+    /* one write a line: processes sharing a stderr (a shell's children)
+     * must not cut each other's lines */
+    char tail[40] = "";
+    if (dropped)
+        snprintf(tail, sizeof tail, "  dropped %lu", (unsigned long)dropped);
+    dprintf(report_fd, "kprewrite: %016lx  %c  %s+0x%x  hits %lu  nmissed %lu%s\n", (unsigned long)pt->addr, pt->kind,
+            pt->name, pt->offset, (unsigned long)hits, (unsigned long)missed, tail);
 }
 
 static void report_point(struct point *pt, void *arg)
@@ -128,6 +135,39 @@ static void report(void)
     free(r.v);
 }
 
+/* The report is printed once a process, when it ends or is replaced:
+ * exit, _exit, an exec (exec.c, and a probed libc's guards). Not by a
+ * vfork child, whose counters are its parent's (another pid). */
+static pid_t report_pid;
+
+static void report_once(void)
+{
+    if (!report_pid || getpid() != report_pid)
+        return;
+    report_pid = 0;
+    bool e = rt_enter();   /* its libc calls (free, dprintf) are not counted after it counted */
+    report();
+    rt_leave(e);
+}
+
+static void report_fork_child(void)
+{
+    if (report_pid)
+        report_pid = getpid();
+}
+
+void rt_before_exit(void)
+{
+    trace_env_exit();
+    report_once();
+}
+
+void rt_before_exec(void)
+{
+    trace_env_exec();
+    report_once();
+}
+
 /* glibc passes constructors the program's arguments and environment. */
 __attribute__((constructor(101))) static void rt_init(int argc, char **argv, char **envp)
 {
@@ -151,7 +191,8 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
         int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
         if (fd >= 0)
             report_fd = fd;
-        atexit(report);
+        report_pid = getpid();
+        atexit(report_once);
     }
     rt_leave(e);
 }

@@ -126,7 +126,7 @@ static int open_out(const char *path)
 static void start_writer(void)
 {
     atomic_store(&stopping, false);
-    if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
+    if (rt_own_thread_create(&writer, NULL, writer_main, NULL) == 0)
         atomic_store(&writer_on, true);
 }
 
@@ -268,7 +268,7 @@ void trace_env_exit(void)
 
 EXPORT void _exit(int status)
 {
-    trace_env_exit();
+    rt_before_exit();   /* the trace, then KPREWRITE_REPORT (startup.c) */
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }
