@@ -57,7 +57,11 @@ rt_dispatch:
         mov     %rax, %rdx
         mov     rt_self@gottpoff(%rip), %rax
 
-/* rdx = point, rsi = regs, rax = rt_self's TLS offset */
+/* rdx = point, rsi = regs, rax = rt_self's TLS offset; the hit counted
+ * (also the entry of a compact detour's hit with handlers, enter-fast.S) */
+        .globl  rt_dispatch_handlers
+        .hidden rt_dispatch_handlers
+rt_dispatch_handlers:
 .Lhandlers:
         mov     %rdx, %fs:TH_RUNNING(%rax)      /* before the handlers are read */
         /* The point's only handler a kretprobe with no entry_handler: no

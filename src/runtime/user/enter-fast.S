@@ -11,9 +11,11 @@
  * common case, a point with no handler, only counts the hit in the
  * thread's counter: three registers saved, no frame, no call (the
  * dispatcher's count-only path costs the detour's nine saves and a call
- * more). Anything else -- handlers, the thread's first hit, a hit inside
- * a handler, a pool not registered yet -- builds the pt_regs an inline
- * detour builds, below the red zone, and goes through the dispatcher.
+ * more). A point with handlers (a kprobe, an event) counts here too and
+ * goes to the dispatcher's handler part with the pt_regs an inline detour
+ * builds, below the red zone. Anything else -- the thread's first hit, a
+ * hit inside a handler, a pool not registered yet -- goes through the
+ * whole dispatcher.
  */
 #include "rt-offsets.h"
 #include "kprewrite/ptrace.h"
@@ -35,15 +37,65 @@ __kprewrite_enter:
         mov     ST_RT(%rdx,%rax), %rdx          /* the point */
         test    %rdx, %rdx
         jz      .Le_slow
-        cmpq    $0, PT_HANDLERS(%rdx)           /* handlers: the dispatcher counts */
-        jne     .Le_slow
         THREAD_COUNTER .Le_slow
         COUNT_WINDOW rt_enter_count_window, .Le_out, %rax
+        cmpq    $0, PT_HANDLERS(%rdx)
+        jne     .Le_handlers
 .Le_out:
         pop     %rdx
         pop     %rcx
         pop     %rax
         ret
+
+/* Handlers, the hit counted: the pt_regs of an inline detour, below the
+ * red zone (free at a call entry), filled where it lies -- ax, cx and dx
+ * from their pushed copies -- and straight to the dispatcher's handler
+ * part (rt_dispatch_handlers: rdx the point, rsi regs, rax rt_self's
+ * offset), which would otherwise look the point up and count again */
+#define REGS_BELOW (128 + PTREGS_SIZE - 8 - ESAVED * 8)   /* from %rsp here (below R and the pushes) to pt_regs */
+#define PUSHED(n) (PTREGS_SIZE + 128 - 8 - 8 * (n))    /* the n-th push (1..3), from pt_regs */
+.Le_handlers:
+        lea     -REGS_BELOW(%rsp), %rsp
+        mov     %rdi, PTREGS_DI(%rsp)
+        mov     %rsi, PTREGS_SI(%rsp)
+        mov     %r8, PTREGS_R8(%rsp)
+        mov     %r9, PTREGS_R9(%rsp)
+        mov     %r10, PTREGS_R10(%rsp)
+        mov     %r11, PTREGS_R11(%rsp)
+        mov     PUSHED(1)(%rsp), %rdi
+        mov     %rdi, PTREGS_AX(%rsp)
+        mov     PUSHED(2)(%rsp), %rdi
+        mov     %rdi, PTREGS_CX(%rsp)
+        mov     PUSHED(3)(%rsp), %rdi
+        mov     %rdi, PTREGS_DX(%rsp)
+        mov     %rsp, %rsi
+        mov     rt_self@gottpoff(%rip), %rax
+        test    $15, %spl
+        jnz     .Le_hunaligned
+        call    rt_dispatch_handlers
+.Le_hback:
+        /* a handler's writes to regs take effect */
+        mov     PTREGS_R11(%rsp), %r11
+        mov     PTREGS_R10(%rsp), %r10
+        mov     PTREGS_R9(%rsp), %r9
+        mov     PTREGS_R8(%rsp), %r8
+        mov     PTREGS_AX(%rsp), %rax
+        mov     PTREGS_CX(%rsp), %rcx
+        mov     PTREGS_DX(%rsp), %rdx
+        mov     PTREGS_SI(%rsp), %rsi
+        mov     PTREGS_DI(%rsp), %rdi
+        lea     (PTREGS_SIZE + 128 - 8)(%rsp), %rsp     /* to R */
+        ret
+.Le_hunaligned:
+        and     $-16, %rsp
+        push    %rsi
+        push    %rsi
+        call    rt_dispatch_handlers
+        pop     %rsp
+        jmp     .Le_hback
+
+/* Everything else (a thread's first hit, a hit inside a handler, a point
+ * not filled yet) through the whole dispatcher */
 .Le_slow:
         pop     %rdx
         pop     %rcx
