@@ -31,6 +31,11 @@ timed() { l=$1; shift; t0=$(date +%s); "$@"; echo "# time: $l took $(( $(date +%
 for t in qemu-system-x86_64 cpio gcc objdump nm; do command -v $t >/dev/null || bail "$t not found (scripts/install-deps.sh)"; done
 mkdir -p "$W"
 gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kdrive statically"
+# the BPF kprobe programs' loader (libbpf, linked statically for the
+# busybox initramfs) and its programs, for the kernels with BPF_EVENTS
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -c "$src/t/kernel/kbpf.bpf.c" -o "$W/kbpf.bpf.o" ||
+    bail "cannot build kbpf.bpf.o (clang -target bpf, libbpf-dev: scripts/install-deps.sh)"
+gcc -O2 -static -o "$W/kbpf" "$src/t/kernel/kbpf.c" -lbpf -lelf -lz || bail "cannot build kbpf statically (libbpf-dev, libelf-dev, zlib1g-dev)"
 
 # table_counts VMLINUX: "ENTRIES OPTIMIZED" of the probe table baked into
 # VMLINUX (struct kprw_table, 64 bytes, then 28-byte entries, the verdict
@@ -69,6 +74,11 @@ boot() {
     if grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; then
         fill "$src/t/kernel/guest-events.sh" "$4" > "$d/guest-events.sh"
         ev=$d/guest-events.sh
+    fi
+    # BPF kprobe programs' checks (guest-bpf.sh), where it has them
+    if grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config"; then
+        fill "$src/t/kernel/guest-bpf.sh" "$4" > "$d/guest-bpf.sh"
+        ev="$ev $d/guest-bpf.sh $W/kbpf $W/kbpf.bpf.o"
     fi
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra $ev || bail "initramfs"
     log=$d/serial-$(basename "$image").log
@@ -330,8 +340,12 @@ nokprobes_checks() {
     # kprobe_events on the kprobes API kprewrite provides (nokprobes.config
     # and mitigations.config ask for it): the guest ran guest-events.sh
     grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_KPROBE_EVENTS (kernel/trace/trace_kprobe.c on kprewrite)"
-    ne=$(grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)' "$d/guest.txt")
+    ne=$(grep -v ' bpf: ' "$d/guest.txt" | grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)')
     [ "$ne" = 28 ]; ok $? "$L: the guest ran the 28 kprobe_events checks ($ne)"
+    # BPF kprobe programs on it (nokprobes.config and mitigations.config)
+    grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_BPF_EVENTS (BPF kprobe programs on kprewrite)"
+    nb=$(grep -c ' bpf: ' "$d/guest.txt")
+    [ "$nb" = 24 ]; ok $? "$L: the guest ran the 24 BPF checks ($nb)"
     k=$d/kunit.txt
     # (6.12's suite has a seventh case: recursion counted as missed, and
     # post_handlers for the hit that was not)
