@@ -18,6 +18,12 @@
  *                           (without an offset)
  *     mine buf 0xBUF        the buffer kbpf read into
  *
+ *   kbpf OBJ SPEC bench N   (make bench-kernel) the kprobe program alone on
+ *                           SPEC (getpid(2)'s handler), counting kbpf's calls:
+ *     bench bpf TICKS entries E
+ *                           TSC ticks per getpid(2), the best of 5 runs of
+ *                           N (as kdrive bench), and the calls it counted
+ *
  * It exits 1, saying why, when libbpf cannot load or attach. Between
  * attaching and reading the counts, kbpf's only read(2)s are the N (the
  * programs count kbpf's from when it puts its tgid in their map).
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -72,25 +79,64 @@ static void list_events(void)
     fclose(f);
 }
 
-/* func's points in kprewrite's list ("ADDR  KIND  FUNC+0xOFF  [STATE] ...") */
+/* func's points in kprewrite's list ("ADDR  KIND  FUNC+0xOFF  [STATE] ..."),
+ * and, where the kernel has kprobes, every line of its list ("ADDR  KIND
+ * SYM+0xOFF  [FLAGS]": SYM may be another name of the address) */
 static void list_points(const char *func)
 {
-    FILE *f = fopen("/sys/kernel/debug/kprewrite/list", "r");
     char line[512], name[256];
     size_t n = strlen(func);
+    FILE *f = fopen("/sys/kernel/debug/kprewrite/list", "r");
 
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %*s %255s", name) == 1 && !strncmp(name, func, n) && !strncmp(name + n, "+0x", 3))
-            printf("point %s", line);
-    fclose(f);
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "%*s %*s %255s", name) == 1 && !strncmp(name, func, n) && !strncmp(name + n, "+0x", 3))
+                printf("point %s", line);
+        fclose(f);
+    }
+    if ((f = fopen("/sys/kernel/debug/kprobes/list", "r"))) {
+        while (fgets(line, sizeof line, f))
+            printf("kprobe %s", line);
+        fclose(f);
+    }
+}
+
+static unsigned long ticks(void)
+{
+    unsigned lo, hi;
+    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi));
+    return (unsigned long)hi << 32 | lo;
+}
+
+/* bench mode: TSC ticks per getpid(2) with entry (counting this process's
+ * calls) attached to func, the best of 5 runs of n, as kdrive bench */
+static int bench(struct bpf_program *entry, int map, const char *func, long n)
+{
+    struct bpf_link *l = bpf_program__attach_kprobe(entry, false, func);
+    double best = 0;
+
+    if (!l)
+        fail("cannot attach a kprobe program to", func, errno);
+    sleep(1);   /* (the kernel's optimizer puts its kprobe on a jump after a delay) */
+    list_points(func);
+    put(map, TGID, getpid());
+    for (int r = 0; r < 5; r++) {
+        unsigned long t0 = ticks();
+        for (long i = 0; i < n; i++)
+            syscall(SYS_getpid);
+        double t = (double)(ticks() - t0) / n;
+        best = r == 0 || t < best ? t : best;
+    }
+    put(map, TGID, 0);
+    bpf_link__destroy(l);
+    printf("bench bpf %.1f entries %llu\n", best, (unsigned long long)get(map, ENTRIES));
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: kbpf OBJ FUNC SIZE N\n");
+        fprintf(stderr, "usage: kbpf OBJ SPEC SIZE|bench N\n");
         return 2;
     }
     char func[256];
@@ -100,6 +146,9 @@ int main(int argc, char **argv)
         return 2;
     }
     long size = atol(argv[3]), n = atol(argv[4]);
+    int benching = strcmp(argv[3], "bench") == 0;
+    if (benching)
+        size = 1;
     if (size <= 0 || size > (long)sizeof buf || n < 0) {
         fprintf(stderr, "kbpf: SIZE must be 1 to %zu, N at least 0\n", sizeof buf);
         return 2;
@@ -117,6 +166,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int map = bpf_map__fd(counts);
+    if (benching)
+        return bench(entry, map, func, n);
     printf("attach %s\n", access("/sys/bus/event_source/devices/kprobe/type", F_OK) ? "legacy" : "pmu");
     LIBBPF_OPTS(bpf_kprobe_opts, at, .offset = off);
     struct bpf_link *le = bpf_program__attach_kprobe_opts(entry, func, &at), *lr = NULL;
