@@ -10,7 +10,11 @@
 # sites over, and the guest traces every other function meanwhile. The
 # kernels unwind with ORC but nokprobes, which uses frame pointers; the
 # guest checks what each unwinder sees from inside a handler.
-# KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel).
+# KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel), and its BPF
+# row: a BPF kprobe program on a baked point (6.1 nokprobes) against one on
+# the kernel's kprobe (6.1 kprobes). Where the kernel has no kprobes but
+# kprobe_events and BPF_EVENTS, the guest checks them (guest-events.sh,
+# guest-bpf.sh with kbpf, a static libbpf program).
 # KP_KERNEL_VARIANTS="6.1-kprobes 6.12-mitigations ..." runs only those
 # kernels (of 6.1-kprobes, with its bzImage boot, 6.1-nokprobes,
 # 6.1-ftrace, 6.1-every, 6.12-nokprobes, 6.12-mitigations, 6.12-every;
@@ -31,6 +35,11 @@ timed() { l=$1; shift; t0=$(date +%s); "$@"; echo "# time: $l took $(( $(date +%
 for t in qemu-system-x86_64 cpio gcc objdump nm; do command -v $t >/dev/null || bail "$t not found (scripts/install-deps.sh)"; done
 mkdir -p "$W"
 gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kdrive statically"
+# the BPF kprobe programs' loader (libbpf, linked statically for the
+# busybox initramfs) and its programs, for the kernels with BPF_EVENTS
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -c "$src/t/kernel/kbpf.bpf.c" -o "$W/kbpf.bpf.o" ||
+    bail "cannot build kbpf.bpf.o (clang -target bpf, libbpf-dev: scripts/install-deps.sh)"
+gcc -O2 -static -o "$W/kbpf" "$src/t/kernel/kbpf.c" -lbpf -lelf -lz || bail "cannot build kbpf statically (libbpf-dev, libelf-dev, zlib1g-dev)"
 
 # table_counts VMLINUX: "ENTRIES OPTIMIZED" of the probe table baked into
 # VMLINUX (struct kprw_table, 64 bytes, then 28-byte entries, the verdict
@@ -60,15 +69,25 @@ fill() {
          s/@NPOINTS@/$npoints/g; s/@NOPT@/$nopt/g; s/@RELOC@/$relo/g; s/@RETSITE@/$retsite/g; s/@RETMOVED@/$retmoved/g; s/@MODPOINTS@/$modpoints/g; s/@MODOPT@/$modopt/g; s/@NRET@/$((5 + kunit))/g; s/@FLAGFN@/$flagfn/g" "$1"
 }
 
-# boot LABEL IMAGE DIR BENCH: boots IMAGE, one TAP line per guest check
+# boot LABEL IMAGE DIR BENCH BPFBENCH: boots IMAGE, one TAP line per guest check
 boot() {
     label=$1 image=$2 d=$3
     fill "$src/t/kernel/guest-init.sh" "$4" > "$d/init"
     # kprobe_events' checks (guest-events.sh), where the kernel has them
     ev=
-    if grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; then
+    if grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config" && ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; then
         fill "$src/t/kernel/guest-events.sh" "$4" > "$d/guest-events.sh"
         ev=$d/guest-events.sh
+    fi
+    # BPF kprobe programs' checks (guest-bpf.sh), where it has them
+    if grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config" && ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; then
+        fill "$src/t/kernel/guest-bpf.sh" "$4" > "$d/guest-bpf.sh"
+        ev="$ev $d/guest-bpf.sh $W/kbpf $W/kbpf.bpf.o"
+    fi
+    # make bench-kernel's BPF row (guest-bpf-bench.sh)
+    if [ "${5:-0}" = 1 ]; then
+        fill "$src/t/kernel/guest-bpf-bench.sh" "$4" > "$d/guest-bpf-bench.sh"
+        ev="$ev $d/guest-bpf-bench.sh $W/kbpf $W/kbpf.bpf.o"
     fi
     sh "$src/t/kernel/mkinitramfs.sh" "$d/initrd.cpio" "$d/init" "$W/kdrive" $extra $ev || bail "initramfs"
     log=$d/serial-$(basename "$image").log
@@ -301,9 +320,12 @@ variant() {
         extra="$extra $d/binfmt_misc.ko"
     fi
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$L: readelf reads the baked vmlinux"
-    b=0
+    b=0 bb=0
     [ "$v" != kprobes ] || b=${KP_KERNEL_BENCH:-0}   # the comparison needs the kernel's kprobes
-    boot "$L vmlinux" "$d/vmlinux" "$d" "$b"
+    # a BPF program on the baked point against one on the kernel's kprobe:
+    # the 6.1 kernels without and with kprobes, one boot each
+    [ "$ver $v" != "6.1 kprobes" ] && [ "$ver $v" != "6.1 nokprobes" ] || bb=${KP_KERNEL_BENCH:-0}
+    boot "$L vmlinux" "$d/vmlinux" "$d" "$b" "$bb"
     # the unwinding checks ran under the unwinder the kernel was built with
     want=orc
     [ "$v" != nokprobes ] || want=frame-pointer
@@ -316,7 +338,7 @@ bzimage() {
     $mk bzImage > "$d/bzimage.log" 2>&1
     ok $? "6.1 kprobes: make bzImage from the baked vmlinux (relocations from it)"
     cmp -s "$kb/kprobes/vmlinux" "$d/vmlinux"; ok $? "6.1 kprobes: the bzImage step did not relink vmlinux"
-    boot "6.1 kprobes bzImage (KASLR)" "$kb/kprobes/arch/x86/boot/bzImage" "$d" 0
+    boot "6.1 kprobes bzImage (KASLR)" "$kb/kprobes/arch/x86/boot/bzImage" "$d" 0 0
     linked=$(nm "$d/vmlinux" | awk '$3 == "vfs_read" { print $1 }')
     ran=$(tr -d '\r' < "$d/serial-bzImage.log" | awk -v e="  $entry  " 'index($0, e) { print $1; exit }')
     [ -n "$ran" ] && [ "$ran" != "$linked" ]; ok $? "6.1 kprobes bzImage: KASLR moved the kernel (vfs_read at $ran, linked at $linked)"
@@ -330,8 +352,12 @@ nokprobes_checks() {
     # kprobe_events on the kprobes API kprewrite provides (nokprobes.config
     # and mitigations.config ask for it): the guest ran guest-events.sh
     grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_KPROBE_EVENTS (kernel/trace/trace_kprobe.c on kprewrite)"
-    ne=$(grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)' "$d/guest.txt")
+    ne=$(grep -v ' bpf: ' "$d/guest.txt" | grep -Ec ' (kprobe_events|trace_pipe|kprobe_profile|filter|hist trigger|error_log)')
     [ "$ne" = 28 ]; ok $? "$L: the guest ran the 28 kprobe_events checks ($ne)"
+    # BPF kprobe programs on it (nokprobes.config and mitigations.config)
+    grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config"; ok $? "$L: the kernel has CONFIG_BPF_EVENTS (BPF kprobe programs on kprewrite)"
+    nb=$(grep -c ' bpf: ' "$d/guest.txt")
+    [ "$nb" = 24 ]; ok $? "$L: the guest ran the 24 BPF checks ($nb)"
     k=$d/kunit.txt
     # (6.12's suite has a seventh case: recursion counted as missed, and
     # post_handlers for the hit that was not)
@@ -440,6 +466,30 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
         if (ko > 0) printf "#   baked optimized / kernel optprobe per call:   %.2f (baked faster in %d of %d rounds)\n", o / ko, wonopt, r
         for (i = 1; i <= r; i++) won += v["baked-kret", i] < v["kretprobe", i]
         if (kk > 0) printf "#   baked kretprobe / kernel kretprobe per call: %.2f (baked faster in %d of %d rounds)\n", kr / kk, won, r
+    }'
+fi
+# the BPF row: a BPF kprobe program (counting) on getpid(2)'s handler, baked
+# (6.1 nokprobes) against the kernel's kprobe (6.1 kprobes), one boot each:
+# the overheads over each boot's own original code, and their ratio
+bpfb=$(cat "$W/kprobes/serial-vmlinux.log" "$W/nokprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r' | grep '^KPRW-BPFBENCH ')
+if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bpfb" ]; then
+    echo "$bpfb" | awk '
+    function median(k, r,   i, j, t, a) {
+        for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
+        for (i = 2; i <= r; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return a[int((r + 1) / 2)] }
+    { k = $2; r[k]++; v[k "base", r[k]] = $4; v[k "bpf", r[k]] = $6; v[k "over", r[k]] = $6 - $4; o[k] = o[k] " " $8 }
+    END {
+        if (!r["baked"] || !r["kprobe"]) exit
+        printf "# kernel bench, a BPF kprobe program (counting) on getpid(2), TSC ticks per call under qemu TCG (median of %d and %d rounds, each best of 5 x 20000)\n", r["baked"], r["kprobe"]
+        for (k = 0; k < 2; k++) {
+            n = k ? "kprobe" : "baked"
+            printf "#   %-38s base %8.1f  with the program %8.1f  (+%.1f)  optimized:%s\n", k ? "6.1 kprobes, the kernel'"'"'s kprobe" : "6.1 nokprobes, the baked point", median(n "base", r[n]), median(n "bpf", r[n]), median(n "over", r[n]), o[n]
+            line = ""; for (i = 1; i <= r[n]; i++) line = line sprintf(" %+.1f", v[n "over", i])
+            printf "#     each round'"'"'s overhead:%s\n", line
+        }
+        if (median("kprobeover", r["kprobe"]) > 0)
+            printf "#   BPF program, baked / kernel kprobe overhead: %.2f\n", median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
     }'
 fi
 echo "1..$n"

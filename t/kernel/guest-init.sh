@@ -802,6 +802,10 @@ fi
 # kprobe_events on baked probes, where the kernel has them (the host put
 # guest-events.sh in /bin)
 [ ! -f /bin/guest-events.sh ] || . /bin/guest-events.sh
+# and BPF kprobe programs on them (guest-bpf.sh, kbpf, kbpf.bpf.o)
+[ ! -f /bin/guest-bpf.sh ] || . /bin/guest-bpf.sh
+# make bench-kernel's BPF row (guest-bpf-bench.sh), where the host put it
+[ ! -f /bin/guest-bpf-bench.sh ] || . /bin/guest-bpf-bench.sh
 
 dmesg > /tmp/dmesg
 check "dmesg: the runtime armed the probes" grep -q "kprewrite: @NPOINTS@ probes armed (@NOPT@ optimized)" /tmp/dmesg

@@ -98,6 +98,17 @@ kprobe_opcode_t *kprobe_lookup_name(const char *name, unsigned int offset)
 {
 	return (kprobe_opcode_t *)kallsyms_lookup_name(name);
 }
+
+/* kernel/kprobes.c's: the kprobe whose pre_handler runs on this CPU, in
+ * this context (fault.c's note), or NULL. A BPF kprobe program's
+ * bpf_get_func_ip() asks it, for kp->addr (a function's entry only). */
+struct kprobe *kprobe_running(void)
+{
+	struct kprw_cur *c = raw_cpu_ptr(&kprw_cur);
+
+	return c->ctx == kprw_ctx() ? READ_ONCE(c->kp) : NULL;
+}
+NOKPROBE_SYMBOL(kprobe_running);
 #endif
 
 /* Is addr the start of an instruction? Decoded from its function's start,

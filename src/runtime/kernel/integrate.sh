@@ -14,7 +14,9 @@
 #                          (CONFIG_KPREWRITE_KPROBES_API, with CONFIG_KRETPROBES
 #                          and the kprobes KUnit suite available)
 #   kernel/trace/Kconfig, kernel/trace/trace_probe.h, kernel/trace/trace_kprobe.c
-#                          and kprobe_events (CONFIG_KPROBE_EVENTS) on it; a
+#                          and kprobe_events (CONFIG_KPROBE_EVENTS) on it, and
+#                          with it BPF kprobe programs (kprobe_running() for
+#                          bpf_get_func_ip() is kprewrite's); a
 #                          point that was not baked gets its own line in
 #                          tracefs' error_log, saying how to bake it
 #   arch/x86/kernel/vmlinux.lds.S  symbols around .head.text (boot code)
@@ -215,6 +217,18 @@ kprobe_opcode_t *kprobe_lookup_name(const char *name, unsigned int offset);
 static nokprobe_inline unsigned long get_kretprobe_retaddr(struct kretprobe_instance *ri) { return ri->node.ret_addr; }
 static inline void wait_for_kprobe_optimizer(void) { }
 #endif"
+# and kprobe_running(), which a BPF kprobe program's bpf_get_func_ip()
+# asks (kernel/trace/bpf_trace.c): the kprobe whose handler runs (api.c);
+# the stub returning NULL steps aside
+edit "$kp" '^static inline struct kprobe [*]get_kprobe[(]void [*]addr[)]$' \
+    "#ifdef CONFIG_KPREWRITE_KPROBES_API
+#define kprobe_running kprobes_stub_kprobe_running	/* kprewrite: api.c's */
+#endif"
+edit "$kp" '^static inline int disable_kretprobe[(]struct kretprobe [*]rp[)]$' \
+    "#ifdef CONFIG_KPREWRITE_KPROBES_API
+#undef kprobe_running	/* kprewrite: the kprobe whose handler runs, for bpf_get_func_ip() */
+struct kprobe *kprobe_running(void);
+#endif"
 tk=$src/kernel/trace/Kconfig
 grep -q 'KPREWRITE_KPROBES_API' "$tk" || {
 awk '/^config KPROBE_EVENTS$/ { t = 1 } t && /^\tdepends on KPROBES$/ { print "\tdepends on KPROBES || KPREWRITE_KPROBES_API"; t = 0; next }
@@ -235,6 +249,20 @@ edit "$src/kernel/trace/trace_kprobe.c" '^[[:space:]]*else if [(]ret == -ENOENT[
 		else if (ret == -ENOENT && tk->rp.kp.addr && kallsyms_lookup_size_offset((unsigned long)tk->rp.kp.addr, NULL, NULL))
 			trace_probe_log_err(0, NOT_BAKED);	/* kprewrite: a point not baked */
 #endif"
+
+# perf's kprobe PMU (a BPF kprobe program's perf_event_open()) registers a
+# local event, with no error_log: a point not baked says so in the kernel's
+# log (perf_event_open() fails with ENOENT)
+grep -q 'kprewrite: %pS is not baked' "$src/kernel/trace/trace_kprobe.c" || {
+    awk '/^create_local_trace_kprobe[(]char [*]func/ { t = 1 } { print }
+         t && /^\tret = __register_trace_kprobe[(]tk[)];$/ { t = 0; n++
+             print "#ifdef CONFIG_KPREWRITE_KPROBES_API"
+             print "\tif (ret == -ENOENT && tk->rp.kp.addr && kallsyms_lookup_size_offset((unsigned long)tk->rp.kp.addr, NULL, NULL))"
+             print "\t\tpr_notice_ratelimited(\"kprewrite: %pS is not baked into this kernel: bake it (kprewrite --kernel --probe SYM vmlinux; SYM%%return for a return probe)\\n\", tk->rp.kp.addr);"
+             print "#endif" }
+         END { if (n != 1) exit 1 }' "$src/kernel/trace/trace_kprobe.c" > "$src/kernel/trace/trace_kprobe.c.kprw" &&
+        mv "$src/kernel/trace/trace_kprobe.c.kprw" "$src/kernel/trace/trace_kprobe.c"; } ||
+    { rm -f "$src/kernel/trace/trace_kprobe.c.kprw"; echo "integrate.sh: could not find create_local_trace_kprobe()'s registration in $src/kernel/trace/trace_kprobe.c" >&2; exit 1; }
 
 # NOKPROBE_SYMBOL() and __kprobes mark the code the kernel's kprobes must
 # not probe (the int3 and debug traps' paths, the notifier chains, ...);
