@@ -159,8 +159,17 @@ wait_lines "$D/live.out" 2
 fp=$!; sleep 1; kill -INT $fp; wait $fp
 is "0" "$(grep -c ': w: ' "$D/live2.txt")" "after untrace: no more of its events"
 like "\[UNTRACED\]" "$("$KPREWRITE" ctl $pid events | grep live/w)" "the events file says it is untraced"
+# `echo > trace` (kprewrite ctl PID clear): what the buffers hold is gone
+echo go >&3
+wait_lines "$D/live.out" 3
+sleep 0.3
+n1=$("$KPREWRITE" ctl $pid trace --format=json | grep -o '"ph":"X"' | wc -l)
+"$KPREWRITE" ctl $pid clear 2>"$D/clear.err"; crc=$?
+n2=$("$KPREWRITE" ctl $pid trace --format=json | grep -o '"ph":"X"' | wc -l)
+ok $([ "$crc" = 0 ] && [ "$n1" -gt 0 ] && [ "$n2" = 0 ]; echo $?) \
+    "kprewrite ctl PID clear empties the buffers: $n1 returns held, then $n2 ($(cat "$D/clear.err"))"
 echo exit >&3; exec 3>&-
 wait $pid
 is 0 $? "the program ends normally"
-is "$(printf 'go\ngo\nexit\n' | "$P.orig" wait 200)" "$(cat "$D/live.out")" "its output is the original's"
+is "$(printf 'go\ngo\ngo\nexit\n' | "$P.orig" wait 200)" "$(cat "$D/live.out")" "its output is the original's"
 done_testing

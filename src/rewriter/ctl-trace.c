@@ -133,6 +133,8 @@ int ctl_trace_main(const struct target *t, int argc, char **argv)
         if (argc > 3 && command(t, "hist", argc, argv, 3) < 0)
             return 1;
         rc = target_read(t, "hist");
+    } else if (!strcmp(cmd, "clear") && argc == 3) {
+        rc = target_write(t, "trace", "\n");   /* `echo > trace`: the buffers emptied */
     } else
         return -1;
     if (rc < 0)

@@ -19,7 +19,7 @@ static const char ctl_usage[] =
 "       kprewrite ctl PID enabled [0|1] | optimization [0|1]\n"
 "       kprewrite ctl PID enable|disable|optimize|unoptimize SPEC...\n"
 "       kprewrite ctl PID trace [--format=text|json|folded] | trace DEFINITION | untrace SPEC...\n"
-"       kprewrite ctl PID hist [SPEC [of NAME] [by NAME]] | events\n"
+"       kprewrite ctl PID hist [SPEC [of NAME] [by NAME]] | events | clear\n"
 "SPEC is SYM, SYM+OFF, 0xADDR; SYM may be a glob. DEFINITION is kprobe_events'\n"
 "syntax: [p[:[GRP/]EVENT]|r[:[GRP/]EVENT]] SPEC [NAME=]FETCHARG[:TYPE]... [if FILTER]\n";
 

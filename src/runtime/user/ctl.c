@@ -10,6 +10,7 @@
 #include "events.h"
 #include "rt.h"
 #include "trace-read.h"
+#include "tracebuf.h"
 
 /* trace DEFINITION | untrace SPEC | hist SPEC [of NAME] [by NAME]: 0 or
  * -errno; 1: not an event command. A definition's error goes to stderr
@@ -219,7 +220,7 @@ const struct ctl_file ctl_files[CTL_NFILES] = {
     [CTL_CONTROL] = { "control", 0600 },
     [CTL_PROFILE] = { "profile", 0400 },
     [CTL_EVENTS] = { "events", 0400 },
-    [CTL_TRACE] = { "trace", 0400 },
+    [CTL_TRACE] = { "trace", 0600 },   /* a write clears the buffers */
     [CTL_TRACE_PIPE] = { "trace_pipe", 0400 },
     [CTL_TRACE_JSON] = { "trace.json", 0400 },
     [CTL_TRACE_FOLDED] = { "trace.folded", 0400 },
@@ -279,6 +280,8 @@ int ctl_write(enum ctl_file_id file, const char *data, size_t len)
     int rc = 0;
     if (file == CTL_ENABLED || file == CTL_OPTIMIZATION) {
         rc = ctl_knob(file == CTL_ENABLED ? RT_KNOB_ENABLED : RT_KNOB_OPTIMIZATION, buf);
+    } else if (file == CTL_TRACE) {
+        tb_clear();   /* `echo > trace`: whatever is written, as the kernel's */
     } else {
         char *save = NULL;
         for (char *line = strtok_r(buf, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {

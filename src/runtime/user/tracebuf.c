@@ -119,6 +119,14 @@ void tb_consume(struct tb_ring *r, uint64_t *cursor)
         atomic_store_explicit(&r->tail, pos + ((const struct kprw_rec *)p)->size, memory_order_release);
 }
 
+void tb_clear(void)
+{
+    tb_reader_lock();
+    for (struct tb_ring *r = tb_rings(); r; r = r->next)
+        atomic_store_explicit(&r->tail, atomic_load_explicit(&r->head, memory_order_acquire), memory_order_release);
+    tb_reader_unlock();
+}
+
 static void ring_free(struct tb_ring *r) { munmap(r, mapping_size(r->size)); }
 
 /* Unlink r (reader lock held; writers only ever push at the head). */

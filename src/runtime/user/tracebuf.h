@@ -80,6 +80,9 @@ const uint8_t *tb_peek(struct tb_ring *r, uint64_t *cursor);
 uint64_t tb_tail(struct tb_ring *r);
 /* Consume the record tb_peek(r, NULL) gave, or move a cursor past it. */
 void tb_consume(struct tb_ring *r, uint64_t *cursor);
+/* Every ring emptied, what it held unread dropped (takes the reader
+ * lock): `echo > trace`, as the kernel's. */
+void tb_clear(void);
 /* Free the rings of threads that are gone and fully read. */
 void tb_reap(void);
 
