@@ -8,9 +8,11 @@
  * BENCH_STATE=int3 or disabled first turns the probe into an int3 probe
  * (unoptimize) or disables it, through this process's control directory;
  * untrace turns off the event "b" defined on it (KPREWRITE_EVENTS).
+ * BENCH_CLEAR=1 empties the event buffers before each rep (clear_trace).
  * Output lines match shared/reference/detour-floor's bench (SUMMARY ... ).
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,24 @@ static int set_state(const char *state)
         snprintf(cmd, sizeof cmd, "%s bench_probed\n", strcmp(state, "int3") == 0 ? "unoptimize" : "disable");
     int fd = open(path, O_WRONLY);
     if (fd < 0 || write(fd, cmd, strlen(cmd)) < 0) {
+        perror(path);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* BENCH_CLEAR=1: empty the event buffers (our control directory's trace
+ * file, `echo > trace`) before each rep, outside the timing: a ring that
+ * holds one rep's events is then written again where it was, in cache, as
+ * one a reader keeps draining is -- not 8 MB of fresh memory a rep */
+static int clear_trace(void)
+{
+    char base[2048], path[4096];
+    kprewrite_ctl_base(base, sizeof base);
+    snprintf(path, sizeof path, "%s/%d/trace", base, (int)getpid());
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || write(fd, "\n", 1) < 0) {
         perror(path);
         return -1;
     }
@@ -114,7 +134,11 @@ int main(int argc, char **argv)
     bench_empty_loop(n / 10 + 1);
     bench_base_loop(n / 10 + 1);
     bench_loop(n / 10 + 1);
+    const char *cl = getenv("BENCH_CLEAR");
+    bool clear = cl && *cl == '1';
     for (int r = 0; r < reps; r++) {
+        if (clear && clear_trace() < 0)
+            return 1;
         double a = now_ns(); bench_empty_loop(n);
         double b = now_ns(); bench_base_loop(n);
         double c = now_ns(); bench_loop(n);

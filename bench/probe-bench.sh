@@ -5,7 +5,7 @@
 # ROUNDS (3) x REPS (3) samples per mechanism; N (10000000) calls a sample.
 set -e
 src=$1; build=$2
-ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}; N_EVENT=${N_EVENT:-100000}
+ROUNDS=${ROUNDS:-3}; REPS=${REPS:-3}; N=${N:-10000000}; N_SLOW=${N_SLOW:-300000}; N_EVENT=${N_EVENT:-100000}; N_HOT=${N_HOT:-8000}
 cc=${CC:-cc}
 w=$build/bench-work; rm -rf "$w"; mkdir -p "$w"
 export LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -43,6 +43,17 @@ for round in $(seq 1 "$ROUNDS"); do
         KPREWRITE_TRACE_BUFFER=65536 "$w/probed" event_4args "$N_EVENT" "$REPS" >>"$w/all"
     KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' \
         KPREWRITE_TRACE_BUFFER=65536 "$w/probed_inline" inline_event_4args "$N_EVENT" "$REPS" >>"$w/all"
+    # the same events with the buffers emptied before each sample (BENCH_CLEAR,
+    # through the control directory: FUSE), a 1 MiB ring holding a sample's
+    # N_HOT events written again where it was, in cache, as a drained ring
+    # is: the probe's own cost, without 8 MB of fresh memory a sample; and
+    # an event with no argument (the recording machinery alone)
+    KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' BENCH_CLEAR=1 KPREWRITE_CTL_DELAY_MS=0 \
+        KPREWRITE_TRACE_BUFFER=1024 "$w/probed" event_4args_hot "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
+    KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' BENCH_CLEAR=1 KPREWRITE_CTL_DELAY_MS=0 \
+        KPREWRITE_TRACE_BUFFER=1024 "$w/probed_inline" inline_event_4args_hot "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
+    KPREWRITE_EVENTS='p:b bench_probed' BENCH_CLEAR=1 KPREWRITE_CTL_DELAY_MS=0 \
+        KPREWRITE_TRACE_BUFFER=1024 "$w/probed" event_0args_hot "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     # a return event (the return value and the latency histogram)
     KPREWRITE_EVENTS='r bench_probed ret=$retval' KPREWRITE_TRACE_BUFFER=65536 "$w/probed_ret" return_event "$N_EVENT" "$REPS" >>"$w/all"
     "$w/probed" event_floor_rdtsc "$N" "$REPS" >>"$w/all"
@@ -93,5 +104,8 @@ r() { echo "scale=2; $1 / $2" | bc; }
 [ -n "$ke" ] && [ -n "$kc" ] && printf 'event with 4 args / count-only hit (medians): %s; an event costs %s ns more (inline detours: %s ns more)\n' \
     "$(r "$ke" "$kc")" "$(echo "$ke - $kc" | bc)" "$(echo "${kie:-0} - ${kic:-0}" | bc)"
 [ -n "$kp" ] && [ -n "$kr" ] && printf 'kretprobe hit / kprobe hit (empty handlers, medians): %s\n' "$(r "$kr" "$kp")"
+keh=$(med event_4args_hot); kieh=$(med inline_event_4args_hot); ke0=$(med event_0args_hot); rdf=$(med event_floor_rdtsc)
+[ -n "$keh" ] && [ -n "$rdf" ] && printf 'event with 4 args, buffers in cache (medians): %s ns compact, %s ns inline; no argument %s ns; the timestamp alone %s ns; 4 args / (empty handler + timestamp): %s\n' \
+    "$keh" "${kieh:--}" "${ke0:--}" "$rdf" "$(r "$keh" "$(echo "$kp + $rdf" | bc)")"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"
