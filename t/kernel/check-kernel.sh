@@ -10,7 +10,8 @@
 # sites over, and the guest traces every other function meanwhile. The
 # kernels unwind with ORC but nokprobes, which uses frame pointers; the
 # guest checks what each unwinder sees from inside a handler.
-# KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel), and its BPF
+# KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel), its
+# kprobe_events row (guest-bpf-bench.sh) and its BPF
 # row: a BPF kprobe program on a baked point (6.1 nokprobes) against one on
 # the kernel's kprobe (6.1 kprobes). Where the kernel has no kprobes but
 # kprobe_events and BPF_EVENTS, the guest checks them (guest-events.sh,
@@ -490,6 +491,30 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bpfb" ]; then
         }
         if (median("kprobeover", r["kprobe"]) > 0)
             printf "#   BPF program, baked / kernel kprobe overhead: %.2f\n", median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
+    }'
+fi
+# the kprobe_events row: an event with two fetch-args on the same point,
+# enabled (recording into the ring buffer), baked against the kernel's
+# kprobe, one boot each, as the BPF row
+evb=$(cat "$W/kprobes/serial-vmlinux.log" "$W/nokprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r' | grep '^KPRW-EVBENCH ')
+if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$evb" ]; then
+    echo "$evb" | awk '
+    function median(k, r,   i, j, t, a) {
+        for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
+        for (i = 2; i <= r; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return a[int((r + 1) / 2)] }
+    { k = $2; r[k]++; v[k "base", r[k]] = $4; v[k "ev", r[k]] = $6; v[k "over", r[k]] = $6 - $4; o[k] = o[k] " " $8 }
+    END {
+        if (!r["baked"] || !r["kprobe"]) exit
+        printf "# kernel bench, a kprobe_events event (a=%%di b=+0(%%di):u64, enabled) on getpid(2), TSC ticks per call under qemu TCG (median of %d and %d rounds, each best of 5 x 20000)\n", r["baked"], r["kprobe"]
+        for (k = 0; k < 2; k++) {
+            n = k ? "kprobe" : "baked"
+            printf "#   %-38s base %8.1f  with the event %8.1f  (+%.1f)  hits+missed a round:%s\n", k ? "6.1 kprobes, the kernel'"'"'s kprobe" : "6.1 nokprobes, the baked point", median(n "base", r[n]), median(n "ev", r[n]), median(n "over", r[n]), o[n]
+            line = ""; for (i = 1; i <= r[n]; i++) line = line sprintf(" %+.1f", v[n "over", i])
+            printf "#     each round'"'"'s overhead:%s\n", line
+        }
+        if (median("kprobeover", r["kprobe"]) > 0)
+            printf "#   kprobe_events event, baked / kernel kprobe overhead: %.2f\n", median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
     }'
 fi
 echo "1..$n"
