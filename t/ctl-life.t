@@ -154,7 +154,7 @@ cases() {
     # its watcher killed with it: the next probed process removes the directory
     start serve "$W/go"
     if until_ mounted "$C"; then
-        wpid=$(watcher_of $pid)
+        wpid=; for _i in $(seq 50); do wpid=$(watcher_of $pid); [ -n "$wpid" ] && break; sleep 0.1; done   # (named once it runs: under load, a moment after the mount)
         ok $([ -n "$wpid" ] && [ "$(field "$wpid" 4)" != $pid ] && [ "$(field "$wpid" 6)" != "$(field $pid 6)" ]; echo $?) \
             "$who: the watcher ($wpid) is not the program's child and has a session of its own"
         # the watcher first: it must not see the program end

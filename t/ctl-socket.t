@@ -152,7 +152,7 @@ is "kprewrite: ctl $pid: no such process" "$err" "$where: kprewrite ctl says the
 # the watcher killed too: the next start removes the directory as stale
 serve "$base"
 until_ [ -S "$C/socket" ]
-wpid=$(watcher_of $pid)
+wpid=; for _i in $(seq 50); do wpid=$(watcher_of $pid); [ -n "$wpid" ] && break; sleep 0.1; done   # (named once it runs: under load, a moment after the mount)
 ok $([ -n "$wpid" ]; echo $?) "$where: the watcher ($wpid) is found"
 # the watcher first: it must not see the program end
 [ -n "$wpid" ] && kill -KILL $wpid && until_ [ ! -e /proc/$wpid ]
