@@ -31,6 +31,7 @@ for round in 1 2 3 4 5; do
     echo "p:kpbench/getpid $SYSCALL_SYM a=%di b=+0(%di):u64" > $TR/kprobe_events
     echo 1 > $TR/events/kpbench/getpid/enable
     ev=$(kdrive bench getpid 20000 | awk '{ print $4 }')
+    grep " $SYSCALL_SYM+" $K/list | sed 's/^/KPRW-INFO events bench: point /'
     echo 0 > $TR/events/kpbench/getpid/enable
     hits=$(awk '$1 == "getpid" { print $2 "+" $3 }' $TR/kprobe_profile)   # hits+missed (6.1 prints the name alone)
     sed 's/^/KPRW-INFO events bench: profile: /' $TR/kprobe_profile
