@@ -69,8 +69,8 @@ FUNC __fentry__
         ret
 ENDF __fentry__
 
-/* entry is a `call __fentry__` listed in __mcount_loc: +0 is optimized by
- * taking the fentry site over */
+/* entry is a `call __fentry__` listed in __mcount_loc: +0 is optimized
+ * right after it (ftrace keeps the call) */
 FUNC fn_fentry
 .Lfentry_site:
         call __fentry__         /* +0  5  __mcount_loc */
