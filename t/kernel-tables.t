@@ -139,6 +139,10 @@ like "^2\\|k  fn_aux\\+0x0  \\[INT3\\] jump-into-dcr \\(\\.altinstr_aux branch a
 # --- IBT / kCFI ---------------------------------------------------------
 is "0|k  fn_ibt+0x4  $OV  dcr 7  [after endbr64]" "$(v fn_ibt)" \
    ".ibt_endbr_seal: SYM+0 goes after the sealed endbr64, which stays"
+is "0|k  fn_ibt_fentry+0x4  $OV  dcr 7  [after endbr64]  $FENTRY_NOTE" "$(v fn_ibt_fentry)" \
+   "endbr64 then the fentry call: SYM+0 is SYM+0x4, baked past the call"
+like "^$(a fn_ibt_fentry 9 | sed 's/^0x//')  k  fn_ibt_fentry\+0x4  \[OPTIMIZED\]  dcr 7: push %rbp" \
+   "$("$KPREWRITE" --check --probe fn_ibt_fentry "$V" 2>&1)" "its jump is at +9"
 is "2|k  fn_ibt2+0x0  [INT3] reserved:.ibt_endbr_seal (site $(a fn_ibt2 4) in the DCR)  dcr 8" \
    "$(v fn_ibt2)" ".ibt_endbr_seal: sealed endbr64 in the DCR"
 is "3|k  fn_ibt2+0x4  refused: reserved:.ibt_endbr_seal (site $(a fn_ibt2 4) overlaps the probed instruction)" \
