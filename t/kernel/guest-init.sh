@@ -645,6 +645,11 @@ if [ -f $T/available_filter_functions ]; then
         grep -qx "$entry_fn" $T/available_filter_functions
     check "ftrace: its probe is listed [FTRACE]" grep -q "@ENTRY@  \[OPTIMIZED\]\[FTRACE\]" $K/list
     check "ftrace: other functions are (vfs_write)" grep -qx vfs_write $T/available_filter_functions
+    # the site past the call is SYM+0's point, not one of its own
+    (echo "kprw $entry_fn+0x5" > $S) 2> /tmp/err5
+    check "ftrace: $entry_fn+0x5, past the fentry call, is no point of its own (register: -ENOENT)" \
+        grep -q 'No such file' /tmp/err5
+    echo off > $S
     # the function tracer on the probed function alone: kdrive's N reads and
     # its 2 list reads are each one traced call and one hit
     traced() { # DESC WANT-HITS
