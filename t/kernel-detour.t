@@ -81,14 +81,13 @@ ok $([ "$(cmp -l "$D/kk" "$D/kr" | awk '{ print $2, $3 }' | tr '\n' ' ')" = "4 1
     "the only bytes changed: the entry's flags (+KPRW_F_KPROBE) and kind (k to r)"
 like "hits 1 0" "$("$D/kr" run)" "its detour runs as a kprobe's"
 
-# a fentry site (a kernel built with ftrace): the probe takes it over, its
-# __mcount_loc slot is zeroed and the slot's relocation neutralized, so
-# neither ftrace nor KASLR's relocation pass touches it; the detour and a
-# disabled probe run the nop ftrace would have made of the call
+# a fentry site (a kernel built with ftrace): ftrace keeps it, its
+# __mcount_loc slot and the slot's relocation untouched; the probe named
+# kfentry+0 is baked right after the call (the state there is the entry's)
 $CC -O2 -mno-red-zone -static -Wl,-q -I"$KP_SRCDIR/include" -o "$D/kf" "$KP_SRCDIR/t/data/kdetour-main.c" \
     "$KP_SRCDIR/t/data/kdetour-fn.S" -x assembler-with-cpp "$KP_SRCDIR/src/runtime/kernel/pool.S" $pool
-like "kfentry\\+0x0  \\[OPTIMIZED\\].*fentry site taken over" \
-    "$("$KPREWRITE" --kernel --check --probe kfentry "$D/kf")" "kfentry+0 takes the fentry site over"
+like "kfentry\\+0x0  \\[OPTIMIZED\\].*after ftrace's fentry call" \
+    "$("$KPREWRITE" --kernel --check --probe kfentry "$D/kf")" "kfentry+0 goes past the fentry call"
 "$KPREWRITE" --kernel --probe kfentry -o "$D/kf2" "$D/kf" >/dev/null 2>&1
 mstart=$(nm "$D/kf" | awk '$3 == "__start_mcount_loc" { print $1 }')
 # (the stand-in's linker keeps __mcount_loc as a section of its own)
@@ -96,21 +95,23 @@ so=$(readelf -SW "$D/kf" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == "__mcount_lo
 [ -z "$so" ] || so=$((0x$so))
 ok $([ -n "$so" ] && [ "$(od -An -tx8 -j "$so" -N 8 "$D/kf" | tr -d ' ')" != 0000000000000000 ]; echo $?) \
     "the stand-in lists kfentry in __mcount_loc"
-ok $([ -n "$so" ] && [ "$(od -An -tx8 -j "$so" -N 8 "$D/kf2" | tr -d ' ')" = 0000000000000000 ]; echo $?) \
-    "the baked image's __mcount_loc slot for kfentry is zero"
+ok $([ -n "$so" ] && [ "$(od -An -tx8 -j "$so" -N 8 "$D/kf2")" = "$(od -An -tx8 -j "$so" -N 8 "$D/kf")" ]; echo $?) \
+    "the baked image's __mcount_loc slot for kfentry is kept"
 rel=$(readelf -rW "$D/kf2" | awk -v a="$mstart" '$1 ~ a "$" { print $3; exit }')
-relo=$(readelf -rW "$D/kf" | awk -v a="$mstart" '$1 ~ a "$" { print $3; exit }')
-ok $([ "$relo" = R_X86_64_64 ] && [ "$rel" = R_X86_64_NONE ]; echo $?) \
-    "its relocation went from $relo to ${rel:-nothing}"
-out=$("$D/kf2" run)
-like "hits 1 0" "$out" "the taken-over site's detour runs"
-like "kfentry\(5\) = 12" "$out" "and kfentry computes what it did"
-"$KPREWRITE" --kernel --remove kfentry -o "$D/kf3" "$D/kf2" >/dev/null 2>&1
+ok $([ "$rel" = R_X86_64_64 ]; echo $?) "and its relocation (${rel:-none})"
 kfe=$(nm "$D/kf" | awk '$3 == "kfentry" { print $1 }')
 tset=$(readelf -SW "$D/kf" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text" { print $3, $4 }')
 set -- $tset
 fo=$(( 0x$kfe - 0x$1 + 0x$2 ))
-like "0f 1f 44 00 00" "$(od -An -tx1 -j $fo -N 5 "$D/kf3")" "--remove leaves the nop ftrace would have left"
+ok $([ "$(od -An -tx1 -j $fo -N 5 "$D/kf2")" = "$(od -An -tx1 -j $fo -N 5 "$D/kf")" ]; echo $?) \
+    "the call __fentry__ keeps its bytes"
+like "^ *e9" "$(od -An -tx1 -j $((fo + 5)) -N 1 "$D/kf2")" "the jump is right after it"
+out=$("$D/kf2" run)
+like "hits 1 0" "$out" "the detour past the fentry call runs"
+like "kfentry\(5\) = 12" "$out" "and kfentry computes what it did"
+"$KPREWRITE" --kernel --remove kfentry -o "$D/kf3" "$D/kf2" >/dev/null 2>&1
+ok $([ "$(od -An -tx1 -j $fo -N 12 "$D/kf3")" = "$(od -An -tx1 -j $fo -N 12 "$D/kf")" ]; echo $?) \
+    "--remove puts kfentry's bytes back"
 
 # KASLR relocations move with their instruction: the stand-in linked with
 # --emit-relocs (as a relocatable vmlinux is) keeps .rela.text; kreloc's

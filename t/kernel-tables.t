@@ -42,18 +42,23 @@ v() {
         -e 's/  dcr \([0-9][0-9]*\): [^[]*\(  \[\)/  dcr \1\2/' -e 's/  dcr \([0-9][0-9]*\): [^[]*$/  dcr \1/')"
 }
 OV="[OPTIMIZED]"
-FENTRY_NOTE="[fentry site taken over: its __mcount_loc slot is zeroed, ftrace will not see this function]"
+FENTRY_NOTE="[after ftrace's fentry call, which ftrace keeps: the jump is past it]"
 
 like '"kind": "vmlinux"' "$("$KPREWRITE" --check --json --probe fn_plain "$V" 2>&1)" \
      "an ET_EXEC with __ex_table is read as a vmlinux"
 
 # --- plain code, fentry, calls -----------------------------------------
 is "0|k  fn_plain+0x0  $OV  dcr 7" "$(v fn_plain)" "no table entry: optimized"
-is "0|k  fn_fentry+0x0  $OV  dcr 5  $FENTRY_NOTE" "$(v fn_fentry)" \
-   "__mcount_loc: probe on the fentry call takes the site over"
-like "^ffffffff[0-9a-f]{8}  k  fn_fentry\+0x0  \[OPTIMIZED\]  dcr 5: call $(a __fentry__ 0)  \[" \
-   "$("$KPREWRITE" --check --probe fn_fentry "$V" 2>&1)" "fentry takeover: the DCR is just the 5-byte call"
+is "0|k  fn_fentry+0x0  $OV  dcr 7  $FENTRY_NOTE" "$(v fn_fentry)" \
+   "__mcount_loc: a probe at the fentry call goes past it, still named SYM+0"
+like "^$(a fn_fentry 5 | sed 's/^0x//')  k  fn_fentry\+0x0  \[OPTIMIZED\]  dcr 7: push %rbp; mov %rsp, %rbp; mov %rdi, %rax  \[" \
+   "$("$KPREWRITE" --check --probe fn_fentry "$V" 2>&1)" "its jump is at +5: the DCR is what follows the call ftrace keeps"
+is "0|r  fn_fentry+0x0  $OV  dcr 7  $FENTRY_NOTE" "$(v 'fn_fentry%return')" \
+   "fn_fentry%return goes past the fentry call too"
 is "0|k  fn_fentry+0x5  $OV  dcr 7" "$(v fn_fentry+5)" "__mcount_loc reserves only the 5-byte site"
+like "k  fn_fentry\+0x5  refused: reserved:__mcount_loc \(the site of fn_fentry\+0x0, baked past ftrace's call\)" \
+   "$("$KPREWRITE" --check --probe fn_fentry --probe fn_fentry+5 "$V" 2>&1)" \
+   "fn_fentry+5 beside fn_fentry: its site is fn_fentry+0's point"
 is "2|k  fn_nofentry+0x0  [INT3] call-in-dcr  dcr 5" "$(v fn_nofentry)" \
    "a call __fentry__ not listed in __mcount_loc is an ordinary call: call-in-dcr"
 is "2|k  fn_call+0x0  [INT3] call-in-dcr  dcr 6" "$(v fn_call)" "vmlinux: a call in the DCR is int3 call-in-dcr"
@@ -134,6 +139,10 @@ like "^2\\|k  fn_aux\\+0x0  \\[INT3\\] jump-into-dcr \\(\\.altinstr_aux branch a
 # --- IBT / kCFI ---------------------------------------------------------
 is "0|k  fn_ibt+0x4  $OV  dcr 7  [after endbr64]" "$(v fn_ibt)" \
    ".ibt_endbr_seal: SYM+0 goes after the sealed endbr64, which stays"
+is "0|k  fn_ibt_fentry+0x4  $OV  dcr 7  [after endbr64]  $FENTRY_NOTE" "$(v fn_ibt_fentry)" \
+   "endbr64 then the fentry call: SYM+0 is SYM+0x4, baked past the call"
+like "^$(a fn_ibt_fentry 9 | sed 's/^0x//')  k  fn_ibt_fentry\+0x4  \[OPTIMIZED\]  dcr 7: push %rbp" \
+   "$("$KPREWRITE" --check --probe fn_ibt_fentry "$V" 2>&1)" "its jump is at +9"
 is "2|k  fn_ibt2+0x0  [INT3] reserved:.ibt_endbr_seal (site $(a fn_ibt2 4) in the DCR)  dcr 8" \
    "$(v fn_ibt2)" ".ibt_endbr_seal: sealed endbr64 in the DCR"
 is "3|k  fn_ibt2+0x4  refused: reserved:.ibt_endbr_seal (site $(a fn_ibt2 4) overlaps the probed instruction)" \
@@ -267,8 +276,8 @@ like '"symbol": "fn_jl", "offset": 4, "verdict": "refused", "reason": "reserved:
      "--json: refused reserved:__jump_table"
 like '"symbol": "fn_call", "offset": 0, "verdict": "int3", "reason": "call-in-dcr"' "$json" \
      "--json: int3 call-in-dcr"
-like '"symbol": "fn_fentry", "offset": 0, "verdict": "optimized", "reason": null, .*"notes": \["fentry-takeover"\]' \
-     "$json" "--json: optimized with the fentry-takeover note"
+like '"symbol": "fn_fentry", "offset": 0, "verdict": "optimized", "reason": null, .*"notes": \["after-fentry"\]' \
+     "$json" "--json: optimized with the after-fentry note"
 like '"symbol": "fn_ex", "offset": 10, "verdict": "refused", "reason": "exception-table"' "$json" \
      "--json: refused exception-table"
 

@@ -74,6 +74,11 @@ enum kprw_entry_flags {
      * orig_off is unused. (Set only in tables that carry
      * KPRW_T_ORIG_AT_COPY, which older runtimes refuse.) */
     KPRW_F_ORIG_AT_COPY = 1u << 5,
+    /* a kernel's SYM+0 placed right after ftrace's call __fentry__ (which
+     * ftrace keeps patching): site_rel is past the call, offset names SYM+0
+     * (past endbr64: 4); the kprobes API puts the point at the call, as the
+     * kernel's kprobes on ftrace do */
+    KPRW_F_AFTER_FENTRY = 1u << 6,
 };
 
 struct kprw_table {

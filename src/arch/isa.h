@@ -75,10 +75,9 @@ struct isa_kernel {
      * zero-based per-cpu area, which KASLR does not move: a PC-relative
      * relocation against it is an inverse one (NULL: there is none) */
     bool (*percpu_symbol)(const char *section, const char *name);
-    /* what ftrace leaves at a function's entry site after boot (a nop),
-     * which a probe that takes the site over runs in its place */
-    const uint8_t *fentry_nop;
-    unsigned fentry_nop_len;
+    /* the length of ftrace's call at a function's entry, which a probe
+     * there is baked past (KPRW_F_AFTER_FENTRY) */
+    unsigned fentry_len;
 };
 
 struct kprw_fetch_isa;

@@ -52,9 +52,9 @@ enum ktable_action {
     KT_ACT_FOLLOW,        /* as RESERVE, but a site patched once at boot that its copy
                              can stand for may move into a detour's copy, its entry
                              re-pointed (krange.follow) */
-    KT_ACT_TAKEOVER,      /* as RESERVE, but a probe whose DCR is exactly the site may
-                             take it over, its entry dropped (krange.takeover: ftrace's
-                             fentry call) */
+    KT_ACT_PASS,          /* as RESERVE, but a probe at the site goes right past it,
+                             which keeps its entry (krange.pass: ftrace's fentry call,
+                             which ftrace goes on patching) */
 };
 enum ktable_check {
     KT_CHK_NONE,

@@ -435,6 +435,16 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
         return false;
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;
+    /* ftrace's call __fentry__ stays ftrace's (it goes on patching it): a
+     * probe there goes right after it, where the state is the entry's (the
+     * call is a nop, or ftrace's callers returned), still named SYM+0 */
+    const struct krange *fe = kfacts_fixed_overlap(s->kf, p->addr, 1, p->addr, UINT64_MAX);
+    if (fe && fe->pass && fe->start == p->addr) {
+        p->addr += fe->len;
+        p->notes |= NOTE_AFTER_FENTRY;
+        off += (uint32_t)fe->len;
+        *i = find_insn(f, off);
+    }
     /* A piece that is a landing pad starts with a nop (an LSDA cannot name
      * offset 0) and is entered at +1 by the unwinder: nothing runs the nop,
      * and a jump there would cover the pad. Its entry is the pad. */
@@ -474,13 +484,9 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     p->follow_first = kfacts_follow_in(s->kf, p->addr, pi.len, &fs, 1) ? fs->table + 1 : 0;
     const struct krange *rs = kfacts_fixed_overlap(s->kf, p->addr, pi.len, p->addr, UINT64_MAX);
     if (rs) {
-        if (rs->takeover && rs->start == p->addr && pi.len == s->img->isa->jump_len) {
-            p->notes |= NOTE_FENTRY_TAKEOVER;
-        } else {
-            probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
-            p->reason_arg = ktable_name(rs->table);
-            return false;
-        }
+        probe_set(p, V_REFUSED, KP_R_RESERVED, "site 0x%llx overlaps the probed instruction", (unsigned long long)rs->start);
+        p->reason_arg = ktable_name(rs->table);
+        return false;
     }
     if (kfacts_extable_in(s->kf, p->addr, p->addr + 1)) {
         probe_set(p, V_REFUSED, KP_R_EXCEPTION_TABLE, "the probed instruction may fault to a fixup");
@@ -567,8 +573,7 @@ static bool judge_contents(struct state *s, struct probe *p, const struct func *
                       "%s at 0x%llx", why, (unsigned long long)in.addr);
             return false;
         }
-        /* The fentry call is a nop after boot: the detour runs a nop in its place. */
-        if ((in.kind == XK_CALL || in.kind == XK_CALL_IND) && !(k == i && (p->notes & NOTE_FENTRY_TAKEOVER))) {
+        if (in.kind == XK_CALL || in.kind == XK_CALL_IND) {
             has_call = true;
             /* A call before the end of the DCR returns into it: with the
              * original bytes back (a disabled probe), a thread could sit
@@ -649,7 +654,8 @@ static void judge(struct state *s, struct probe *p)
     const uint8_t *fb = image_read(s->img, fn->start, &avail);
     /* not a piece entered with its parent's frame (live flags, any
      * alignment: call_entry) */
-    p->at_entry = (p->addr == fn->start || (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen)) &&
+    p->at_entry = (p->addr == fn->start || (fb && x86_is_endbr_like(fb, avail, &elen) && p->addr == fn->start + elen) ||
+                   (p->notes & NOTE_AFTER_FENTRY)) &&
                   call_entry(s, fn);
     /* (assembly calls its own functions with any alignment) */
     p->entry_aligned = p->at_entry && fn->start != s->img->ehdr.e_entry && fn->origin != FO_FOUND;
@@ -735,6 +741,18 @@ static int resolve_overlaps(struct probe_list *probes)
         if (probes->v[i].verdict != V_REFUSED)
             v[n++] = &probes->v[i];
     sort_array(v, n, sizeof *v, cmp_probe_addr);
+    /* SYM+0 baked past ftrace's call is where SYM+5 is: that site is SYM+0's
+     * point (the kprobes API names it at the call), not SYM+5's */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n && v[j]->addr == v[i]->addr; j++) {
+            struct probe *x = v[i], *y = v[j];
+            if (x->is_return != y->is_return || !((x->notes ^ y->notes) & NOTE_AFTER_FENTRY))
+                continue;
+            struct probe *q = (x->notes & NOTE_AFTER_FENTRY) ? y : x;
+            probe_set(q, V_REFUSED, KP_R_RESERVED, "the site of %s+0x%llx, baked past ftrace's call",
+                      q == x ? y->sym : x->sym, (unsigned long long)(q == x ? y->off : x->off));
+            q->reason_arg = ktable_name(KT_MCOUNT);
+        }
     for (size_t i = 0; i < n; i++) {
         struct probe *a = v[i];
         if (a->verdict != V_OPTIMIZED)

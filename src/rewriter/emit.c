@@ -72,20 +72,6 @@ size_t emit_piece(const struct emit_env *env, const struct piece *pc, uint8_t *o
     return len;
 }
 
-const uint8_t *probe_bytes(const struct image *img, const struct probe *p, uint8_t *nopped, size_t *avail)
-{
-    const uint8_t *orig = image_read(img, p->addr, avail);
-    const struct isa_kernel *k = img->isa->kernel;
-    if (orig && (p->notes & NOTE_FENTRY_TAKEOVER) && k && *avail >= k->fentry_nop_len) {
-        size_t n = *avail < KPRW_ORIG_MAX ? *avail : KPRW_ORIG_MAX;
-        memcpy(nopped, orig, n);
-        memcpy(nopped, k->fentry_nop, k->fentry_nop_len);
-        *avail = n;
-        return nopped;
-    }
-    return orig;
-}
-
 /* The detour of an optimized probe, or the out-of-line copy of an int3
  * one (and the site's bytes then: the instruction, int3 first). */
 static size_t entry_body(const struct emit_env *env, const struct plan_entry *pe, size_t k, uint64_t at, uint8_t *out,
@@ -94,9 +80,8 @@ static size_t entry_body(const struct emit_env *env, const struct plan_entry *pe
     const struct probe *p = &env->probes->v[pe->probe];
     const struct pool_addrs *a = &env->a;
     uint64_t state = a->data + k * sizeof(struct kprw_state);
-    uint8_t nopped[KPRW_ORIG_MAX];
     size_t avail;
-    const uint8_t *orig = probe_bytes(env->img, p, nopped, &avail);
+    const uint8_t *orig = image_read(env->img, p->addr, &avail);
     /* the instructions; the site's bytes may reach into padding */
     unsigned len = p->code_len ? p->code_len : p->dcr_len;
     switch (pe->code) {
@@ -274,20 +259,14 @@ static int write_entry(const struct emit_env *env, const struct bake_plan *plan,
 {
     const struct plan_entry *pe = &plan->entries[pc->index];
     const struct probe *p = &env->probes->v[pe->probe];
-    size_t avail;
-    const uint8_t *site = image_read(env->img, p->addr, &avail);
-    /* a taken-over fentry site: ftrace must never see it again (the kind
-     * drops what names it) */
     const struct kind_hooks *k = env->img->hooks;
-    if (site && (p->notes & NOTE_FENTRY_TAKEOVER) && avail >= env->img->isa->kernel->fentry_nop_len &&
-        k->take_over_site && k->take_over_site(env->img, out, p->addr, err, errlen) < 0)
-        return -1;
-    uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX], nopped[KPRW_ORIG_MAX];
+    size_t avail;
+    uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
     struct entry_info ec;
     size_t len = emit_entry(env, pe, pc->index, pc->off, det, &ec, err, errlen);
     if (!len)
         return -1;
-    const uint8_t *orig = probe_bytes(env->img, p, nopped, &avail);
+    const uint8_t *orig = image_read(env->img, p->addr, &avail);
     bool at_copy = !env->calls->kernel && len >= pe->dcr_off + ec.site_len &&
                    memcmp(det + pe->dcr_off, orig, ec.site_len) == 0;
     if (!same_code(pe, len, pc->len, &ec) || at_copy != pe->at_copy) {

@@ -53,15 +53,10 @@ size_t emit_entry(const struct emit_env *env, const struct plan_entry *pe, size_
  * false with err when they cannot reach their target. */
 bool fixup_bytes(const struct emit_env *env, const struct plan_fixup *f, uint8_t *out, char *err, size_t errlen);
 
-/* The bytes a probe's code copies: the site's, except that a taken-over
- * fentry site runs the nop ftrace would have made of its call (nopped:
- * KPRW_ORIG_MAX bytes of room). NULL when the site is not in the file. */
-const uint8_t *probe_bytes(const struct image *img, const struct probe *p, uint8_t *nopped, size_t *avail);
-
 /* Writes the plan's code into out (a copy of img's file bytes, whose pool
  * ps is where the plan's pieces go, at their final addresses): the text
  * (int3 where nothing goes), each site, each fixup; the image's kind
- * takes fentry sites over and moves the relocations of DCRs. Returns 0, or
+ * moves the relocations of DCRs. Returns 0, or
  * -1 with err (something out of reach there). */
 int emit_image(const struct image *img, const struct pool_sections *ps, const struct probe_list *probes,
                const struct bake_plan *plan, uint8_t *out, char *err, size_t errlen);

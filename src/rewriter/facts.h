@@ -28,9 +28,9 @@ struct krange {
      * FOLLOW_RETURN or FOLLOW_COPY: what the runtime puts back */
     uint8_t follow;
     uint64_t field;        /* follow: the entry's s32 naming the site */
-    /* a site (KT_ACT_TAKEOVER) a probe whose DCR is exactly it may take
-     * over, its table entry dropped (the fentry call: NOTE_FENTRY_TAKEOVER) */
-    uint8_t takeover;
+    /* a site (KT_ACT_PASS) a probe at it goes right past (the fentry
+     * call: NOTE_AFTER_FENTRY) */
+    uint8_t pass;
 };
 
 /* Code the image's runtime copies or remaps elsewhere at run time and runs

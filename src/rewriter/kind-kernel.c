@@ -8,7 +8,6 @@
  */
 #include "kinds.h"
 #include "bake.h"
-#include "fentry.h"
 #include "kaslr.h"
 #include "kmodule.h"
 #include "ktables.h"
@@ -139,8 +138,7 @@ static int vmlinux_bake(const struct bake_job *j, char *err, size_t errlen)
 #define KERNEL_RULES \
     .untyped_functions = true, .finds_functions = false, .call_in_dcr = false, .retargets = false, .short_jumps = false, \
     .evictions = false, .taken_proofs = false, .kernel_contract = true, .adds_pool = false, \
-    .padding_symbol = ktable_padding_symbol, .pool_areas = kernel_pool_areas, \
-    .take_over_site = fentry_take_over
+    .padding_symbol = ktable_padding_symbol, .pool_areas = kernel_pool_areas
 
 const struct kind_hooks kind_vmlinux = {
     .name = "vmlinux",

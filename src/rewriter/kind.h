@@ -4,7 +4,7 @@
  * instead of asking what the image is. Each kind is one struct kind_hooks
  * (kinds.h names them: a user ELF linked with the runtime, a prebuilt
  * one, a vmlinux, a kernel module); an image carries its own as
- * img->hooks. Kernel-only code (ktables.c, kaslr.c, fentry.c, kmodule.c)
+ * img->hooks. Kernel-only code (ktables.c, kaslr.c, kmodule.c)
  * is reached only through the kernel kinds' hooks.
  */
 #ifndef KPREWRITE_KIND_H
@@ -96,9 +96,6 @@ struct kind_hooks {
      * table and state need these sizes (NULL: a linked user ELF's) */
     void (*pool_too_small)(const struct image *img, const struct pool_sections *ps, size_t n, size_t text,
                            size_t table, size_t data, char *err, size_t errlen);
-    /* emit.c: a site a probe takes over (NOTE_FENTRY_TAKEOVER): in out,
-     * whatever names it no longer does (NULL: none is) */
-    int (*take_over_site)(const struct image *img, uint8_t *out, uint64_t site, char *err, size_t errlen);
     /* emit.c: relocations applied at load that move with the instruction
      * into its copy (NOTE_RELOC_MOVED): read once (*relocs, freed by
      * relocs_close), then each probe's re-pointed to its copy, code_len

@@ -748,11 +748,6 @@ static bool entry_relocs(struct kwrite *w, const struct emit_env *env, const str
     char what[300];
     snprintf(what, sizeof what, "%s+0x%llx", p->sym, (unsigned long long)p->off);
     w->what = what;
-    if (p->notes & NOTE_FENTRY_TAKEOVER) {
-        snprintf(w->err, w->errlen, "%s: %s: the site is ftrace's fentry call: modules are not probed there yet "
-                 "(probe past it)", w->km->path, what);
-        return false;
-    }
     uint8_t det[DETOUR_MAX > OOL_MAX ? DETOUR_MAX : OOL_MAX];
     struct entry_info ec;
     size_t len = emit_entry(env, pe, pc->index, pc->off, det, &ec, w->err, w->errlen);

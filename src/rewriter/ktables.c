@@ -256,7 +256,7 @@ static int read_entries(struct facts_build *c, const struct ktable_desc *d, cons
             continue;
         }
         struct krange r = { site, site_len(c, d, l, e, site), (uint8_t)d->id, 0, 0, 0, 0,
-                            d->action == KT_ACT_TAKEOVER };
+                            d->action == KT_ACT_PASS };
         if (r.len == 0)
             r.len = 1;
         if (d->action == KT_ACT_FOLLOW && d->enc == KT_SITE_REL32 && c->img->kind == IMG_VMLINUX &&

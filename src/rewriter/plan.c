@@ -267,9 +267,8 @@ static int plan_table_entry(struct planner *pl, struct plan_entry *pe, const str
                        : strtab_add(&pl->plan->strs, p->sym, strlen(p->sym) + 1);
     pl->plan->dyn_names |= dyn;
     /* a copy that needed no relocation holds the original bytes already */
-    uint8_t nopped[KPRW_ORIG_MAX];
     size_t avail;
-    int64_t obytes = pe->at_copy ? 0 : strtab_add(&pl->plan->strs, probe_bytes(pl->img, p, nopped, &avail), pe->site_len);
+    int64_t obytes = pe->at_copy ? 0 : strtab_add(&pl->plan->strs, image_read(pl->img, p->addr, &avail), pe->site_len);
     if (name < 0 || obytes < 0)
         return oom(pl);
     e->name_off = (uint32_t)name;
@@ -279,7 +278,8 @@ static int plan_table_entry(struct planner *pl, struct plan_entry *pe, const str
                (p->verdict == V_OPTIMIZED && (p->notes & NOTE_JUMP8) ? KPRW_F_JUMP8 : 0) |
                ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                (p->at_entry ? KPRW_F_ENTRY : 0) | (pe->at_copy ? KPRW_F_ORIG_AT_COPY : 0) |
-               (p->is_return && twinned ? KPRW_F_KPROBE : 0);
+               (p->is_return && twinned ? KPRW_F_KPROBE : 0) |
+               ((p->notes & NOTE_AFTER_FENTRY) ? KPRW_F_AFTER_FENTRY : 0);
     e->kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
     e->verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
     e->reason = (uint8_t)p->reason;

@@ -12,7 +12,8 @@ enum verdict { V_OPTIMIZED, V_INT3, V_REFUSED };
 
 enum probe_note {
     NOTE_AFTER_ENDBR     = 1u << 0,  /* SYM+0 placed after endbr64 */
-    NOTE_FENTRY_TAKEOVER = 1u << 1,  /* the DCR is the fentry site; its __mcount_loc slot goes */
+    NOTE_AFTER_FENTRY    = 1u << 1,  /* SYM+0 placed after the fentry call, which stays
+                                        ftrace's; addr is past it, off still names SYM+0 */
     NOTE_CALL_KEPT       = 1u << 2,  /* a call in the DCR stays a real call in the detour */
     NOTE_RIPREL          = 1u << 3,  /* RIP-relative operands are re-pointed */
     NOTE_BRANCH_REENC    = 1u << 4,  /* relative branches are re-encoded as rel32 */

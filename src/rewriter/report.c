@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const note_names[] = {
-    "after-endbr64", "fentry-takeover", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
+    "after-endbr64", "after-fentry", "call-kept", "rip-relative", "branch-reencoded", "flags-saved",
     "padding", "retarget", "short-jump", "one-instruction", "after-pad-nop", "kaslr-relocation-moved", "table-site-moved",
 };
 
@@ -13,7 +13,7 @@ static const char *note_text(unsigned bit)
 {
     switch (bit) {
     case NOTE_AFTER_ENDBR: return "after endbr64";
-    case NOTE_FENTRY_TAKEOVER: return "fentry site taken over: its __mcount_loc slot is zeroed, ftrace will not see this function";
+    case NOTE_AFTER_FENTRY: return "after ftrace's fentry call, which ftrace keeps: the jump is past it";
     case NOTE_CALL_KEPT: return "call at the end of the DCR returns to the original code";
     case NOTE_RIPREL: return "RIP-relative operand re-pointed";
     case NOTE_BRANCH_REENC: return "relative branch re-encoded as rel32";

@@ -4,6 +4,7 @@
  * original bytes put back), and writing the table of a plan.
  */
 #include "table.h"
+#include "../arch/isa.h"
 #include "kind.h"
 #include "plan.h"
 
@@ -134,6 +135,10 @@ int pool_existing(struct image *img, const struct pool_sections *ps, struct spec
                e[i].dcr_len);
         char text[48];
         bool ret = e[i].kind == KPRW_KIND_R;
+        /* a SYM+0 baked past ftrace's fentry call is asked for at the call
+         * (the analysis puts it past the call again) */
+        if ((e[i].flags & KPRW_F_AFTER_FENTRY) && img->isa->kernel)
+            site -= img->isa->kernel->fentry_len;
         if (!ret || (e[i].flags & KPRW_F_KPROBE)) {
             snprintf(text, sizeof text, "0x%llx", (unsigned long long)site);
             if (spec_add_baked(specs, text, err, errlen) < 0)

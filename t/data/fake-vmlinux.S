@@ -69,8 +69,8 @@ FUNC __fentry__
         ret
 ENDF __fentry__
 
-/* entry is a `call __fentry__` listed in __mcount_loc: +0 is optimized by
- * taking the fentry site over */
+/* entry is a `call __fentry__` listed in __mcount_loc: +0 is optimized
+ * right after it (ftrace keeps the call) */
 FUNC fn_fentry
 .Lfentry_site:
         call __fentry__         /* +0  5  __mcount_loc */
@@ -301,6 +301,19 @@ FUNC fn_ibt
         pop %rbp                /* +11 1 */
         ret                     /* +12 1 */
 ENDF fn_ibt
+
+/* IBT and ftrace: endbr64, then a `call __fentry__` listed in __mcount_loc:
+ * fn_ibt_fentry+0 means +4, baked past the call, at +9 */
+FUNC fn_ibt_fentry
+        endbr64                 /* +0  4 */
+.Libt_fentry_site:
+        call __fentry__         /* +4  5  __mcount_loc */
+        push %rbp               /* +9  1 */
+        mov %rsp, %rbp          /* +10 3 */
+        mov %rdi, %rax          /* +13 3 */
+        pop %rbp                /* +16 1 */
+        ret                     /* +17 1 */
+ENDF fn_ibt_fentry
 
 /* .ibt_endbr_seal: a sealed endbr64 in the middle, at +4 */
 FUNC fn_ibt2
@@ -687,6 +700,7 @@ jt_entry_far:
         .section __mcount_loc, "a", @progbits
         .balign 8
         .quad .Lfentry_site
+        .quad .Libt_fentry_site
         .quad 0
 .ifdef CORRUPT_MCOUNT
         .quad jl_key            /* not code */

@@ -48,8 +48,8 @@ kreloc:
         .size   kreloc, .-kreloc
 
 /* kfentry(a) = a + 7, with the `call __fentry__` a kernel built with
- * ftrace has at each entry, listed in __mcount_loc: a probe at +0 takes the
- * site over from ftrace */
+ * ftrace has at each entry, listed in __mcount_loc: a probe at +0 is baked
+ * right after it, which ftrace keeps */
         .globl  kfentry, __fentry__
         .type   kfentry, @function
 kfentry:

@@ -6,8 +6,9 @@
 # rewritten vmlinux under qemu TCG with a busybox initramfs and reads the
 # guest's checks from the serial log; the kprobes kernel is also booted as a
 # bzImage, where KASLR moves it (the relocations must still be right). A
-# third kernel has ftrace (ftrace.config): its probes at +0 take the fentry
-# sites over, and the guest traces every other function meanwhile. The
+# third kernel has ftrace (ftrace.config): its probes at +0 go past the
+# fentry calls, which ftrace keeps: the guest traces the probed functions,
+# every function, and livepatches a probed one meanwhile. The
 # kernels unwind with ORC but nokprobes, which uses frame pointers; the
 # guest checks what each unwinder sees from inside a handler.
 # KP_KERNEL_BENCH=1 adds the benchmark phase (make bench-kernel), its
@@ -156,11 +157,9 @@ variant() {
     ! nm "$d/vmlinux.plain" | grep -q ' sched_tick$' || tick=sched_tick
     # cpuinfo_open: a KASLR relocation in its DCR (mov $cpuinfo_op, %rsi),
     # which moves to the copy (opening /proc/cpuinfo runs it); with ftrace,
-    # past the fentry call, whose DCR would be just the call
+    # its DCR is past the fentry call
     "$K" --kernel --check $KR --probe cpuinfo_open "$d/vmlinux.plain" > "$d/relo.txt"
     relo=$(name_of cpuinfo_open "$d/relo.txt")
-    ! grep -q 'fentry site taken over' "$d/relo.txt" ||
-        relo=cpuinfo_open+0x$(printf %x $((0x${relo#*+0x} + 5)))
     # the int3 point: the instruction before do_sys_openat2's call of getname
     # (a DCR holding a call is int3 in a kernel), once per open(2)
     a=$(nm "$d/vmlinux.plain" | awk '$3 == "do_sys_openat2" { print $1 }')
@@ -185,6 +184,10 @@ variant() {
     done
     [ -n "$flagfn" ]; ok $? "$L: a function that starts with pushf or cli can be baked (${flagfn:-none})"
     echo "$flagfn" >> "$d/probes.list"
+    # with ftrace: the function livepatch-sample.ko patches (the guest
+    # livepatches it)
+    lp=0
+    [ "$v" != ftrace ] || { echo cmdline_proc_show >> "$d/probes.list"; lp=1; }
     # the kernel's kprobes KUnit suite (lib/test_kprobes.c, built where
     # kprewrite provides the kprobes API) registers on these at boot
     kunit=0 kk=0   # the KUnit suite's points: return probes, kprobes only
@@ -209,7 +212,7 @@ variant() {
     # those optimized, which the guest checks its list against
     npoints=$(awk '$4 ~ /^\[(OPTIMIZED|INT3)\]$/ { print $1 }' "$d/check.txt" | sort -u | wc -l)
     nopt=$(awk '$4 == "[OPTIMIZED]" { print $1 }' "$d/check.txt" | sort -u | wc -l)
-    wantpts=$((11 + kunit + kk))
+    wantpts=$((11 + kunit + kk + lp))
     if [ -z "$KR" ]; then
         [ "$npoints" = $wantpts ]; ok $? "$L: the $(wc -l < "$d/probes.list") probes are $wantpts points ($npoints), $nopt of them optimized"
     else
@@ -219,8 +222,12 @@ variant() {
     fi
     grep -q "$entry  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $entry can be jump-optimized"
     if [ "$v" = ftrace ]; then
-        grep -q "$entry  \[OPTIMIZED\].*fentry site taken over" "$d/check.txt"
-        ok $? "$L: vfs_read+0 takes its fentry site over"
+        grep -q "$entry  \[OPTIMIZED\].*\[after ftrace's fentry call, which ftrace keeps" "$d/check.txt"
+        ok $? "$L: vfs_read+0 is baked past its fentry call, which ftrace keeps"
+        a=$(nm "$d/vmlinux.plain" | awk '$3 == "vfs_read" { print $1 }')
+        [ "$(awk -v e="$entry" '$3 == e && $2 == "k" { print $1 }' "$d/check.txt")" = \
+          "ffffffff$(printf %08x $((0x${a#ffffffff} + 5)))" ]
+        ok $? "$L: its jump is at vfs_read+5"
     fi
     if [ -z "$KR" ]; then
         grep -q "$syscall  \[OPTIMIZED\]" "$d/check.txt"; ok $? "$L: $syscall can be jump-optimized"
@@ -319,6 +326,29 @@ variant() {
         readelf -SW "$d/binfmt_misc.ko" | grep -q ' \.kprewrite\.table ' && readelf -rW "$d/binfmt_misc.ko" | grep -q 'kprewrite_dispatch - 4'
         ok $? "$L: readelf reads the baked module (its pool, the loader's relocations)"
         extra="$extra $d/binfmt_misc.ko"
+    fi
+    if [ "$v" = ftrace ]; then
+        # samples/livepatch/livepatch-sample.c, unmodified (CONFIG_SAMPLE_LIVEPATCH=m)
+        $mk modules > "$d/livepatch.log" 2>&1 && [ -f "$obj/samples/livepatch/livepatch-sample.ko" ]
+        ok $? "$L: samples/livepatch/livepatch-sample.ko builds against it"
+        cmp -s "$obj/vmlinux" "$d/vmlinux"; ok $? "$L: building modules did not relink vmlinux"
+        # a module's entry probe goes past its fentry call too: the patch's
+        # new function, probed (the guest counts its calls while patched)
+        lpm=$obj/samples/livepatch/livepatch-sample.ko
+        "$K" --kernel --check --probe livepatch_cmdline_proc_show "$lpm" > "$d/lp-check.txt"
+        grep -q "livepatch_cmdline_proc_show+0x0  \[OPTIMIZED\].*\[after ftrace's fentry call" "$d/lp-check.txt"
+        ok $? "$L: livepatch-sample.ko: livepatch_cmdline_proc_show+0 is baked past its fentry call"
+        "$K" --kernel --probe livepatch_cmdline_proc_show -o "$d/livepatch-sample.ko" "$lpm" > "$d/lp-bake.log" 2>&1
+        ok $? "$L: kprewrite --kernel bakes it into livepatch-sample.ko"
+        extra="$d/livepatch-sample.ko"
+        # ftrace's list of fentry calls is the plain vmlinux's: the probed
+        # functions' too
+        ms=$(nm "$d/vmlinux" | awk '$3 == "__start_mcount_loc" { print $1 }')
+        me=$(nm "$d/vmlinux" | awk '$3 == "__stop_mcount_loc" { print $1 }')
+        objdump -s --start-address=0x$ms --stop-address=0x$me "$d/vmlinux.plain" | sed 1,2d > "$d/mcount.plain"
+        objdump -s --start-address=0x$ms --stop-address=0x$me "$d/vmlinux" | sed 1,2d > "$d/mcount.baked"
+        [ -n "$ms" ] && [ "$(wc -l < "$d/mcount.plain")" -gt 1000 ] && cmp -s "$d/mcount.plain" "$d/mcount.baked"
+        ok $? "$L: __mcount_loc, its $(( (0x${me#ffffffff} - 0x${ms#ffffffff}) / 8 )) fentry calls, is unchanged by the bake"
     fi
     readelf -h "$d/vmlinux" >/dev/null 2>&1; ok $? "$L: readelf reads the baked vmlinux"
     b=0 bb=0

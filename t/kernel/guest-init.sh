@@ -634,20 +634,80 @@ if grep -q '^kprobe' $S; then
 fi
 all "after the self-test" 1
 
-# a kernel with ftrace: the probes at +0 took their fentry sites over, so
-# ftrace does not list those functions, and tracing every other function
+# a kernel with ftrace: the probes at +0 are baked past the fentry calls,
+# which ftrace keeps: the probed functions stay traceable, the function
+# tracer traces them while the probes count, and tracing every function
 # (which patches every site ftrace knows) leaves the probes alone
 T=/sys/kernel/debug/tracing
 if [ -f $T/available_filter_functions ]; then
     entry_fn=$(echo @ENTRY@ | sed 's/+.*//')
-    check "ftrace: $entry_fn is not traceable (its fentry site is the probe's)" \
-        sh -c "! grep -qx '$entry_fn' $T/available_filter_functions"
+    check "ftrace: $entry_fn stays traceable (in available_filter_functions)" \
+        grep -qx "$entry_fn" $T/available_filter_functions
+    check "ftrace: its probe is listed [FTRACE]" grep -q "@ENTRY@  \[OPTIMIZED\]\[FTRACE\]" $K/list
     check "ftrace: other functions are (vfs_write)" grep -qx vfs_write $T/available_filter_functions
+    # the site past the call is SYM+0's point, not one of its own
+    (echo "kprw $entry_fn+0x5" > $S) 2> /tmp/err5
+    check "ftrace: $entry_fn+0x5, past the fentry call, is no point of its own (register: -ENOENT)" \
+        grep -q 'No such file' /tmp/err5
+    echo off > $S
+    # the function tracer on the probed function alone: kdrive's N reads and
+    # its 2 list reads are each one traced call and one hit
+    traced() { # DESC WANT-HITS
+        echo > $T/trace
+        echo 1 > $T/tracing_on
+        expect @ENTRY@ read $2 "$1"
+        echo 0 > $T/tracing_on
+        tr=$(grep -c "^ *kdrive-[0-9]* .* $entry_fn <-" $T/trace)
+        check "$1: the function tracer traced kdrive's $((N + 2)) calls of $entry_fn ($tr)" [ "$tr" = $((N + 2)) ]
+    }
+    echo "$entry_fn" > $T/set_ftrace_filter
+    echo function > $T/current_tracer
+    check "ftrace: the function tracer is on $entry_fn" [ "$(cat $T/set_ftrace_filter)" = "$entry_fn" ]
+    traced "ftrace: $entry_fn traced and probed" $((N + 1))
+    echo "disable @ENTRY@" > $K/control
+    traced "ftrace: $entry_fn traced, its probe disabled" 0
+    echo "enable @ENTRY@" > $K/control
+    echo "unoptimize @ENTRY@" > $K/control
+    traced "ftrace: $entry_fn traced, its probe on the int3 path" $((N + 1))
+    echo "optimize @ENTRY@" > $K/control
+    echo 1 > $T/tracing_on
+    echo > $T/set_ftrace_filter
     echo function > $T/current_tracer
     check "ftrace: the function tracer is on" [ "$(cat $T/current_tracer)" = function ]
     all "function tracer on" 1
     echo nop > $T/current_tracer
     all "function tracer off again" 1
+fi
+
+# samples/livepatch/livepatch-sample.c patches cmdline_proc_show, probed at
+# +0: ftrace's handlers run first (the fentry call is the function's first
+# instruction), and the patch sends the call to the new function, so the
+# probe on the old one's entry gives way while the patch is enabled (the
+# new function's, baked into the module, counts the calls) and fires again
+# once it is disabled
+lpw() { # wait for the patch's transition to end
+    i=0
+    while [ "$(cat $LP/transition)" != 0 ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+}
+if [ -f /bin/livepatch-sample.ko ]; then
+    LP=/sys/kernel/livepatch/livepatch_sample
+    lp=$(grep -o 'cmdline_proc_show+0x[0-9a-f]*' $K/list | head -n 1)
+    cmd0=$(cat /proc/cmdline)
+    expect "$lp" openread:/proc/cmdline $N "livepatch: before the patch, /proc/cmdline"
+    check "livepatch: insmod livepatch-sample.ko" insmod /bin/livepatch-sample.ko
+    lpw
+    check "livepatch: the patch is enabled, its transition done" [ "$(cat $LP/enabled) $(cat $LP/transition)" = "1 0" ]
+    check "livepatch: /proc/cmdline is the patched function's" grep -q 'this has been live patched' /proc/cmdline
+    expect "$lp" openread:/proc/cmdline 0 "livepatch: patched, the calls go to the new function (the probe gives way)"
+    lpn=$(grep -o 'livepatch_cmdline_proc_show+0x[0-9a-f]*' $K/list | head -n 1)
+    expect "$lpn" openread:/proc/cmdline $N "livepatch: the new function's probe (baked into the module) counts them"
+    check "livepatch: cmdline_proc_show stays in available_filter_functions" \
+        grep -qx cmdline_proc_show $T/available_filter_functions
+    echo 0 > $LP/enabled
+    lpw
+    check "livepatch: the patch is disabled, /proc/cmdline the original" [ "$(cat /proc/cmdline)" = "$cmd0" ]
+    expect "$lp" openread:/proc/cmdline $N "livepatch: disabled, the probe fires again"
+    check "livepatch: rmmod livepatch_sample" rmmod livepatch_sample
 fi
 
 if [ @BENCH@ = 1 ]; then

@@ -51,7 +51,7 @@ static const struct ktable_desc x86_ktables[] = {
       { { 12, 0 }, { 16, 0 }, { 8, 0 } }, KT_SITE_REL32, 0, KT_LEN_FIXED, 2, -1, KT_ACT_RESERVE, KT_CHK_BUG },
     /* unsigned long: absolute addresses of the 5-byte fentry calls */
     { KT_MCOUNT, "__mcount_loc", "__start_mcount_loc", "__stop_mcount_loc",
-      { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 5, -1, KT_ACT_TAKEOVER, KT_CHK_NONE },
+      { { 8, 0 } }, KT_SITE_ABS64, 0, KT_LEN_FIXED, 5, -1, KT_ACT_PASS, KT_CHK_NONE },
     /* 6.12's runtime constants (asm/runtime-const.h), a section each:
      * s32 naming the immediate the kernel patches at boot, the imm64 of a
      * movabs (runtime_ptr_SYM) or the imm8 of a shift (runtime_shift_SYM) */
@@ -174,6 +174,5 @@ const struct isa_kernel x86_kernel = {
     .alt_form = x86_alt_form,
     .return_site_moves = x86_return_site_moves,
     .percpu_symbol = x86_percpu_symbol,
-    .fentry_nop = x86_nop5,
-    .fentry_nop_len = sizeof x86_nop5,
+    .fentry_len = 5,
 };

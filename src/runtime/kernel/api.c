@@ -46,7 +46,7 @@ static struct kprw_point *point_named(const char *sym, unsigned int offset)
 		if (strcmp(pt->name, colon ? colon + 1 : sym))
 			continue;
 		if (pt->offset == offset ||
-		    (offset == 0 && pt->offset && pt->offset == kprw_arch_entry_gap(pt->addr - pt->offset)))
+		    (offset == 0 && pt->offset && pt->offset == kprw_arch_entry_gap(kprw_point_api(pt) - pt->offset)))
 			return pt;
 	}
 	return NULL;
@@ -207,7 +207,15 @@ int kprw_kprobe_place(struct kprw_kprobe *kp, struct kprw_point **ptp)
 		kp->flags |= KPRW_FLAG_ON_FUNC_ENTRY;
 	if (!insn_boundary(addr))
 		return -EILSEQ;
+	/* a point past ftrace's call is the call's: SYM+0 */
 	*ptp = kprw_point_at(addr);
+	if (*ptp && (*ptp)->gap)
+		*ptp = NULL;
+	if (!*ptp && entry) {
+		*ptp = kprw_point_at(addr + KPRW_ARCH_FENTRY_LEN);
+		if (*ptp && !(*ptp)->gap)
+			*ptp = NULL;
+	}
 	if (!*ptp && kp->symbol_name)
 		*ptp = point_named(kp->symbol_name, kp->offset);
 	return *ptp ? 0 : -ENOENT;
@@ -269,7 +277,7 @@ void kprw_attach(struct kprw_kprobe *kp, struct kprw_point *pt)
 	struct kprw_kprobe __rcu **pp = &pt->handlers;
 
 	KPRW_KP_POINT(kp) = pt;
-	kp->addr = (void *)pt->addr;
+	kp->addr = (void *)kprw_point_api(pt);
 	if (kprw_is_jprobe(kp))
 		while (rcu_access_pointer(*pp))
 			pp = &KPRW_KP_NEXT(rcu_dereference_protected(*pp, lockdep_is_held(&kprw_lock)));

@@ -21,6 +21,9 @@
 #define KPRW_ARCH_BP_LEN INT3_INSN_SIZE
 /* The longest instruction */
 #define KPRW_ARCH_INSN_MAX MAX_INSN_SIZE
+/* ftrace's call __fentry__ at a function's entry (a call rel32), which a
+ * SYM+0 point is baked past (KPRW_F_AFTER_FENTRY) */
+#define KPRW_ARCH_FENTRY_LEN CALL_INSN_SIZE
 
 /* What a pre_handler finds in regs->ip at a probe on addr: addr + 1, as
  * the kernel's kprobe_int3_handler() and optimized_callback() give it

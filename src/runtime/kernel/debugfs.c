@@ -51,9 +51,11 @@ static int list_show(struct seq_file *m, void *v)
 	for_each_kprw_point(s, pt) {
 		stats(pt, &h, &n);
 		module_tag(pt, mod, sizeof(mod));
-		seq_printf(m, "%016lx  %c  %s+0x%x  %s%s%s  hits %llu  nmissed %llu\n", pt->addr, pt->kind,
-			   pt->name, pt->offset, mod, pt->disabled ? "[DISABLED]" : "",
-			   pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "", h, n);
+		/* (a point past ftrace's call: where the API names it, and
+		 * [FTRACE] as the kernel's list marks its kprobes on ftrace) */
+		seq_printf(m, "%016lx  %c  %s+0x%x  %s%s%s%s  hits %llu  nmissed %llu\n", kprw_point_api(pt),
+			   pt->kind, pt->name, pt->offset, mod, pt->disabled ? "[DISABLED]" : "",
+			   pt->code == CODE_OPTIMIZED ? "[OPTIMIZED]" : "", pt->gap ? "[FTRACE]" : "", h, n);
 	}
 	mutex_unlock(&kprw_lock);
 	return 0;
@@ -135,7 +137,7 @@ static ssize_t control_write(struct file *f, const char __user *ubuf, size_t len
 		if (colon && (!s->mod || strlen(module_name(s->mod)) != mod_len ||
 			      strncmp(module_name(s->mod), spec, mod_len)))
 			continue;
-		if (!kprw_spec_matches(colon ? colon + 1 : spec, spec_len, pt->name, pt->offset, pt->addr))
+		if (!kprw_spec_matches(colon ? colon + 1 : spec, spec_len, pt->name, pt->offset, kprw_point_api(pt)))
 			continue;
 		n++;
 		can_jump += pt->verdict == KPRW_OPTIMIZED;

@@ -111,7 +111,7 @@ noinstr void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs)   /* kp
 	if (!pt)
 		return;                 /* before the runtime started: not counted */
 	instrumentation_begin();
-	kprw_arch_detour_regs(regs, pt->addr);
+	kprw_arch_detour_regs(regs, kprw_point_api(pt));
 	run_handlers(pt, regs, false);
 	instrumentation_end();
 }
@@ -167,7 +167,7 @@ noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
 		enum hit hit;
 
-		instruction_pointer_set(regs, kprw_arch_pre_ip(pt->addr));
+		instruction_pointer_set(regs, kprw_arch_pre_ip(kprw_point_api(pt)));
 		hit = run_handlers(pt, regs, true);
 		/* (redirected: regs->ip is where a handler sent it, as the
 		 * kernel's kprobe_int3_handler() leaves it) */

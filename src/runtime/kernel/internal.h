@@ -42,6 +42,8 @@ struct kprw_point {
 	const char *name;
 	u32 offset, id;
 	u8 kind, verdict, len;
+	u8 gap;                   /* ftrace's call kept before the site: the API
+				     names the point at the call (KPRW_F_AFTER_FENTRY) */
 	u8 step_len, ool_step_len;  /* the lengths of the first instruction and
 				       of its copy, for a post_handler's step */
 	const u8 *orig;
@@ -92,6 +94,12 @@ void KPRW_KDISPATCH(struct kprw_state *st, struct pt_regs *regs);
 DECLARE_PER_CPU(struct kprw_point *, kprw_running);
 /* Under kprw_lock or from a probe path: the point at addr, or NULL. */
 struct kprw_point *kprw_point_at(unsigned long addr);
+/* Where the kprobes API names pt (kp->addr; regs->ip is one past it): its
+ * site, or ftrace's call before it, as the kernel's kprobes on ftrace do */
+static inline unsigned long kprw_point_api(const struct kprw_point *pt)
+{
+	return pt->addr - pt->gap;
+}
 /* Hook the traps besides int3 (once); nonzero if they cannot be. */
 int kprw_traps_hooked(void);
 /* A hit of pt that ran no handler (profile's and list's nmissed). */

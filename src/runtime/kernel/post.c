@@ -36,7 +36,28 @@ static DEFINE_PER_CPU(struct kprw_step, kprw_step);
 
 bool kprw_post_allowed(struct kprw_point *pt)
 {
+	if (pt->gap) {
+		/* the probed instruction is ftrace's call, which is not
+		 * stepped (kprw_post_arm()) */
+		pt->step_len = pt->gap;
+		return true;
+	}
 	return kprw_arch_step_allowed(pt->orig, pt->len, (const void *)pt->ool, &pt->step_len, &pt->ool_step_len);
+}
+
+/* pt's enabled post_handlers, regs->ip where the probed instruction left */
+static void run_posts(struct kprw_point *pt, struct pt_regs *regs)
+{
+	struct kprw_kprobe *kp;
+
+	__this_cpu_write(kprw_running, pt);
+	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
+		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED)) {
+			kprw_cur_set(kp, kprw_ctx());
+			kp->post_handler(kp, regs, 0);
+		}
+	kprw_cur_set(NULL, 0);
+	__this_cpu_write(kprw_running, NULL);
 }
 
 /* From the int3 path, once the pre_handlers ran and regs->ip is the copy:
@@ -53,6 +74,17 @@ void kprw_post_arm(struct kprw_point *pt, struct pt_regs *regs)
 		any |= kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED);
 	if (!any)
 		return;
+	if (pt->gap) {
+		/* past ftrace's call, the point is the call's (ftrace's callers
+		 * have run): the post_handlers see regs->ip after it, as the
+		 * kernel's kprobes on ftrace give it, and nothing is stepped */
+		unsigned long ip = instruction_pointer(regs);
+
+		instruction_pointer_set(regs, pt->addr);
+		run_posts(pt, regs);
+		instruction_pointer_set(regs, ip);
+		return;
+	}
 	if (st->pt) {
 		/* an int3 hit while this CPU steps another (from an NMI): no
 		 * post_handlers for this one */
@@ -67,7 +99,6 @@ bool kprw_post_stepped(struct pt_regs *regs)
 {
 	struct kprw_step *st = this_cpu_ptr(&kprw_step);
 	struct kprw_point *pt = st->pt;
-	struct kprw_kprobe *kp;
 
 	if (!pt || user_mode(regs))
 		return false;
@@ -76,18 +107,12 @@ bool kprw_post_stepped(struct pt_regs *regs)
 	/* fell through the copy's first instruction: the original's next */
 	if (instruction_pointer(regs) == pt->ool + pt->ool_step_len)
 		instruction_pointer_set(regs, pt->addr + pt->step_len);
-	__this_cpu_write(kprw_running, pt);
-	for (kp = rcu_dereference_raw(pt->handlers); kp; kp = rcu_dereference_raw(KPRW_KP_NEXT(kp)))
-		if (kp->post_handler && !(READ_ONCE(kp->flags) & KPRW_FLAG_DISABLED)) {
-			kprw_cur_set(kp, kprw_ctx());
-			kp->post_handler(kp, regs, 0);
-		}
-	kprw_cur_set(NULL, 0);
-	__this_cpu_write(kprw_running, NULL);
+	run_posts(pt, regs);
 	return true;
 }
 
 /* the trap paths: not to be probed (kprewrite refuses the kernel's kprobe
  * blacklist, which integrate.sh keeps in a kernel without CONFIG_KPROBES) */
+NOKPROBE_SYMBOL(run_posts);
 NOKPROBE_SYMBOL(kprw_post_arm);
 NOKPROBE_SYMBOL(kprw_post_stepped);

@@ -180,6 +180,7 @@ void kprw_point_fill(struct kprw_set *s, u32 i, const struct kprw_table *t)
 	pt->kind = e[i].kind;
 	pt->verdict = e[i].verdict;
 	pt->len = e[i].dcr_len;
+	pt->gap = e[i].flags & KPRW_F_AFTER_FENTRY ? KPRW_ARCH_FENTRY_LEN : 0;
 	pt->orig = (const u8 *)strings + e[i].orig_off;
 }
 
