@@ -499,53 +499,35 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
         if (kk > 0) printf "#   baked kretprobe / kernel kretprobe per call: %.2f (baked faster in %d of %d rounds)\n", kr / kk, won, r
     }'
 fi
-# the BPF row: a BPF kprobe program (counting) on getpid(2)'s handler, baked
-# (6.1 nokprobes) against the kernel's kprobe (6.1 kprobes), one boot each:
-# the overheads over each boot's own original code, and their ratio
-bpfb=$(cat "$W/kprobes/serial-vmlinux.log" "$W/nokprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r' | grep '^KPRW-BPFBENCH ')
-if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bpfb" ]; then
-    echo "$bpfb" | awk '
+# cross_boot TAG WHAT WITH INFO RATIO: a row of two boots (guest-bpf-bench.sh's
+# "TAG kp base B with W info I" lines), the baked point (6.1 nokprobes)
+# against the kernel's kprobe (6.1 kprobes): each boot's overhead over its
+# own original code, each round's, and their ratio
+cross_boot() {
+    rows=$(cat "$W/kprobes/serial-vmlinux.log" "$W/nokprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r' | grep "^$1 ")
+    [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$rows" ] || return 0
+    echo "$rows" | awk -v what="$2" -v with="$3" -v info="$4" -v ratio="$5" '
     function median(k, r,   i, j, t, a) {
         for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
         for (i = 2; i <= r; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
         return a[int((r + 1) / 2)] }
-    { k = $2; r[k]++; v[k "base", r[k]] = $4; v[k "bpf", r[k]] = $6; v[k "over", r[k]] = $6 - $4; o[k] = o[k] " " $8 }
+    { k = $2; r[k]++; v[k "base", r[k]] = $4; v[k "with", r[k]] = $6; v[k "over", r[k]] = $6 - $4; o[k] = o[k] " " $8 }
     END {
         if (!r["baked"] || !r["kprobe"]) exit
-        printf "# kernel bench, a BPF kprobe program (counting) on getpid(2), TSC ticks per call under qemu TCG (median of %d and %d rounds, each best of 5 x 20000)\n", r["baked"], r["kprobe"]
+        printf "# kernel bench, %s on getpid(2), TSC ticks per call under qemu TCG (median of %d and %d rounds, each best of 5 x 20000)\n", what, r["baked"], r["kprobe"]
         for (k = 0; k < 2; k++) {
             n = k ? "kprobe" : "baked"
-            printf "#   %-38s base %8.1f  with the program %8.1f  (+%.1f)  optimized:%s\n", k ? "6.1 kprobes, the kernel'"'"'s kprobe" : "6.1 nokprobes, the baked point", median(n "base", r[n]), median(n "bpf", r[n]), median(n "over", r[n]), o[n]
+            printf "#   %-38s base %8.1f  with the %s %8.1f  (+%.1f)  %s:%s\n", k ? "6.1 kprobes, the kernel'"'"'s kprobe" : "6.1 nokprobes, the baked point", median(n "base", r[n]), with, median(n "with", r[n]), median(n "over", r[n]), info, o[n]
             line = ""; for (i = 1; i <= r[n]; i++) line = line sprintf(" %+.1f", v[n "over", i])
             printf "#     each round'"'"'s overhead:%s\n", line
         }
         if (median("kprobeover", r["kprobe"]) > 0)
-            printf "#   BPF program, baked / kernel kprobe overhead: %.2f\n", median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
+            printf "#   %s, baked / kernel kprobe overhead: %.2f\n", ratio, median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
     }'
-fi
-# the kprobe_events row: an event with two fetch-args on the same point,
-# enabled (recording into the ring buffer), baked against the kernel's
-# kprobe, one boot each, as the BPF row
-evb=$(cat "$W/kprobes/serial-vmlinux.log" "$W/nokprobes/serial-vmlinux.log" 2>/dev/null | tr -d '\r' | grep '^KPRW-EVBENCH ')
-if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$evb" ]; then
-    echo "$evb" | awk '
-    function median(k, r,   i, j, t, a) {
-        for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
-        for (i = 2; i <= r; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-        return a[int((r + 1) / 2)] }
-    { k = $2; r[k]++; v[k "base", r[k]] = $4; v[k "ev", r[k]] = $6; v[k "over", r[k]] = $6 - $4; o[k] = o[k] " " $8 }
-    END {
-        if (!r["baked"] || !r["kprobe"]) exit
-        printf "# kernel bench, a kprobe_events event (a=%%di b=+0(%%di):u64, enabled) on getpid(2), TSC ticks per call under qemu TCG (median of %d and %d rounds, each best of 5 x 20000)\n", r["baked"], r["kprobe"]
-        for (k = 0; k < 2; k++) {
-            n = k ? "kprobe" : "baked"
-            printf "#   %-38s base %8.1f  with the event %8.1f  (+%.1f)  hits+missed a round:%s\n", k ? "6.1 kprobes, the kernel'"'"'s kprobe" : "6.1 nokprobes, the baked point", median(n "base", r[n]), median(n "ev", r[n]), median(n "over", r[n]), o[n]
-            line = ""; for (i = 1; i <= r[n]; i++) line = line sprintf(" %+.1f", v[n "over", i])
-            printf "#     each round'"'"'s overhead:%s\n", line
-        }
-        if (median("kprobeover", r["kprobe"]) > 0)
-            printf "#   kprobe_events event, baked / kernel kprobe overhead: %.2f\n", median("bakedover", r["baked"]) / median("kprobeover", r["kprobe"])
-    }'
-fi
+}
+# the BPF row: a BPF kprobe program (counting); the kprobe_events row: an
+# event with two fetch-args, enabled (recording into the ring buffer)
+cross_boot KPRW-BPFBENCH "a BPF kprobe program (counting)" program optimized "BPF program"
+cross_boot KPRW-EVBENCH "a kprobe_events event (a=%di b=+0(%di):u64, enabled)" event "hits+missed a round" "kprobe_events event"
 echo "1..$n"
 [ $failed = 0 ]
