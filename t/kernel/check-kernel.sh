@@ -497,6 +497,18 @@ if [ "${KP_KERNEL_BENCH:-0}" = 1 ] && [ -n "$bench" ]; then
         if (ko > 0) printf "#   baked optimized / kernel optprobe per call:   %.2f (baked faster in %d of %d rounds)\n", o / ko, wonopt, r
         for (i = 1; i <= r; i++) won += v["baked-kret", i] < v["kretprobe", i]
         if (kk > 0) printf "#   baked kretprobe / kernel kretprobe per call: %.2f (baked faster in %d of %d rounds)\n", kr / kk, won, r
+        for (i = 1; i <= r; i++) won3 += v["baked-int3", i] < v["kprobe-int3", i]
+        if (ki > 0) printf "#   baked int3 / kernel int3 kprobe per call:     %.2f (baked faster in %d of %d rounds)\n", i3 / ki, won3, r
+        # the overhead ratio of each round, baked / kernel: how much they swing
+        split("opt:baked-opt:kprobe-opt int3:baked-int3:kprobe-int3 kretprobe:baked-kret:kretprobe", rows, " ")
+        for (k = 1; k <= 3; k++) {
+            split(rows[k], f, ":"); line = ""
+            for (i = 1; i <= r; i++) {
+                kb = v[f[3], i] - v["base", i]
+                line = line (kb > 0 ? sprintf(" %.2f", (v[f[2], i] - v["base", i]) / kb) : " -")
+            }
+            printf "#     %-9s each round'"'"'s overhead ratio:%s\n", f[1], line
+        }
     }'
 fi
 # cross_boot TAG WHAT WITH INFO RATIO: a row of two boots (guest-bpf-bench.sh's
