@@ -710,6 +710,18 @@ if [ -f /bin/livepatch-sample.ko ]; then
     check "livepatch: rmmod livepatch_sample" rmmod livepatch_sample
 fi
 
+# a kernel with kprobes: the kernel's own kprobe on a disabled baked point
+# (its original bytes back) is the kernel's -- every hit of its int3 goes to
+# it (kprewrite's int3 handler took them for its point's, uncounted)
+if [ -f /sys/kernel/debug/kprobes/list ] && [ -w "$S" ]; then
+    echo "disable @SYSCALL@" > $K/control
+    echo "kprobe-int3 ${SYSCALL_SYM}" > $S
+    kdrive @SYSCALL@ getpid 1000 > /dev/null
+    kh=$(awk '$1 == "kprobe" { print $4 }' $S)
+    echo off > $S; echo "enable @SYSCALL@" > $K/control
+    check "the kernel's int3 kprobe on a disabled baked point counts each of 1000 getpid(2) ($kh)" [ "${kh:-0}" -ge 1000 ]
+fi
+
 if [ @BENCH@ = 1 ]; then
     # per-hit cost on getpid(2), the same kernel and boot: baked probes
     # (optimized, int3) beside the kernel's kprobes (optprobe, int3), each with

@@ -145,6 +145,17 @@ noinstr struct kprw_point *kprw_point_at(unsigned long addr)
 	return NULL;
 }
 
+/* A disabled point where the kernel's own kprobes have an int3 of theirs
+ * (kprw_apply() never patches a site while one is there). */
+static __always_inline bool kernel_kprobe_owns(struct kprw_point *pt)
+{
+#ifdef CONFIG_KPROBES
+	return READ_ONCE(pt->code) == CODE_DISABLED && get_kprobe((void *)pt->addr);
+#else
+	return false;
+#endif
+}
+
 /* The int3 path: int3 probes, and optimized ones while unoptimized or
  * being patched. Resumes at the out-of-line copy. do_int3() calls it
  * first (integrate.sh): on the die notifier chain it would come after
@@ -163,8 +174,11 @@ noinstr bool kprewrite_int3_handler(struct pt_regs *regs)
 		goto out;
 	}
 	pt = kprw_point_at(kprw_arch_bp_addr(regs));
-	/* ours while it is not a jmp (a jmp's int3 would be someone else's) */
-	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED) {
+	/* ours while it is not a jmp (a jmp's int3 would be someone else's),
+	 * and, disabled, while no kprobe of the kernel's is there: a disabled
+	 * point's original bytes are back, and the kernel's kprobes may put
+	 * their own int3 on them (their hits went to the copy, uncounted) */
+	if (pt && READ_ONCE(pt->code) != CODE_OPTIMIZED && !kernel_kprobe_owns(pt)) {
 		enum hit hit;
 
 		instruction_pointer_set(regs, kprw_arch_pre_ip(kprw_point_api(pt)));
