@@ -42,6 +42,9 @@ gcc -O2 -static -o "$W/kdrive" "$src/t/kernel/kdrive.c" || bail "cannot build kd
 clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -c "$src/t/kernel/kbpf.bpf.c" -o "$W/kbpf.bpf.o" ||
     bail "cannot build kbpf.bpf.o (clang -target bpf, libbpf-dev: scripts/install-deps.sh)"
 gcc -O2 -static -o "$W/kbpf" "$src/t/kernel/kbpf.c" -lbpf -lelf -lz || bail "cannot build kbpf statically (libbpf-dev, libelf-dev, zlib1g-dev)"
+# (an fentry program, for the ftrace kernel, which has BTF)
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -c "$src/t/kernel/kbpf-fentry.bpf.c" -o "$W/kbpf-fentry.bpf.o" ||
+    bail "cannot build kbpf-fentry.bpf.o (clang -target bpf, libbpf-dev: scripts/install-deps.sh)"
 
 # table_counts VMLINUX: "ENTRIES OPTIMIZED" of the probe table baked into
 # VMLINUX (struct kprw_table, 64 bytes, then 28-byte entries, the verdict
@@ -81,10 +84,17 @@ boot() {
         fill "$src/t/kernel/guest-events.sh" "$4" > "$d/guest-events.sh"
         ev=$d/guest-events.sh
     fi
-    # BPF kprobe programs' checks (guest-bpf.sh), where it has them
-    if grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config" && ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; then
+    # BPF kprobe programs' checks (guest-bpf.sh), where it has them (perf's
+    # kprobe PMU comes with kprobe_events: the ftrace kernel's BPF is for an
+    # fentry program)
+    if grep -q '^CONFIG_BPF_EVENTS=y' "$obj/.config" && grep -q '^CONFIG_KPROBE_EVENTS=y' "$obj/.config" &&
+        ! grep -q '^CONFIG_KPROBES=y' "$obj/.config"; then
         fill "$src/t/kernel/guest-bpf.sh" "$4" > "$d/guest-bpf.sh"
         ev="$ev $d/guest-bpf.sh $W/kbpf $W/kbpf.bpf.o"
+    fi
+    # an fentry BPF program on a probed function (the ftrace kernel: BTF)
+    if grep -q '^CONFIG_DEBUG_INFO_BTF=y' "$obj/.config"; then
+        ev="$ev $W/kbpf $W/kbpf-fentry.bpf.o"
     fi
     # make bench-kernel's BPF row (guest-bpf-bench.sh)
     if [ "${5:-0}" = 1 ]; then

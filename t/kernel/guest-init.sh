@@ -670,6 +670,21 @@ if [ -f $T/available_filter_functions ]; then
     echo "unoptimize @ENTRY@" > $K/control
     traced "ftrace: $entry_fn traced, its probe on the int3 path" $((N + 1))
     echo "optimize @ENTRY@" > $K/control
+    echo nop > $T/current_tracer
+    # an fentry BPF program on the probed function (the kernel has BTF):
+    # the BPF trampoline on ftrace's site, the probe's jump right after it;
+    # both count kbpf's N reads
+    if [ -f /sys/kernel/btf/vmlinux ]; then
+        hits() { awk -v p="@ENTRY@" '$3 == p { for (i = 4; i < NF; i++) if ($i == "hits") print $(i + 1) }' $K/list; }
+        h0=$(hits)
+        kbpf /bin/kbpf-fentry.bpf.o fentry 123 $N > /tmp/fentry 2>&1
+        h1=$(hits)
+        check "ftrace: an fentry BPF program on the probed $entry_fn counts kbpf's $N reads of 123 bytes ($(head -n 1 /tmp/fentry))" \
+            grep -qx "fentry entries $N bytes $((123 * N))" /tmp/fentry
+        check "ftrace: the probe counted them too ($((h1 - h0)): with libbpf's own reads and the list's)" [ $((h1 - h0)) -ge $N ]
+    else
+        check "ftrace: the kernel has BTF (/sys/kernel/btf/vmlinux), for an fentry BPF program" false
+    fi
     echo 1 > $T/tracing_on
     echo > $T/set_ftrace_filter
     echo function > $T/current_tracer

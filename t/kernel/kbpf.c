@@ -18,6 +18,10 @@
  *                           (without an offset)
  *     mine buf 0xBUF        the buffer kbpf read into
  *
+ *   kbpf OBJ fentry SIZE N  OBJ's fentry program (kbpf-fentry.bpf.o, a kernel
+ *                           with BTF) on vfs_read through the BPF trampoline:
+ *     fentry entries E bytes B
+ *
  *   kbpf OBJ SPEC bench N   (make bench-kernel) the kprobe program alone on
  *                           SPEC (getpid(2)'s handler), counting kbpf's calls:
  *     bench bpf TICKS entries E
@@ -133,8 +137,45 @@ static int bench(struct bpf_program *entry, int map, const char *func, long n)
     return 0;
 }
 
+/* fentry mode: OBJ's on_fentry (kbpf-fentry.bpf.c) attached through the
+ * BPF trampoline, n read(2)s of size bytes; what it counted */
+static int fentry(const char *path, long size, long n)
+{
+    struct bpf_object *obj = bpf_object__open_file(path, NULL);
+    if (!obj)
+        fail("cannot open", path, errno);
+    if (bpf_object__load(obj))
+        fail("cannot load", path, errno);
+    struct bpf_program *p = bpf_object__find_program_by_name(obj, "on_fentry");
+    struct bpf_map *counts = bpf_object__find_map_by_name(obj, "counts");
+    if (!p || !counts) {
+        fprintf(stderr, "kbpf: %s has not on_fentry and counts\n", path);
+        return 1;
+    }
+    int map = bpf_map__fd(counts);
+    struct bpf_link *l = bpf_program__attach(p);
+    if (!l)
+        fail("cannot attach the fentry program of", path, errno);
+    int zero = open("/dev/zero", O_RDONLY);
+    if (zero < 0)
+        fail("cannot open /dev/zero", NULL, errno);
+    put(map, TGID, getpid());
+    for (long i = 0; i < n; i++)
+        if (read(zero, buf, size) != size)
+            fail("a short read of /dev/zero", NULL, errno);
+    put(map, TGID, 0);
+    close(zero);
+    bpf_link__destroy(l);
+    printf("fentry entries %llu bytes %llu\n", (unsigned long long)get(map, ENTRIES),
+           (unsigned long long)get(map, ENTRY_BYTES));
+    bpf_object__close(obj);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[2], "fentry") == 0)
+        return fentry(argv[1], atol(argv[3]), atol(argv[4]));
     if (argc != 5) {
         fprintf(stderr, "usage: kbpf OBJ SPEC SIZE|bench N\n");
         return 2;

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kbpf-fentry.bpf.c: an fentry program for kbpf (t/kernel/kbpf.c, mode
+ * fentry), built with clang -target bpf: attached to vfs_read through the
+ * kernel's BPF trampoline on ftrace's fentry site (a kernel with BTF), it
+ * counts the calls of one process (the tgid kbpf puts in counts[TGID]) and
+ * adds up their third argument. A separate object: libbpf resolves an
+ * fentry program's target in the kernel's BTF when it loads the object,
+ * which a kernel without BTF would refuse for the whole object.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* the slots of counts, as kbpf.c reads them */
+enum { TGID, ENTRIES, ENTRY_BYTES, NSLOTS = 7 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+SEC("fentry/vfs_read")
+int BPF_PROG(on_fentry, __u64 file, __u64 buf, __u64 count)
+{
+	__u32 k = TGID;
+	__u64 *t = bpf_map_lookup_elem(&counts, &k);
+
+	if (!t || !*t || *t != bpf_get_current_pid_tgid() >> 32)
+		return 0;
+	k = ENTRIES;
+	t = bpf_map_lookup_elem(&counts, &k);
+	if (t)
+		__sync_fetch_and_add(t, 1);
+	k = ENTRY_BYTES;
+	t = bpf_map_lookup_elem(&counts, &k);
+	if (t)
+		__sync_fetch_and_add(t, count);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
