@@ -12,15 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-/* the slots of counts, as kbpf.c reads them */
-enum { TGID, ENTRIES, ENTRY_BYTES, NSLOTS = 7 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NSLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+#include "kbpf-counts.h"
 
 SEC("fentry/vfs_read")
 int BPF_PROG(on_fentry, __u64 file, __u64 buf, __u64 count)

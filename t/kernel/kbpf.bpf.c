@@ -12,15 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-/* the slots of counts, as kbpf.c reads them */
-enum { TGID, ENTRIES, ENTRY_BYTES, LAST_BUF, FUNC_IP, RETURNS, RETURN_BYTES, NSLOTS };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NSLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+#include "kbpf-counts.h"
 
 static __u64 *slot(__u32 k)
 {

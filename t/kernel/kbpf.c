@@ -68,6 +68,21 @@ static __u64 get(int map, __u32 k)
     return v;
 }
 
+/* n read(2)s of size bytes from /dev/zero, the programs counting this
+ * process's calls meanwhile (its tgid in the map) */
+static void watched_reads(int map, long size, long n)
+{
+    int zero = open("/dev/zero", O_RDONLY);
+    if (zero < 0)
+        fail("cannot open /dev/zero", NULL, errno);
+    put(map, TGID, getpid());
+    for (long i = 0; i < n; i++)
+        if (read(zero, buf, size) != size)
+            fail("a short read of /dev/zero", NULL, errno);
+    put(map, TGID, 0);
+    close(zero);
+}
+
 /* kprobe_events' lines (libbpf's legacy events are there while attached) */
 static void list_events(void)
 {
@@ -156,15 +171,7 @@ static int fentry(const char *path, long size, long n)
     struct bpf_link *l = bpf_program__attach(p);
     if (!l)
         fail("cannot attach the fentry program of", path, errno);
-    int zero = open("/dev/zero", O_RDONLY);
-    if (zero < 0)
-        fail("cannot open /dev/zero", NULL, errno);
-    put(map, TGID, getpid());
-    for (long i = 0; i < n; i++)
-        if (read(zero, buf, size) != size)
-            fail("a short read of /dev/zero", NULL, errno);
-    put(map, TGID, 0);
-    close(zero);
+    watched_reads(map, size, n);
     bpf_link__destroy(l);
     printf("fentry entries %llu bytes %llu\n", (unsigned long long)get(map, ENTRIES),
            (unsigned long long)get(map, ENTRY_BYTES));
@@ -218,15 +225,7 @@ int main(int argc, char **argv)
         fail("cannot attach a kretprobe program to", func, errno);
     list_events();
     list_points(func);
-    int zero = open("/dev/zero", O_RDONLY);
-    if (zero < 0)
-        fail("cannot open /dev/zero", NULL, errno);
-    put(map, TGID, getpid());
-    for (long i = 0; i < n; i++)
-        if (read(zero, buf, size) != size)
-            fail("a short read of /dev/zero", NULL, errno);
-    put(map, TGID, 0);
-    close(zero);
+    watched_reads(map, size, n);
     bpf_link__destroy(le);
     bpf_link__destroy(lr);  /* (NULL: nothing) */
     printf("entries %llu bytes %llu buf 0x%llx ip 0x%llx\n", (unsigned long long)get(map, ENTRIES),
