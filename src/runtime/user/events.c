@@ -242,10 +242,6 @@ static size_t spec_sym_len(const char *spec, size_t spec_len)
     return spec_len > k && memcmp(spec + spec_len - k, ret_suffix, k) == 0 ? spec_len - k : spec_len;
 }
 
-/* Where a plain SYM[+OFF] spec (no glob, no address) points by the
- * symbol's value, as the kernel's kallsyms lookup does: an alias (write
- * for a point named __write, _Exit for _exit) names the same code. Found
- * before rt_lock is taken (dlsym takes the loader's lock). */
 /* The symbol of a plain SYM[+OFF][%return] spec into sym (256 bytes);
  * *plus: where OFF starts (0: none). false for a glob or an address. */
 static bool plain_sym(const struct kprw_event *ev, char *sym, size_t *plus)
@@ -263,27 +259,28 @@ static bool plain_sym(const struct kprw_event *ev, char *sym, size_t *plus)
     return sl > 0;
 }
 
-static bool spec_by_value(const struct kprw_event *ev, uint64_t *where)
+/* Where a plain SYM[+OFF] spec points by the symbol's value, as the
+ * kernel's kallsyms lookup does: an alias (write for a point named
+ * __write, _Exit for _exit) names the same code. 0: not plain, or no such
+ * symbol. Found before rt_lock is taken (dlsym takes the loader's lock). */
+static uint64_t spec_by_value(const struct kprw_event *ev)
 {
     char sym[256], *end;
     size_t plus, n = spec_sym_len(ev->spec, ev->spec_len);
-    if (!plain_sym(ev, sym, &plus))
-        return false;
     uint64_t off = 0, a;
-    if (plus) {
+    if (!plain_sym(ev, sym, &plus))
+        return 0;
+    if (plus) {   /* OFF in C notation (copied: the spec is no string of its own) */
         char num[32];
         if (n - plus >= sizeof num)
-            return false;
+            return 0;
         memcpy(num, ev->spec + plus, n - plus);
         num[n - plus] = 0;
         off = strtoull(num, &end, 0);
         if (*end || end == num)
-            return false;
+            return 0;
     }
-    if (!resolve_sym(NULL, sym, &a) || !a)
-        return false;
-    *where = a + off;
-    return true;
+    return resolve_sym(NULL, sym, &a) && a ? a + off : 0;
 }
 
 /* A return event needs a return point ('r': the function baked with
@@ -408,9 +405,7 @@ static int inst_register(struct ev_inst *in)
  * it). */
 static int bind_points(struct ev_def *d, const struct kprw_table *only)
 {
-    uint64_t by_value = 0;
-    if (!spec_by_value(&d->ev, &by_value))
-        by_value = 0;
+    uint64_t by_value = spec_by_value(&d->ev);
     rt_lock_take();
     rt_points_ready();
     uint32_t n = rt_point_count();

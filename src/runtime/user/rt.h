@@ -312,15 +312,18 @@ int patch_all(void);
 void patch_pool_added(void);           /* a new pool's points as the knobs want them */
 void patch_fork_child(void);           /* the child writes its own code, not the parent's */
 
+/* ---- own-threads.c: the runtime's threads, on stacks it knows (their first hit sets the guard) ---- */
+int rt_own_thread_create(pthread_t *th, pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+bool rt_on_own_stack(void);
+
+/* ---- startup.c: a process ending (_exit) or replaced (exec): its trace and its report written ---- */
+void rt_before_exit(void);
+void rt_before_exec(void);
+
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */
 void trace_env_pools_added(void);      /* trace-env.c: pending KPREWRITE_EVENTS bound now */
 void trace_env_exec(void);             /* trace-env.c: events written before an exec (exec.c) */
 void trace_env_exit(void);             /* trace-env.c: events written before an _exit */
-/* own-threads.c: the runtime's threads, on stacks it knows (their first hit sets the guard) */
-int rt_own_thread_create(pthread_t *th, pthread_attr_t *attr, void *(*fn)(void *), void *arg);
-bool rt_on_own_stack(void);
-void rt_before_exit(void);             /* startup.c: at _exit, the trace and the report written */
-void rt_before_exec(void);             /* startup.c: the same before an exec */
 void ctl_dir_start(void);
 void ctl_dir_fork_child(void);         /* the directory and its server stay with the parent */
 int ctlfs_mount(const char *dir);      /* the /dev/fuse fd, or -1 */
