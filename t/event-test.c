@@ -411,6 +411,7 @@ static void test_kinds(void)
         "f s=+0(+24(%si)):string t=+0(+0(%r8)):string u=+0(+8(%si)):string n=%di",
         "f a=%di:u8 b=+0(%r8):u8 c=%si:u16",
         "f a=%di:u8 b=+0(%r8):u64 c=%si:u8",
+        "f a=%di:u8",
         "f",
     };
     char buf[2048];
@@ -448,6 +449,13 @@ static void test_kinds(void)
             ok(ev.fixed - ev.fault_off > 8 && kprw_rec_fault(&ev, rec, 60) && !kprw_rec_fault(&ev, rec, 59) &&
                !kprw_rec_fault(&ev, rec, 63), "64 arguments: %u bytes of fault bits and padding, the 61st's set",
                ev.fixed - ev.fault_off);
+        /* nothing past the room a ring reserves for it (max_size): the
+         * fault bits' 8-byte store at fault_off included */
+        bool inside = size <= ev.max_size;
+        for (unsigned b = ev.max_size; b < ev.max_size + 16; b++)
+            inside = inside && rec[b] == 0xa5 && rec_any[b] == 0xa5;
+        ok(inside, "kinds: %.60s%s: the fetch writes within its %u bytes (fault bits at %u, strings at %u)", def,
+           strlen(def) > 60 ? "..." : "", ev.max_size, ev.fault_off, ev.fixed);
         ok(size == size_any && memcmp(rec, rec_any, ev.max_size) == 0 && (ev.nargs == 0 || fast > 0),
            "kinds: %.60s%s: %u of %u arguments by a short path, the same record as the general path (%u bytes)",
            def, strlen(def) > 60 ? "..." : "", fast, ev.nargs, size);

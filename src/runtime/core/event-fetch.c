@@ -72,12 +72,6 @@ static uint32_t fetch_string(const struct kprw_farg *f, const struct kprw_fetch_
 
 void kprw_event_plan(struct kprw_event *ev)
 {
-    /* fewer than 8 bytes of fault bits and padding (fixed is a multiple
-     * of 8, past the header): the fetch writes the word that ends at
-     * fixed once, the fields' bytes in it kept */
-    unsigned bytes = ev->fixed - ev->fault_off;
-    ev->fault_shift = bytes && bytes <= 8 ? (uint8_t)(8 * (8 - bytes)) : 0;
-    ev->fault_keep = bytes == 0 ? ~0ull : bytes < 8 ? ~0ull >> (64 - ev->fault_shift) : 0;
     struct kprw_fetch_op *ops = (struct kprw_fetch_op *)ev->ops;
     for (unsigned k = 0; k < ev->nargs; k++) {
         const struct kprw_farg *f = &ev->args[k];

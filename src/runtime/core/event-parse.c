@@ -466,7 +466,12 @@ static bool lay_out(struct cur *c, struct kprw_event *ev)
     at += (ev->nargs + 7) / 8;
     at = (at + 7) & ~7u;
     ev->fixed = (uint16_t)at;
-    ev->max_size = (at + strings * KPRW_EV_STRING_MAX + 7) & ~7u;
+    /* room for the fetch's 8-byte store of the fault bits at fault_off
+     * (event-fetch.h) however short the record */
+    uint32_t end = at + strings * KPRW_EV_STRING_MAX;
+    if (end < ev->fault_off + 8u)
+        end = ev->fault_off + 8u;
+    ev->max_size = (end + 7) & ~7u;
     if (ev->max_size > 0xffff)
         return fail(c, 0, "the event's record would be larger than 64 KiB");
     kprw_event_plan(ev);

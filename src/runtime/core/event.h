@@ -122,8 +122,6 @@ struct kprw_event {
     uint16_t nargs;
     uint16_t fixed;                /* bytes of the record before the strings */
     uint16_t fault_off;            /* where the fault bits are */
-    uint8_t fault_shift;           /* kprw_event_plan: where the fault bits start in the */
-    uint64_t fault_keep;           /* word that ends at fixed, and the fields' bits in it */
     uint32_t max_size;             /* the largest record it can make */
     const struct kprw_fetch_op *ops;    /* nargs: how each argument is fetched (kprw_event_plan) */
     const struct kprw_fnode *filter;   /* NULL: every hit */

@@ -121,14 +121,16 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
 {
     const struct kprw_event *ev = in->def;
     struct ev_hist *hist = atomic_load_explicit(&in->hist, memory_order_acquire);
-    uint32_t cpu;
-    uint64_t now = clk_now(&cpu);
+    uint32_t cpu = 0;
+    uint64_t now = 0;
     /* a latency histogram without a key needs no record: it counts every
      * call, filtered (no filter can be read without one) and dropped
      * ones too */
     bool plain_hist = hist && hist->of < 0 && hist->by < 0 && ret && !ev->filter;
-    if (plain_hist)
+    if (plain_hist) {
+        now = clk_now(&cpu);
         hist_add(in, hist, NULL, clk_delta_ns(now - ret->entry_ts));
+    }
     struct tb_ring *r = tb_self();
     uint32_t pad;
     uint8_t *at = r ? tb_reserve(r, ev->max_size, &pad) : NULL;
@@ -140,8 +142,6 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
     struct kprw_rec *h = (struct kprw_rec *)at;
     h->id = in->id;
     h->tid = r->tid;
-    h->ts = now;
-    h->cpu = cpu;
     h->ip = in->addr;
     if (ret)
         *(struct kprw_rec_ret *)(h + 1) = *ret;
@@ -152,6 +152,14 @@ static void record(struct ev_inst *in, struct pt_regs *regs, const uint64_t *ent
         atomic_fetch_add_explicit(&in->filtered, 1, memory_order_relaxed);
         return;
     }
+    /* the time after the fetch, not before: rdtsc is microcode that holds
+     * up what comes after it, while the fetch's loads, issued before it,
+     * complete meanwhile (a few ns of the hit's cost; the stamp is the
+     * same hit's either way) */
+    if (!plain_hist)
+        now = clk_now(&cpu);
+    h->ts = now;
+    h->cpu = cpu;
     h->size = size;
     if (hist && !plain_hist)
         hist_add(in, hist, at, ret ? clk_delta_ns(now - ret->entry_ts) : 0);
