@@ -54,6 +54,15 @@ watcher_of() {
         grep -qs "^Pid:[[:space:]]*$1\$" "$d"/fdinfo/* && { echo "${d#/proc/}"; return; }
     done
 }
+# How many watchers PID has (after an exec: the old image's, until its
+# clean-up ends, and the new one's).
+watchers_of() {
+    n=0
+    for d in /proc/[0-9]*; do
+        comm_is "${d#/proc/}" kprewrite-ctl && grep -qs "^Pid:[[:space:]]*$1\$" "$d"/fdinfo/* && n=$((n + 1))
+    done
+    echo $n
+}
 field() { awk -v f="$2" '{ sub(/^.*\) /, ""); print $(f - 2) }' "/proc/$1/stat"; }   # stat field F, after comm
 
 # $AS: the prefix that runs a command as the case's user ($who): root, or
@@ -128,6 +137,26 @@ cases() {
         until_ gone "$C"; ok $? "$who, the new image's directory is removed at its exit"
     else
         ok 1 "$who, an exec of a probed program: the directory is mounted first"; kill $pid; wait $pid
+    fi
+    rm -f "$W/go" "$W/stop"
+    # the same, with the old image's watcher held between finding its dead
+    # mount and unmounting it (a test knob): the new image's mount made in
+    # that window would be the one unmounted by path, but the two hold
+    # the lock on the parent directory, so the new image waits for it
+    KPREWRITE_TEST_WATCH_PAUSE_MS=400; export KPREWRITE_TEST_WATCH_PAUSE_MS
+    start exec "$W/go" "$P" fds "$W/stop"
+    unset KPREWRITE_TEST_WATCH_PAUSE_MS
+    if until_ mounted "$C"; then
+        touch "$W/go"
+        until_ grep -q 'fds after exec' "$W/out"
+        # the old image's watcher done (its pause over), the new one's left
+        until_ [ "$(watchers_of $pid)" = 1 ]
+        like 'tick\+0x0  \[OPTIMIZED\]  hits' "$($AS env KPREWRITE_CTL_DIR="$base" "$W/kprewrite" ctl $pid list 2>&1)" \
+            "$who, an exec while the old watcher pauses in its clean-up: the new image's mount is kept ($(mounts_at "$C") mount), it answers"
+        touch "$W/stop"; wait $pid
+        until_ gone "$C"; ok $? "$who, that new image's directory is removed at its exit"
+    else
+        ok 1 "$who, an exec of a probed program (watcher paused): the directory is mounted first"; kill $pid; wait $pid
     fi
     rm -f "$W/go" "$W/stop"
     # wait() until ECHILD while the runtime makes the directory (default delay)

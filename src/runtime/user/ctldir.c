@@ -17,12 +17,14 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -117,8 +119,9 @@ static bool socket_asked(void)
     return e && *e && strcmp(e, "0") != 0;
 }
 
-/* Make the directory, as FUSE or with a socket, and its watcher; under make_lock. */
-static void make(void)
+/* Make the directory, as FUSE or with a socket, and its watcher (make()'s
+ * part under the locks). */
+static void make_locked(void)
 {
     remove_stale(base_dir);
     remove_dir(dir);   /* left by an earlier process with this pid, or by this one before an exec */
@@ -136,6 +139,25 @@ static void make(void)
         if (watch_fd >= 0)
             close(watch_fd);   /* nothing left to watch */
         watch_fd = -1;
+    }
+}
+
+/* Make the directory, as FUSE or with a socket, and its watcher; under
+ * make_lock, and under the lock on the parent directory that a watcher
+ * holds while it cleans up (ctlwatch.c): an old image's watcher must not
+ * find this image's mount half made. */
+static void make(void)
+{
+    char parent[4096];
+    int lock = ctl_dir_parent(dir, parent, sizeof parent) ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (lock >= 0)
+        while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+            ;
+    make_locked();
+    if (lock >= 0) {
+        /* unlocked first: a child forked meanwhile shares this open file */
+        flock(lock, LOCK_UN);
+        close(lock);
     }
 }
 

@@ -11,7 +11,10 @@
  * without the fork handlers holds the write end on). Then it unmounts the
  * directory, unlinks its socket and removes it, each only if it is still
  * the one it was started for: after an exec, the new image may have made a
- * directory of the same name. It is started as soon as the directory is
+ * directory of the same name. The checks and the acts hold the lock on
+ * the parent directory that a process holds while it makes its directory
+ * (ctl_dir_lock): else the new image could mount between them, and the
+ * unmount by path would take the new mount. It is started as soon as the directory is
  * made, before it is mounted or holds a socket, so that a process killed
  * once either shows has a watcher.
  *
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -45,6 +49,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/stat.h>
 
@@ -61,6 +66,8 @@ enum { PATH_LEN = 4096 };
  * may run on after the program is gone, in its memory. */
 struct watch {
     char dir[PATH_LEN], sock[PATH_LEN];    /* the directory, and DIR/socket */
+    char parent[PATH_LEN];                 /* its parent, for the lock ("": none) */
+    unsigned pause_ms;                     /* KPREWRITE_TEST_WATCH_PAUSE_MS (tests) */
     char fusermount[PATH_LEN];             /* "" when none was found */
     char *argv[6], *envp[1];
     struct raw_spawn spawn;                /* fusermount3 -u -z -q DIR */
@@ -96,10 +103,17 @@ static RAW_CODE bool our_mount(const struct watch *w)
     return !ours || !(sx.stx_mask & STATX_MNT_ID) || sx.stx_mnt_id == ours;
 }
 
-/* dir_fd: its O_PATH fd of the directory, as made */
-static RAW_CODE void clean_up(const struct watch *w, int dir_fd)
+/* clean_up's part under the lock */
+static RAW_CODE void clean_up_locked(const struct watch *w, int dir_fd)
 {
-    if (our_mount(w) && RAW(SYS_umount2, w->dir, MNT_DETACH) < 0 && w->fusermount[0]) {
+    bool ours = our_mount(w);
+    if (ours && w->pause_ms) {
+        /* a test's window between the check and the unmount, where a new
+         * image's mount would be taken but for the lock */
+        struct timespec ts = { w->pause_ms / 1000, (long)(w->pause_ms % 1000) * 1000000L };
+        RAW(SYS_nanosleep, &ts, 0);
+    }
+    if (ours && RAW(SYS_umount2, w->dir, MNT_DETACH) < 0 && w->fusermount[0]) {
         /* a user's mount: fusermount3 may unmount it */
         long pid = rt_clone(CLONE_VM | CLONE_VFORK | SIGCHLD, (char *)w->stack_spawn + sizeof w->stack_spawn,
                             rt_spawn_child, (void *)&w->spawn);
@@ -110,6 +124,22 @@ static RAW_CODE void clean_up(const struct watch *w, int dir_fd)
     if (same_dir(w->dir, dir_fd)) {
         RAW(SYS_unlink, w->sock);
         RAW(SYS_rmdir, w->dir);
+    }
+}
+
+/* dir_fd: its O_PATH fd of the directory, as made */
+static RAW_CODE void clean_up(const struct watch *w, int dir_fd)
+{
+    /* an open file of its own for the lock: one shared with the program
+     * could be held by a child the program forks, and keep the lock past
+     * the watcher's end (every signal is blocked: no EINTR) */
+    long lock = w->parent[0] ? RAW(SYS_open, w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (lock >= 0)
+        RAW(SYS_flock, lock, LOCK_EX);
+    clean_up_locked(w, dir_fd);
+    if (lock >= 0) {
+        RAW(SYS_flock, lock, LOCK_UN);
+        RAW(SYS_close, lock);
     }
 }
 
@@ -177,6 +207,17 @@ static bool reaps_own_orphans(void)
     return getpid() == 1 || (prctl(PR_GET_CHILD_SUBREAPER, &sub) == 0 && sub);
 }
 
+bool ctl_dir_parent(const char *dir, char *parent, size_t size)
+{
+    const char *slash = strrchr(dir, '/');
+    size_t n = !slash ? 0 : slash == dir ? 1 : (size_t)(slash - dir);
+    if (n == 0 || n >= size)
+        return false;
+    memcpy(parent, dir, n);
+    parent[n] = 0;
+    return true;
+}
+
 static uint64_t mount_id(const char *path)
 {
     struct statx sx;
@@ -197,6 +238,10 @@ static bool fill(struct watch *w, const char *dir)
     }
     w->dir_major = major(st.st_dev);
     w->dir_minor = minor(st.st_dev);
+    if (!ctl_dir_parent(dir, w->parent, sizeof w->parent))
+        w->parent[0] = 0;
+    const char *pause = getenv("KPREWRITE_TEST_WATCH_PAUSE_MS");
+    w->pause_ms = pause && *pause ? (unsigned)strtoul(pause, NULL, 10) % 10000 : 0;
     w->nofile = rt_nofile();
     if (rt_find_program("fusermount3", w->fusermount, sizeof w->fusermount)) {
         char **a = w->argv;

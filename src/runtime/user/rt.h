@@ -333,6 +333,9 @@ void ctlsock_serve(int fd);
 /* ctlwatch.c: a process that unmounts and removes DIR (just made) once
  * this image is gone; the pipe end to keep, or -1 */
 int ctl_watch_start(const char *dir);
+/* DIR's parent directory (false: none fits): a process holds a lock on it
+ * while it makes its directory there, and a watcher while it cleans up */
+bool ctl_dir_parent(const char *dir, char *parent, size_t size);
 void ctl_watch_mounted(void);          /* DIR is mounted now: that mount is ours */
 
 /* ---- ctl.c: the control files, whichever channel serves them ---- */
