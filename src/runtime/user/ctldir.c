@@ -150,9 +150,19 @@ static void make(void)
 {
     char parent[4096];
     int lock = ctl_dir_parent(dir, parent, sizeof parent) ? open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (lock >= 0)
-        while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
-            ;
+    /* at most 2 s: a watcher holds it while it unmounts (a fusermount3
+     * it waits for), and exit waits for make_lock, which this holds */
+    for (int tries = 0; lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0; tries++) {
+        struct timespec ts = { 0, 10000000L };
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        if (tries == 200) {
+            close(lock);   /* made unlocked, as before the lock */
+            lock = -1;
+            break;
+        }
+        nanosleep(&ts, NULL);
+    }
     make_locked();
     if (lock >= 0) {
         /* unlocked first: a child forked meanwhile shares this open file */
