@@ -170,8 +170,17 @@ static bool searched(const struct section *s)
     return true;
 }
 
-/* The gaps: code of the searched sections outside every named function;
- * and the named functions' seeds. */
+static int cmp_gap(const void *a, const void *b)
+{
+    const struct gap *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The gaps: code of the searched sections outside every named function,
+ * by address (gap_of and results() walk them in order; the sections they
+ * come from need not be: a crafted file's first code section may lie past
+ * the others, and results() then walked from the last found function to
+ * it a byte at a time); and the named functions' seeds. */
 static void find_gaps(struct ff *f, struct funcfind *out)
 {
     const struct symbols *sy = f->sy;
@@ -205,6 +214,7 @@ static void find_gaps(struct ff *f, struct funcfind *out)
         }
     }
     free(falls);
+    sort_array(f->gaps, f->ngaps, sizeof *f->gaps, cmp_gap);
 }
 
 static const struct gap *gap_of(const struct ff *f, uint64_t a)
@@ -408,7 +418,14 @@ static void unexplained(struct ff *f, struct funcfind *out, uint64_t lo, uint64_
         size_t avail;
         struct x86_insn in;
         const uint8_t *p = image_read(f->img, a, &avail);
-        if (!p || !x86_decode(p, avail, a, &in)) {
+        if (!p) {   /* bytes no section holds: past them at once */
+            uint64_t next = image_next_readable(f->img, a);
+            next = next < hi ? next : hi;
+            out->unexplained_bytes += next - a;
+            a = next;
+            continue;
+        }
+        if (!x86_decode(p, avail, a, &in)) {
             out->unexplained_bytes++;
             a++;
             continue;

@@ -369,6 +369,18 @@ const struct section *image_section_at(const struct image *img, uint64_t vaddr)
     return NULL;
 }
 
+uint64_t image_next_readable(const struct image *img, uint64_t vaddr)
+{
+    size_t avail;
+    if (image_read(img, vaddr, &avail))
+        return vaddr;
+    size_t i = LOWER_BOUND(img->nby_addr, m, img->by_addr[m]->addr <= vaddr);   /* the first above vaddr */
+    for (; i < img->nby_addr; i++)
+        if (img->by_addr[i]->data && img->by_addr[i]->size && image_read(img, img->by_addr[i]->addr, &avail))
+            return img->by_addr[i]->addr;
+    return UINT64_MAX;
+}
+
 const uint8_t *image_read(const struct image *img, uint64_t vaddr, size_t *avail)
 {
     const struct section *s = image_section_at(img, vaddr);

@@ -61,6 +61,10 @@ void image_close(struct image *img);
 
 /* Bytes at vaddr within one allocated PROGBITS section; *avail = bytes left in it. */
 const uint8_t *image_read(const struct image *img, uint64_t vaddr, size_t *avail);
+/* The lowest address >= vaddr that image_read can read (UINT64_MAX: none):
+ * a walk over addresses skips what no section's bytes hold at once, not a
+ * byte at a time (a crafted section may claim 2^40 bytes it has not). */
+uint64_t image_next_readable(const struct image *img, uint64_t vaddr);
 /* Callback form for eh_read_fn / x86_read_fn. */
 const uint8_t *image_read_cb(void *img, uint64_t vaddr, size_t *avail);
 
