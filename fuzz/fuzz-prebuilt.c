@@ -103,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct pool_sections ps;
         if (image_open(&img, out, false, err, sizeof err) < 0)
             fail("kprewrite cannot read what it wrote", err);
+        kind_attach(&img);   /* pool_find asks the image kind's hooks */
         if (pool_find(&img, &ps, err, sizeof err) < 0)
             fail("kprewrite finds no pool in what it wrote", err);
         image_close(&img);
