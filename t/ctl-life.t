@@ -139,26 +139,31 @@ cases() {
         ok 1 "$who, an exec of a probed program: the directory is mounted first"; kill $pid; wait $pid
     fi
     rm -f "$W/go" "$W/stop"
-    # the same, with the old image's watcher held between finding its dead
-    # mount and unmounting it (a test knob): the new image's mount made in
-    # that window would be the one unmounted by path, but the two hold
-    # the lock on the parent directory, so the new image waits for it
-    KPREWRITE_TEST_WATCH_PAUSE_MS=400; export KPREWRITE_TEST_WATCH_PAUSE_MS
-    start exec "$W/go" "$P" fds "$W/stop"
-    unset KPREWRITE_TEST_WATCH_PAUSE_MS
-    if until_ mounted "$C"; then
-        touch "$W/go"
-        until_ grep -q 'fds after exec' "$W/out"
-        # the old image's watcher done (its pause over), the new one's left
-        until_ [ "$(watchers_of $pid)" = 1 ]
-        like 'tick\+0x0  \[OPTIMIZED\]  hits' "$($AS env KPREWRITE_CTL_DIR="$base" "$W/kprewrite" ctl $pid list 2>&1)" \
-            "$who, an exec while the old watcher pauses in its clean-up: the new image's mount is kept ($(mounts_at "$C") mount), it answers"
-        touch "$W/stop"; wait $pid
-        until_ gone "$C"; ok $? "$who, that new image's directory is removed at its exit"
-    else
-        ok 1 "$who, an exec of a probed program (watcher paused): the directory is mounted first"; kill $pid; wait $pid
-    fi
-    rm -f "$W/go" "$W/stop"
+    # the same, with the old image's watcher held (a test knob) between
+    # finding its dead mount and unmounting it (a new image's mount made in
+    # that window would be the one unmounted by path: the two hold a lock
+    # on the parent directory, so the new image waits), and then held
+    # before it takes the lock (the new image takes the dead mount off,
+    # removes the old directory and mounts its own, which may get the old
+    # mount's id: the watcher sees its directory removed and does nothing)
+    for pause in 400 lock:400; do
+        KPREWRITE_TEST_WATCH_PAUSE_MS=$pause; export KPREWRITE_TEST_WATCH_PAUSE_MS
+        start exec "$W/go" "$P" fds "$W/stop"
+        unset KPREWRITE_TEST_WATCH_PAUSE_MS
+        if until_ mounted "$C"; then
+            touch "$W/go"
+            until_ grep -q 'fds after exec' "$W/out"
+            # the old image's watcher done (its pause over), the new one's left
+            until_ [ "$(watchers_of $pid)" = 1 ]
+            like 'tick\+0x0  \[OPTIMIZED\]  hits' "$($AS env KPREWRITE_CTL_DIR="$base" "$W/kprewrite" ctl $pid list 2>&1)" \
+                "$who, an exec while the old watcher pauses ($pause): the new image's mount is kept ($(mounts_at "$C") mount), it answers"
+            touch "$W/stop"; wait $pid
+            until_ gone "$C"; ok $? "$who, that new image's directory ($pause) is removed at its exit"
+        else
+            ok 1 "$who, an exec of a probed program (watcher paused $pause): the directory is mounted first"; kill $pid; wait $pid
+        fi
+        rm -f "$W/go" "$W/stop"
+    done
     # wait() until ECHILD while the runtime makes the directory (default delay)
     out=$($AS env KPREWRITE_CTL_DIR="$base" "$P" children 3)
     is "reaped 3, its own 3 with their codes (mask 7), SIGCHLD from others 0, wait ended with No child processes, directory made yes" \

@@ -67,7 +67,8 @@ enum { PATH_LEN = 4096 };
 struct watch {
     char dir[PATH_LEN], sock[PATH_LEN];    /* the directory, and DIR/socket */
     char parent[PATH_LEN];                 /* its parent, for the lock ("": none) */
-    unsigned pause_ms;                     /* KPREWRITE_TEST_WATCH_PAUSE_MS (tests) */
+    unsigned pause_ms;                     /* KPREWRITE_TEST_WATCH_PAUSE_MS (tests): MS */
+    unsigned pause_lock_ms;                /* or lock:MS, before the lock */
     char fusermount[PATH_LEN];             /* "" when none was found */
     char *argv[6], *envp[1];
     struct raw_spawn spawn;                /* fusermount3 -u -z -q DIR */
@@ -103,16 +104,25 @@ static RAW_CODE bool our_mount(const struct watch *w)
     return !ours || !(sx.stx_mask & STATX_MNT_ID) || sx.stx_mnt_id == ours;
 }
 
+static RAW_CODE void pause_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    RAW(SYS_nanosleep, &ts, 0);
+}
+
 /* clean_up's part under the lock */
 static RAW_CODE void clean_up_locked(const struct watch *w, int dir_fd)
 {
+    /* Removed already (a new image of the program, after an exec, took the
+     * dead mount off it and made its own directory): whatever is at the
+     * path now is not ours, though its mount may have the same id (the
+     * kernel reuses a freed mount's id at once). */
+    struct stat st;
+    if (RAW(SYS_newfstatat, dir_fd, "", &st, AT_EMPTY_PATH) == 0 && st.st_nlink == 0)
+        return;
     bool ours = our_mount(w);
-    if (ours && w->pause_ms) {
-        /* a test's window between the check and the unmount, where a new
-         * image's mount would be taken but for the lock */
-        struct timespec ts = { w->pause_ms / 1000, (long)(w->pause_ms % 1000) * 1000000L };
-        RAW(SYS_nanosleep, &ts, 0);
-    }
+    if (ours && w->pause_ms)   /* a test's window between the check and the unmount */
+        pause_ms(w->pause_ms);
     if (ours && RAW(SYS_umount2, w->dir, MNT_DETACH) < 0 && w->fusermount[0]) {
         /* a user's mount: fusermount3 may unmount it */
         long pid = rt_clone(CLONE_VM | CLONE_VFORK | SIGCHLD, (char *)w->stack_spawn + sizeof w->stack_spawn,
@@ -133,6 +143,8 @@ static RAW_CODE void clean_up(const struct watch *w, int dir_fd)
     /* an open file of its own for the lock: one shared with the program
      * could be held by a child the program forks, and keep the lock past
      * the watcher's end (every signal is blocked: no EINTR) */
+    if (w->pause_lock_ms)   /* a test's: a new image makes its directory first */
+        pause_ms(w->pause_lock_ms);
     long lock = w->parent[0] ? RAW(SYS_open, w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (lock >= 0)
         RAW(SYS_flock, lock, LOCK_EX);
@@ -241,7 +253,10 @@ static bool fill(struct watch *w, const char *dir)
     if (!ctl_dir_parent(dir, w->parent, sizeof w->parent))
         w->parent[0] = 0;
     const char *pause = getenv("KPREWRITE_TEST_WATCH_PAUSE_MS");
-    w->pause_ms = pause && *pause ? (unsigned)strtoul(pause, NULL, 10) % 10000 : 0;
+    bool before = pause && !strncmp(pause, "lock:", 5);
+    unsigned ms = pause && *pause ? (unsigned)strtoul(pause + (before ? 5 : 0), NULL, 10) % 10000 : 0;
+    w->pause_ms = before ? 0 : ms;
+    w->pause_lock_ms = before ? ms : 0;
     w->nofile = rt_nofile();
     if (rt_find_program("fusermount3", w->fusermount, sizeof w->fusermount)) {
         char **a = w->argv;
