@@ -127,6 +127,13 @@ KPREWRITE_CTL_DIR=$B "$KPREWRITE" ctl $pid trace >"$D/live.txt" 2>&1 &
 fp=$!
 i=0; while [ "$(grep -c ': myread: ' "$D/live.txt")" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 kill -INT $fp; wait $fp
+# the stop signal in the window between the follower's look at its flag
+# and the read it starts (a test knob puts it there): the read, which
+# would wait for events that never come, is interrupted all the same
+# (the guard is a bound on a hang, not a timing)
+KPREWRITE_TEST_STOP_BEFORE_READ=1 KPREWRITE_CTL_DIR=$B timeout 60 "$KPREWRITE" ctl $pid trace >"$D/late.txt" 2>&1
+rc=$?
+ok $([ $rc -eq 0 ]; echo $?) "kprewrite ctl PID trace: a stop just before its read still ends it (exit $rc)"
 echo exit >&3; exec 3>&-
 wait $pid
 is "3 1" "$(grep -c ': myread: ' "$D/live.txt") $(grep -c ': wret: ' "$D/live.txt")" \

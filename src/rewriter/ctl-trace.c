@@ -53,16 +53,40 @@ static int command(const struct target *t, const char *verb, int argc, char **ar
 }
 
 static volatile sig_atomic_t stop;
-static void on_stop(int sig) { (void)sig; stop = 1; }
+/* A signal that comes between the loop's look at stop and the read it
+ * then starts cannot interrupt that read, which waits for events that may
+ * never come: so the stop also starts an alarm, every second until the
+ * process ends, each one interrupting a read under way (no SA_RESTART). */
+static void on_alarm(int sig) { (void)sig; alarm(1); }
+static void on_stop(int sig) { (void)sig; stop = 1; alarm(1); }
+
+static void catch(int sig, void (*fn)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);   /* no SA_RESTART: a read is interrupted */
+}
+
+/* KPREWRITE_TEST_STOP_BEFORE_READ=1 (tests): the stop signal comes just
+ * before the read starts, in the window above */
+static bool stop_before_read(void)
+{
+    const char *e = getenv("KPREWRITE_TEST_STOP_BEFORE_READ");
+    return e && *e == '1';
+}
 
 /* Follow trace_pipe until interrupted (or the process ends). A FUSE
  * directory's trace_pipe waits for events itself; a socket answers at
  * once, so it is asked again every 100 ms. */
 static int follow(const struct target *t)
 {
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
-    signal(SIGPIPE, on_stop);
+    catch(SIGINT, on_stop);
+    catch(SIGTERM, on_stop);
+    catch(SIGPIPE, on_stop);
+    catch(SIGALRM, on_alarm);
+    bool test_stop = stop_before_read();
     if (!t->socket) {
         char path[4300];
         snprintf(path, sizeof path, "%s/trace_pipe", t->dir);
@@ -71,7 +95,7 @@ static int follow(const struct target *t)
             return -errno;
         char buf[65536];
         ssize_t n;
-        while (!stop && (n = read(fd, buf, sizeof buf)) != 0) {
+        while (!stop && (!test_stop || raise(SIGINT) == 0) && (n = read(fd, buf, sizeof buf)) != 0) {
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
