@@ -24,6 +24,7 @@
 
 #include "elf-mutate.h"
 #include "fuzz-io.h"
+#include "kinds.h"
 #include "run.h"
 #include "table.h"
 
