@@ -116,8 +116,9 @@ static int events_refused(const struct run *r)
         if (!sp->def)
             continue;
         char why[1400];
-        spec_error(sp, 1, "fetch-arg events are user-space only for now (bake the point alone: --probe SPEC)", why,
-                   sizeof why);
+        const char *refused = r->img.hooks->events_refused;
+        spec_error(sp, 1, refused ? refused : "fetch-arg events are user-space only for now (bake the point alone: "
+                   "--probe SPEC)", why, sizeof why);
         fprintf(r->o->msg, "kprewrite: %s: %s\n", r->o->image, why);
         return -1;
     }
@@ -171,7 +172,9 @@ static int bake_probes(struct run *r)
 static int probe(struct run *r)
 {
     struct run_opts *o = r->o;
+    const struct kind_hooks *k = r->img.hooks;
     if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
+        (!o->check && k->guards && k->guards(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0) ||
         probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||

@@ -1,0 +1,71 @@
+/*
+ * A static executable (glibc -static, -static-pie, musl -static): no
+ * dynamic loader runs, so no runtime library can be loaded into it. The
+ * bake adds the pool as for any prebuilt image (addpool.c) and, after the
+ * detours, the static runtime (src/runtime/static): a freestanding blob
+ * entered before the program's own entry point, which counts the probes'
+ * hits, runs the int3 probes and prints KPREWRITE_REPORT at _exit;
+ * kprewrite ctl steers it from outside (ctl-static.c). It has no handlers,
+ * no events and no return probes: those are refused. --runtime, which
+ * names a runtime library, does not apply (nothing would load one).
+ */
+#include "kinds.h"
+#include "kind-user.h"
+#include "addpool.h"
+#include "bake.h"
+#include "spec.h"
+#include "symbols.h"
+
+#include <stdio.h>
+
+static const uint8_t *static_blob;
+static size_t static_blob_size;
+
+void kind_static_runtime(const uint8_t *blob, size_t size)
+{
+    static_blob = blob;
+    static_blob_size = size;
+}
+
+/* The report is printed where the program ends: _exit (glibc's exit and
+ * _exit, musl's _exit) and _Exit (musl's exit). A stripped program has
+ * neither: it reports nothing (the runtime says so at start-up). */
+static int static_guards(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
+                         size_t errlen)
+{
+    static const char *const guards[] = { "_exit", "_Exit" };
+    (void)img;
+    for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
+        if (symbols_lookup(sy, guards[i]) && spec_add(specs, guards[i], "the static runtime's report", err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+static int static_bake(const struct bake_job *j, char *err, size_t errlen)
+{
+    if (!static_blob) {
+        snprintf(err, errlen, "%s: a static executable: this build of kprewrite has no static runtime", j->img->path);
+        return -1;
+    }
+    struct bake_result br;
+    size_t grown = 0;
+    struct added_rt rt = { NULL, static_blob, static_blob_size };
+    if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown, err,
+                        errlen) < 0)
+        return -1;
+    fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; the "
+            "static runtime)\n", j->dest, br.baked, br.baked == 1 ? "" : "s", grown);
+    return 0;
+}
+
+const struct kind_hooks kind_static = {
+    .name = "static",
+    USER_RULES,
+    .events = false,
+    .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits "
+                      "only (bake the point alone: --probe SPEC)",
+    .no_return_probes = true,
+    .adds_pool = true,
+    .guards = static_guards,
+    .bake = static_bake,
+};

@@ -1,0 +1,109 @@
+/*
+ * The static runtime's set-up, run from the program's entry point before
+ * the program's own (start-x86.S): the table checked, a point record for
+ * each entry (the states point at them), the report asked for by
+ * KPREWRITE_REPORT, the SIGTRAP handler of the int3 probes, and last the
+ * slots the pool's detours call through -- until then every detour runs
+ * its displaced instructions uncounted (the thunks skip an empty slot).
+ */
+#include "rt.h"
+#include "../core/kprw-core.h"
+
+/* The table flags this runtime takes: the return-probe conventions'
+ * only with no return probe in the table (kprewrite refuses them here). */
+#define KPRS_T_READS (KPRW_T_ADDED_POOL | KPRW_T_ENTER | KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | \
+                      KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
+
+static void say(const char *what)
+{
+    kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
+    kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
+    kprs_sys(SYS_write, 2, (long)"; the program runs without its probes\n", 38, 0);
+}
+
+static const char *getenv_sp(uint64_t *sp, const char *name)
+{
+    char **envp = (char **)(sp + 1 + sp[0] + 1);
+    size_t n = kprs_strlen(name);
+    for (; *envp; envp++) {
+        const char *e = *envp;
+        size_t i = 0;
+        while (i < n && e[i] == name[i])
+            i++;
+        if (i == n && e[n] == '=')
+            return e + n + 1;
+    }
+    return 0;
+}
+
+/* _exit and _Exit at +0: the report is printed there (the rewriter bakes
+ * them: kind-static.c) */
+static int is_guard(const struct kprs_rt *r, const struct kprw_entry *e)
+{
+    if (e->offset != 0 || KPRW_NAME_BY_ADDR(e->name_off))
+        return 0;
+    const char *name = (e->name_off & KPRW_NAME_DYN)
+                           ? (const char *)r->t + r->t->dynstr_rel + (e->name_off & ~KPRW_NAME_DYN)
+                           : (const char *)r->t + r->t->strings_off + e->name_off;
+    return !kprs_strcmp(name, "_exit") || !kprs_strcmp(name, "_Exit");
+}
+
+static void report_setup(struct kprs_area *a, uint64_t *sp)
+{
+    const char *v = getenv_sp(sp, "KPREWRITE_REPORT");
+    a->report_fd = -1;
+    if (!v || !*v || !kprs_strcmp(v, "0"))
+        return;
+    a->report_all = !kprs_strcmp(v, "all");
+    /* a copy of stderr: programs may close theirs before they exit */
+    long fd = kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0);
+    a->report_fd = fd >= 0 ? (int32_t)fd : 2;
+}
+
+void kprs_init(uint64_t *sp)
+{
+    struct kprs_rt r;
+    kprs_rt_get(&r);
+    const struct kprw_table *t = r.t;
+    if (kprw_table_fault(t, KPRW_T_KNOWN) != KPRW_TF_NONE || (t->flags & ~KPRS_T_READS) ||
+        !(t->flags & KPRW_T_ADDED_POOL) || t->slot_rel == 0) {
+        say("the probe table is not one this runtime reads");
+        return;
+    }
+    struct kprs_area *a = r.area;
+    a->nentries = t->nentries;
+    a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
+    report_setup(a, sp);
+    for (uint32_t i = 0; i < t->nentries; i++)
+        if (r.e[i].kind != KPRW_KIND_K || kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {
+            say("the probe table holds an entry this runtime cannot take (a return probe?)");
+            return;
+        }
+    for (uint32_t i = 0; i < t->nentries; i++) {
+        r.pt[i].guard = (uint8_t)is_guard(&r, &r.e[i]);
+        r.state[i].rt = &r.pt[i];
+    }
+    kprs_sort_sites(&r);
+    if (kprs_trap_install() < 0) {
+        say("cannot install its SIGTRAP handler");
+        return;
+    }
+    void **slot = (void **)((char *)t + t->slot_rel);
+    slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch;
+    slot[KPRW_SLOT_ENTER] = (void *)kprs_enter;
+    __atomic_store_n(&a->magic, KPRS_AREA_MAGIC, __ATOMIC_RELEASE);   /* kprewrite ctl may read it now */
+}
+
+/* Inline and shared detours: the state in %rdi; the detour saved the
+ * caller-saved registers and the flags. */
+uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
+{
+    (void)regs;
+    struct kprs_point *pt = st->rt;
+    if (pt && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
+        if (pt->guard)
+            kprs_guard(pt);
+    }
+    return 0;
+}

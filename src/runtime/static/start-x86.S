@@ -1,0 +1,133 @@
+/*
+ * The static runtime's entry points (x86-64). Position independent, no
+ * relocations: the blob is copied as bytes into the image's pool.
+ *
+ *   kprs_head    the head the rewriter fills in (blob.h), then a jmp
+ *                rel32 it aims at the program's own entry point
+ *   kprs_start   e_entry: saves every register the kernel set, sets the
+ *                runtime up (kprs_init, C) and restores them all, %rsp
+ *                included, before it jumps to the program's entry: the
+ *                program sees the stack, argc, argv, envp and auxv, and
+ *                %rdx, exactly as the kernel left them
+ *   kprs_enter   a compact detour's call (the pool's fifth slot):
+ *                counts the hit keeping every register but the flags
+ *                (dead at a call entry); a guard point calls C
+ *   kprs_sigreturn the restorer of the SIGTRAP handler
+ */
+#define PT_HITS 0
+#define PT_DISABLED 8
+#define PT_GUARD 10
+#define ENTER_HEAD 10                           /* R - the state word: 4 + 6 (x86_emit_compact_detour) */
+
+        .section .kprs.head, "ax"
+        .globl  kprs_head
+        .hidden kprs_head
+kprs_head:
+        .long   0x5350524b                      /* KPRS_HEAD_MAGIC */
+        .long   1                               /* KPRS_VERSION */
+        .long   kprs_start - kprs_head
+        .long   kprs_jmp - kprs_head
+        .quad   0                               /* table_rel */
+        .quad   0                               /* area_rel */
+kprs_jmp:
+        .byte   0xe9
+        .long   0                               /* the program's entry - (kprs_jmp + 5) */
+
+        .text
+        .globl  kprs_start
+        .hidden kprs_start
+        .type   kprs_start, @function
+kprs_start:
+        pushfq
+        push    %rax
+        push    %rbx
+        push    %rcx
+        push    %rdx
+        push    %rsi
+        push    %rdi
+        push    %rbp
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+        push    %r12
+        push    %r13
+        push    %r14
+        push    %r15
+        mov     %rsp, %rbx
+        lea     (16 * 8)(%rsp), %rdi            /* the kernel's %rsp: argc */
+        and     $-16, %rsp
+        call    kprs_init
+        mov     %rbx, %rsp
+        pop     %r15
+        pop     %r14
+        pop     %r13
+        pop     %r12
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rbp
+        pop     %rdi
+        pop     %rsi
+        pop     %rdx
+        pop     %rcx
+        pop     %rbx
+        pop     %rax
+        popfq
+        jmp     kprs_jmp
+        .size   kprs_start, .-kprs_start
+
+        .globl  kprs_enter
+        .hidden kprs_enter
+        .type   kprs_enter, @function
+kprs_enter:
+        push    %rax
+        push    %rdx
+        mov     16(%rsp), %rdx                  /* R */
+        movslq  -ENTER_HEAD(%rdx), %rax
+        mov     (%rdx,%rax), %rdx               /* state->rt: the point */
+        test    %rdx, %rdx
+        jz      1f                              /* before kprs_init: not counted */
+        cmpb    $0, PT_DISABLED(%rdx)
+        jne     1f
+        lock incq PT_HITS(%rdx)
+        cmpb    $0, PT_GUARD(%rdx)
+        jne     2f
+1:      pop     %rdx
+        pop     %rax
+        ret
+2:      /* a guard (_exit): C, every caller-saved register kept */
+        push    %rcx
+        push    %rsi
+        push    %rdi
+        push    %r8
+        push    %r9
+        push    %r10
+        push    %r11
+        push    %rbp
+        mov     %rsp, %rbp
+        and     $-16, %rsp
+        mov     %rdx, %rdi
+        call    kprs_guard
+        mov     %rbp, %rsp
+        pop     %rbp
+        pop     %r11
+        pop     %r10
+        pop     %r9
+        pop     %r8
+        pop     %rdi
+        pop     %rsi
+        pop     %rcx
+        jmp     1b
+        .size   kprs_enter, .-kprs_enter
+
+        .globl  kprs_sigreturn
+        .hidden kprs_sigreturn
+        .type   kprs_sigreturn, @function
+kprs_sigreturn:
+        mov     $15, %eax                       /* rt_sigreturn */
+        syscall
+        .size   kprs_sigreturn, .-kprs_sigreturn
+
+        .section .note.GNU-stack, "", @progbits
