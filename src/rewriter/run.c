@@ -129,13 +129,14 @@ static int events_refused(const struct run *r)
 static int prepare(struct run *r)
 {
     const struct kind_hooks *k = r->img.hooks;
-    if (!k->events && events_refused(r) < 0)
-        return -1;
     if (!k->reads_back && r->o->removes && r->o->removes->n) {
         fprintf(r->o->msg, "kprewrite: %s: --remove: %s\n", r->o->image, k->remove_refused);
         return -1;
     }
-    return r->o->check || !k->reads_back ? 0 : take_baked_probes(r);
+    if (!r->o->check && k->reads_back && take_baked_probes(r) < 0)
+        return -1;
+    /* (the kind as the pool made it: a static executable's has no events) */
+    return !r->img.hooks->events ? events_refused(r) : 0;
 }
 
 /* The report of the verdicts, as the options ask. */

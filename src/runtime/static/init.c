@@ -21,6 +21,13 @@ static void say(const char *what)
     kprs_sys(SYS_write, 2, (long)"; the program runs without its probes\n", 38, 0);
 }
 
+static void note(const char *what)
+{
+    kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
+    kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
+    kprs_sys(SYS_write, 2, (long)"\n", 1, 0);
+}
+
 static const char *getenv_sp(uint64_t *sp, const char *name)
 {
     char **envp = (char **)(sp + 1 + sp[0] + 1);
@@ -79,10 +86,16 @@ void kprs_init(uint64_t *sp)
             say("the probe table holds an entry this runtime cannot take (a return probe?)");
             return;
         }
+    int guards = 0;
     for (uint32_t i = 0; i < t->nentries; i++) {
-        r.pt[i].guard = (uint8_t)is_guard(&r, &r.e[i]);
+        guards += r.pt[i].guard = (uint8_t)is_guard(&r, &r.e[i]);
         r.state[i].rt = &r.pt[i];
     }
+    if (a->report_fd >= 0 && !guards)
+        note("KPREWRITE_REPORT: this executable has no _exit or _Exit symbol (stripped?): no report at exit; "
+             "kprewrite ctl PID list shows the counts while it runs");
+    if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
+        note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
     kprs_sort_sites(&r);
     if (kprs_trap_install() < 0) {
         say("cannot install its SIGTRAP handler");

@@ -1,0 +1,111 @@
+#!/bin/sh
+# Static executables (glibc -static, -static-pie, musl -static): kprewrite
+# adds the pool and the static runtime (src/runtime/static). A busybox-like
+# program (t/data/static-box.c: applets, getopt, stdio, fork and exec of
+# itself, signals) with every function entry probed: identical output,
+# exact counts at exit (KPREWRITE_REPORT) for a jump-optimized point and an
+# int3 point, and kprewrite ctl PID list/disable/enable/unoptimize/optimize
+# while it runs (through /proc/PID/mem: the program has no thread of the
+# runtime), steered through pipes, never by sleeping.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" readelf mkfifo
+D=$(tmpdir static)
+SRC=$KP_SRCDIR/t/data/static-box.c
+# hits FILE SYM: the count of SYM+0x0 in a report or a list
+hits() { awk -v s="$2+0x0" '$0 ~ /hits/ && (index($0, "  " s "  ") > 0) { for (i = 1; i < NF; i++) if ($i == "hits") print $(i + 1) }' "$1"; }
+# state FILE SYM: SYM's [DISABLED][OPTIMIZED] column in a list
+state() { awk -v s="$2+0x0" '$3 == s { print ($4 == "hits" ? "-" : $4) }' "$1"; }
+
+# the applets, each run of the original and of the probed program
+run_all() { # PROGRAM
+    "$1" count 25; "$1" echo a b c; "$1" opts -a -a -b val rest; "$1" sig; "$1" spawn; "$1" rawpid 3
+    printf 'one\ntwo\n' | "$1" cat; "$1" nosuch 2>&1; echo "rc $?"
+}
+
+# serve_check KIND PROGRAM: ctl on the running server
+serve_check() {
+    k=$1 P=$2
+    rm -f "$D/in" "$D/out"
+    mkfifo "$D/in" "$D/out"
+    KPREWRITE_REPORT=1 "$P" serve <"$D/in" >"$D/out" 2>"$D/serve.err" &
+    pid=$!
+    exec 3>"$D/in" 4<"$D/out"
+    ask() { echo "$1" >&3; read -r answer <&4; }
+    ask "tick 5"
+    "$KPREWRITE" ctl $pid list >"$D/l1" 2>&1
+    is "5 [OPTIMIZED]" "$(hits "$D/l1" tick) $(state "$D/l1" tick)" "$k: ctl list: tick hit 5 times, jump-optimized"
+    like '^[0-9a-f]{16}  k  main\+0x0  \[OPTIMIZED\]  hits 1  nmissed 0$' "$(grep '  main+0x0  ' "$D/l1")" \
+        "$k: ctl list reads like the dynamic runtime's list"
+    "$KPREWRITE" ctl $pid disable tick; ok $? "$k: ctl disable tick"
+    ask "tick 7"
+    "$KPREWRITE" ctl $pid list >"$D/l2"
+    is "done 12 5 [DISABLED][OPTIMIZED]" "$answer $(hits "$D/l2" tick) $(state "$D/l2" tick)" \
+        "$k: disabled: 7 more calls, not counted"
+    "$KPREWRITE" ctl $pid enable tick && "$KPREWRITE" ctl $pid unoptimize tick; ok $? "$k: ctl enable, unoptimize tick"
+    ask "tick 3"
+    "$KPREWRITE" ctl $pid list >"$D/l3"
+    is "done 15 8 -" "$answer $(hits "$D/l3" tick) $(state "$D/l3" tick)" "$k: unoptimized: 3 calls through the int3, counted"
+    "$KPREWRITE" ctl $pid optimize tick; ok $? "$k: ctl optimize tick"
+    ask "tick 2"
+    "$KPREWRITE" ctl $pid list >"$D/l4"
+    is "done 17 10 [OPTIMIZED]" "$answer $(hits "$D/l4" tick) $(state "$D/l4" tick)" "$k: optimized again: counted"
+    like "ctl $pid: optimize raw_getpid: the probes it names can only be int3 probes" \
+        "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
+    like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's report" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
+        "$k: the report's guard stays enabled"
+    like "ctl $pid: trace: a static program's runtime .* has list, enable, disable" \
+        "$("$KPREWRITE" ctl $pid trace 2>&1)" "$k: what it has not: one line"
+    echo quit >&3
+    wait $pid; rc=$?
+    exec 3>&- 4<&-
+    is "0 10" "$rc $(hits "$D/serve.err" tick)" "$k: exit 0; its report at exit agrees with ctl list (tick 10)"
+}
+
+check_kind() { # KIND COMPILER FLAGS...
+    k=$1 cc=$2
+    shift 2
+    B=$D/box-$k
+    if ! $cc -O2 "$@" -o "$B" "$SRC" 2>"$D/cc.err"; then
+        ok 1 "$k: the fixture builds ($(head -n 1 "$D/cc.err"))"
+        return
+    fi
+    cp "$B" "$B.orig"
+    "$KPREWRITE" --probe '*' -o "$B.p" "$B" >"$D/$k.report" 2>"$D/$k.err"; rc=$?
+    ok $([ $rc -eq 0 ] || [ $rc -eq 2 ] || [ $rc -eq 3 ]; echo $?) \
+        "$k: every function entry baked (exit $rc: $(tail -n 1 "$D/$k.err"))"
+    cmp -s "$B" "$B.orig"; ok $? "$k: the input untouched (-o)"
+    like "the static runtime" "$(tail -n 1 "$D/$k.err")" "$k: the static runtime added"
+    is "1" "$(readelf -SW "$B.p" | grep -c '\.kprewrite\.rt ')" "$k: in its own section, .kprewrite.rt"
+    is "[INT3]" "$(awk '$3 == "raw_getpid+0x0" { print $4 }' "$D/$k.report")" "$k: raw_getpid is an int3 probe"
+    (cd "$D" && run_all "$B.orig" >"$D/$k.want" 2>&1)
+    (cd "$D" && run_all "$B.p" >"$D/$k.got" 2>&1)
+    cmp -s "$D/$k.want" "$D/$k.got"; ok $? "$k: output identical ($(wc -l <"$D/$k.want") lines)"
+    KPREWRITE_REPORT=1 "$B.p" count 1000 >/dev/null 2>"$D/$k.hits"
+    is "1000 1" "$(hits "$D/$k.hits" tick) $(hits "$D/$k.hits" main)" "$k: exact hits (tick 1000, main 1)"
+    KPREWRITE_REPORT=all "$B.p" rawpid 7 >/dev/null 2>"$D/$k.hits"
+    is "7 0" "$(hits "$D/$k.hits" raw_getpid) $(hits "$D/$k.hits" tick)" "$k: the int3 point: exact hits (raw_getpid 7)"
+    like "points hit, [0-9]+ never hit" "$(KPREWRITE_REPORT=1 "$B.p" echo 2>&1 >/dev/null | tail -n 1)" \
+        "$k: KPREWRITE_REPORT=1: the summary line"
+    serve_check "$k" "$B.p"
+}
+
+check_kind glibc-static "$CC" -static
+check_kind glibc-static-pie "$CC" -static-pie
+check_kind musl-static musl-gcc -static
+
+# what the static runtime has not: one line each, exit 1, nothing written
+B=$D/box-glibc-static
+out=$("$KPREWRITE" --probe 'tick%return' -o "$D/ret.p" "$B" 2>&1); rc=$?
+like "tick\+0x0 .*refused: .*no-return-runtime" "$out" "a return probe: refused (no-return-runtime)"
+out=$("$KPREWRITE" --probe 'p:tk tick x=%di' -o "$D/ev.p" "$B" 2>&1); rc=$?
+is "1 absent" "$rc $([ -e "$D/ev.p" ] && echo written || echo absent)" "an event definition: exit 1, nothing written"
+like "box-glibc-static: .*fetch-arg events in a static executable" "$out" "an event definition: one line saying why"
+is 1 "$(printf '%s\n' "$out" | wc -l)" "... one line"
+KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
+like "static runtime: KPREWRITE_EVENTS .*counts hits only; ignored" "$(cat "$D/ev.err")" \
+    "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+cp "$B" "$D/stripped" && strip "$D/stripped" && "$KPREWRITE" --probe '*' -o "$D/stripped.p" "$D/stripped" >/dev/null 2>&1
+KPREWRITE_REPORT=1 "$D/stripped.p" count 3 >"$D/stripped.out" 2>"$D/stripped.err"
+is "$("$B" count 3)" "$(cat "$D/stripped.out")" "stripped: every fde@ entry probed, output identical"
+like "no _exit or _Exit symbol .*no report at exit" "$(cat "$D/stripped.err")" "stripped: no report, and it says so"
+done_testing
