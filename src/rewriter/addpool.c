@@ -486,27 +486,24 @@ static void write_sections(const struct image *img, const struct plan *p, const 
 }
 
 /* The static runtime's blob after the detours, its head filled in (the
- * table, its area, a jmp to the program's entry), and e_entry at its
- * start routine. */
+ * table, its area, the program's entry), and e_entry at its start
+ * routine. */
 static int write_static_rt(const struct image *img, const struct layout *L, const struct pool_sizes *sz,
                            uint8_t *b, char *err, size_t errlen)
 {
     uint8_t *blob = b + L->fx + L->off_rt;
     uint64_t at = L->vx + L->off_rt, data = L->two ? L->vw + L->off_da : L->vb_da;
-    memcpy(blob, sz->rt, sz->rt_size);
     struct kprs_head h;
+    if (sz->rt_size < sizeof h)
+        return addpool_fail(err, errlen, img->path, "the static runtime built into kprewrite is malformed");
+    memcpy(blob, sz->rt, sz->rt_size);
     memcpy(&h, blob, sizeof h);
-    if (sz->rt_size < KPRS_HEAD_SIZE || h.magic != KPRS_HEAD_MAGIC || h.start_off >= sz->rt_size ||
-        h.jmp_off > sz->rt_size - 5 || blob[h.jmp_off] != 0xe9)
+    if (h.magic != KPRS_HEAD_MAGIC || h.version != KPRS_VERSION || h.start_off >= sz->rt_size)
         return addpool_fail(err, errlen, img->path, "the static runtime built into kprewrite is malformed");
     h.table_rel = (int64_t)(L->vx - at);
     h.area_rel = (int64_t)(data + sz->rt_area_off - at);
+    h.entry_rel = (int64_t)(img->ehdr.e_entry - at);
     memcpy(blob, &h, sizeof h);
-    int64_t d = (int64_t)(img->ehdr.e_entry - (at + h.jmp_off + 5));
-    if (d != (int32_t)d)
-        return addpool_fail(err, errlen, img->path, "the entry point is out of the static runtime's jump reach");
-    int32_t d32 = (int32_t)d;
-    memcpy(blob + h.jmp_off + 1, &d32, 4);
     ((Elf64_Ehdr *)b)->e_entry = at + h.start_off;
     return 0;
 }

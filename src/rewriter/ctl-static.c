@@ -12,8 +12,9 @@
  *                     the site keeps its jump or int3)
  *   unoptimize        int3 over the first byte of the site's jump (the
  *                     runtime's SIGTRAP handler resumes at the copy of the
- *                     displaced instructions in the detour, counting)
- *   optimize          the jump's first byte back
+ *                     displaced instructions in the detour, counting; the
+ *                     runtime publishes the byte: ctl knows no opcode)
+ *   optimize          the jump's first byte back (the runtime kept it)
  * A one-byte store is the whole change each time, so that a thread running
  * the site sees either the old or the new instruction, never a mix.
  */
@@ -206,17 +207,16 @@ static int wr(const struct sproc *s, uint64_t at, uint8_t byte)
 static int apply(const struct sproc *s, uint32_t i, enum kprw_op op)
 {
     uint64_t rec = s->area + sizeof(struct kprs_area) + i * sizeof(struct kprs_point);
-    const struct kprw_entry *e = &s->e[i];
     switch (op) {
     case KPRW_OP_ENABLE:
     case KPRW_OP_DISABLE:
         return wr(s, rec + offsetof(struct kprs_point, disabled), op == KPRW_OP_DISABLE);
     case KPRW_OP_UNOPTIMIZE:   /* the record first: the handler resumes at the copy either way */
-        return wr(s, rec + offsetof(struct kprs_point, unoptimized), 1) < 0 || wr(s, site_of(s, i), 0xcc) < 0 ? -1 : 0;
-    case KPRW_OP_OPTIMIZE:
-        return wr(s, site_of(s, i), (e->flags & KPRW_F_JUMP8) ? 0xeb : 0xe9) < 0 ||
-                       wr(s, rec + offsetof(struct kprs_point, unoptimized), 0) < 0
-                   ? -1 : 0;
+        return wr(s, rec + offsetof(struct kprs_point, unoptimized), 1) < 0 ||
+                       wr(s, site_of(s, i), s->a.trap_byte) < 0 ? -1 : 0;
+    case KPRW_OP_OPTIMIZE:     /* the jump's first byte, as the runtime found it at start-up */
+        return wr(s, site_of(s, i), s->pt[i].site0) < 0 ||
+                       wr(s, rec + offsetof(struct kprs_point, unoptimized), 0) < 0 ? -1 : 0;
     }
     return -1;
 }

@@ -15,6 +15,7 @@
 #include "bake.h"
 #include "spec.h"
 #include "symbols.h"
+#include "../arch/isa.h"
 
 #include <stdio.h>
 
@@ -27,18 +28,57 @@ void kind_static_runtime(const uint8_t *blob, size_t size)
     static_blob_size = size;
 }
 
+/* A stripped program's _exit, known by its code (isa->exits_process):
+ * the one function that is; 0 when none is, or several are (a wrong one
+ * would print the report before the program ends). */
+static uint64_t exit_by_code(const struct image *img, const struct symbols *sy)
+{
+    uint64_t found = 0;
+    for (size_t i = 0; i < sy->nfuncs; i++) {
+        const struct func *f = &sy->funcs[i];
+        size_t avail;
+        const uint8_t *code = image_read(img, f->start, &avail);
+        if (!code || f->entry_unproven)
+            continue;
+        size_t len = f->end - f->start < avail ? f->end - f->start : avail;
+        if (img->isa->exits_process && img->isa->exits_process(code, len, f->start)) {
+            if (found)
+                return 0;
+            found = f->start;
+        }
+    }
+    return found;
+}
+
+static int add_guard(struct spec_list *specs, const char *text, char *err, size_t errlen)
+{
+    if (spec_add(specs, text, "the static runtime's report", err, errlen) < 0)
+        return -1;
+    specs->v[specs->n - 1].exit_guard = true;
+    return 0;
+}
+
 /* The report is printed where the program ends: _exit (glibc's exit and
- * _exit, musl's _exit) and _Exit (musl's exit). A stripped program has
- * neither: it reports nothing (the runtime says so at start-up). */
+ * _exit, musl's _exit) and _Exit (musl's exit, an alias in glibc); in a
+ * stripped program, the function its code shows is _exit. Without one
+ * the program reports nothing (the runtime says so at start-up). A
+ * program that makes the exit_group system call itself, elsewhere,
+ * prints no report either. */
 static int static_guards(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
                          size_t errlen)
 {
     static const char *const guards[] = { "_exit", "_Exit" };
-    (void)img;
+    bool named = false;
     for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
-        if (symbols_lookup(sy, guards[i]) && spec_add(specs, guards[i], "the static runtime's report", err, errlen) < 0)
-            return -1;
-    return 0;
+        if (symbols_lookup(sy, guards[i])) {
+            named = true;
+            if (add_guard(specs, guards[i], err, errlen) < 0)
+                return -1;
+        }
+    uint64_t at = named ? 0 : exit_by_code(img, sy);
+    char text[32];
+    snprintf(text, sizeof text, "0x%llx", (unsigned long long)at);
+    return at ? add_guard(specs, text, err, errlen) : 0;
 }
 
 static int static_bake(const struct bake_job *j, char *err, size_t errlen)

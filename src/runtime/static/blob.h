@@ -22,11 +22,11 @@ struct kprs_head {
     uint32_t magic;                      /* KPRS_HEAD_MAGIC */
     uint32_t version;                    /* KPRS_VERSION */
     uint32_t start_off;                  /* the start routine (e_entry), from the head */
-    uint32_t jmp_off;                    /* a jmp rel32 to the program's own entry: the rewriter aims it */
+    uint32_t pad;
     int64_t table_rel;                   /* the rewriter: .kprewrite.table - head */
     int64_t area_rel;                    /* the rewriter: struct kprs_area - head */
+    int64_t entry_rel;                   /* the rewriter: the program's own entry point - head */
 };
-#define KPRS_HEAD_SIZE 32                /* the jmp follows the head */
 
 /* One point's state, beside the table's entry of the same index. Each
  * field a byte or an aligned word: kprewrite ctl writes the bytes from
@@ -35,8 +35,10 @@ struct kprs_point {
     uint64_t hits;
     uint8_t disabled;                    /* ctl disable: the hit is not counted */
     uint8_t unoptimized;                 /* ctl unoptimize: int3 on the site's first byte */
-    uint8_t guard;                       /* _exit, _Exit: the report is printed there */
-    uint8_t pad[5];
+    uint8_t guard;                       /* _exit (KPRW_F_EXIT): the report is printed there */
+    uint8_t site0;                       /* the site's first byte as baked (the jump's): ctl optimize
+                                            writes it back */
+    uint8_t pad[4];
 };
 
 struct kprs_area {
@@ -46,7 +48,8 @@ struct kprs_area {
     int32_t report_fd;                   /* KPREWRITE_REPORT: a copy of stderr, or -1 */
     uint8_t report_all;                  /* KPREWRITE_REPORT=all */
     uint8_t reported;
-    uint8_t pad[6];
+    uint8_t trap_byte;                   /* what ctl unoptimize writes over a site's first byte (int3) */
+    uint8_t pad[5];
     uint64_t traps_foreign;              /* int3 traps at no point (passed on as SIGTRAP) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
      * indices sorted by site (the SIGTRAP handler's search) */

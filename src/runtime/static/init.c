@@ -43,18 +43,6 @@ static const char *getenv_sp(uint64_t *sp, const char *name)
     return 0;
 }
 
-/* _exit and _Exit at +0: the report is printed there (the rewriter bakes
- * them: kind-static.c) */
-static int is_guard(const struct kprs_rt *r, const struct kprw_entry *e)
-{
-    if (e->offset != 0 || KPRW_NAME_BY_ADDR(e->name_off))
-        return 0;
-    const char *name = (e->name_off & KPRW_NAME_DYN)
-                           ? (const char *)r->t + r->t->dynstr_rel + (e->name_off & ~KPRW_NAME_DYN)
-                           : (const char *)r->t + r->t->strings_off + e->name_off;
-    return !kprs_strcmp(name, "_exit") || !kprs_strcmp(name, "_Exit");
-}
-
 static void report_setup(struct kprs_area *a, uint64_t *sp)
 {
     const char *v = getenv_sp(sp, "KPREWRITE_REPORT");
@@ -80,6 +68,7 @@ void kprs_init(uint64_t *sp)
     struct kprs_area *a = r.area;
     a->nentries = t->nentries;
     a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
+    a->trap_byte = 0xcc;   /* int3 */
     report_setup(a, sp);
     for (uint32_t i = 0; i < t->nentries; i++)
         if (r.e[i].kind != KPRW_KIND_K || kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {
@@ -88,11 +77,13 @@ void kprs_init(uint64_t *sp)
         }
     int guards = 0;
     for (uint32_t i = 0; i < t->nentries; i++) {
-        guards += r.pt[i].guard = (uint8_t)is_guard(&r, &r.e[i]);
+        /* _exit: the report is printed there (kprewrite marks it) */
+        guards += r.pt[i].guard = (r.e[i].flags & KPRW_F_EXIT) != 0;
+        r.pt[i].site0 = *(const uint8_t *)kprs_site(&r, i);
         r.state[i].rt = &r.pt[i];
     }
     if (a->report_fd >= 0 && !guards)
-        note("KPREWRITE_REPORT: this executable has no _exit or _Exit symbol (stripped?): no report at exit; "
+        note("KPREWRITE_REPORT: kprewrite found no _exit in this executable: no report at exit; "
              "kprewrite ctl PID list shows the counts while it runs");
     if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
         note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");

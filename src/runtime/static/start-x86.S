@@ -2,13 +2,14 @@
  * The static runtime's entry points (x86-64). Position independent, no
  * relocations: the blob is copied as bytes into the image's pool.
  *
- *   kprs_head    the head the rewriter fills in (blob.h), then a jmp
- *                rel32 it aims at the program's own entry point
+ *   kprs_head    the head the rewriter fills in (blob.h)
  *   kprs_start   e_entry: saves every register the kernel set, sets the
  *                runtime up (kprs_init, C) and restores them all, %rsp
  *                included, before it jumps to the program's entry: the
  *                program sees the stack, argc, argv, envp and auxv, and
- *                %rdx, exactly as the kernel left them
+ *                %rdx, exactly as the kernel left them (the jump goes
+ *                through the word below the kernel's %rsp, which nothing
+ *                else uses yet: no register is spent on it)
  *   kprs_enter   a compact detour's call (the pool's fifth slot):
  *                counts the hit keeping every register but the flags
  *                (dead at a call entry); a guard point calls C
@@ -26,18 +27,17 @@ kprs_head:
         .long   0x5350524b                      /* KPRS_HEAD_MAGIC */
         .long   1                               /* KPRS_VERSION */
         .long   kprs_start - kprs_head
-        .long   kprs_jmp - kprs_head
+        .long   0
         .quad   0                               /* table_rel */
         .quad   0                               /* area_rel */
-kprs_jmp:
-        .byte   0xe9
-        .long   0                               /* the program's entry - (kprs_jmp + 5) */
+        .quad   0                               /* entry_rel */
 
         .text
         .globl  kprs_start
         .hidden kprs_start
         .type   kprs_start, @function
 kprs_start:
+        lea     -8(%rsp), %rsp                  /* the word the jump goes through */
         pushfq
         push    %rax
         push    %rbx
@@ -55,9 +55,12 @@ kprs_start:
         push    %r14
         push    %r15
         mov     %rsp, %rbx
-        lea     (16 * 8)(%rsp), %rdi            /* the kernel's %rsp: argc */
+        lea     (17 * 8)(%rsp), %rdi            /* the kernel's %rsp: argc */
         and     $-16, %rsp
         call    kprs_init
+        lea     kprs_head(%rip), %rax
+        add     32(%rax), %rax                  /* entry_rel: the program's entry */
+        mov     %rax, (16 * 8)(%rbx)            /* the word below the kernel's %rsp */
         mov     %rbx, %rsp
         pop     %r15
         pop     %r14
@@ -75,7 +78,8 @@ kprs_start:
         pop     %rbx
         pop     %rax
         popfq
-        jmp     kprs_jmp
+        lea     8(%rsp), %rsp                   /* the kernel's %rsp (lea: the flags stay) */
+        jmp     *-8(%rsp)
         .size   kprs_start, .-kprs_start
 
         .globl  kprs_enter
