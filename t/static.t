@@ -110,4 +110,16 @@ is 1 "$(printf '%s\n' "$out" | wc -l)" "... one line"
 KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
 like "static runtime: KPREWRITE_EVENTS .*counts hits only; ignored" "$(cat "$D/ev.err")" \
     "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+# a static Go program: refused, one line (Go's runtime takes SIGTRAP)
+if command -v go >/dev/null 2>&1 || [ -x /usr/bin/gofmt ]; then
+    g=$(command -v gofmt || echo /usr/bin/gofmt)
+    if readelf -lW "$g" | grep -q INTERP; then
+        ok 0 "a static Go program: $g is dynamic here (nothing to check)"
+    else
+        out=$("$KPREWRITE" --probe '*' -o "$D/go.p" "$g" 2>&1); rc=$?
+        is "1 absent" "$rc $([ -e "$D/go.p" ] && echo written || echo absent)" "a static Go program: exit 1, nothing written"
+        like "gofmt: a static Go executable: the static runtime does not take Go programs yet" "$out" \
+            "a static Go program: one line saying why"
+    fi
+fi
 done_testing

@@ -18,6 +18,7 @@
 #include "../arch/isa.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const uint8_t *static_blob;
 static size_t static_blob_size;
@@ -96,6 +97,21 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
     fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; the "
             "static runtime)\n", j->dest, br.baked, br.baked == 1 ? "" : "s", grown);
     return 0;
+}
+
+/* Go's runtime installs its own handler for every signal, SIGTRAP too:
+ * the static runtime's int3 probes would end the program (Go programs are
+ * another piece of work, issue 37). */
+const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen)
+{
+    for (size_t i = 1; i < img->nsecs; i++)
+        if (img->secs[i].name && (!strcmp(img->secs[i].name, ".gopclntab") ||
+                                  !strcmp(img->secs[i].name, ".note.go.buildid"))) {
+            snprintf(err, errlen, "%s: a static Go executable: the static runtime does not take Go programs yet "
+                     "(Go's runtime takes SIGTRAP, which its int3 probes need)", img->path);
+            return NULL;
+        }
+    return &kind_static;
 }
 
 const struct kind_hooks kind_static = {

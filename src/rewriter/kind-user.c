@@ -47,7 +47,7 @@ static const struct kind_hooks *user_without_pool(const struct image *img, char 
 {
     if (!pool_add_text_addr(img, err, errlen))
         return NULL;
-    return addpool_is_static(img) ? &kind_static : &kind_prebuilt;
+    return addpool_is_static(img) ? kind_static_for(img, err, errlen) : &kind_prebuilt;
 }
 
 static int linked_bake(const struct bake_job *j, char *err, size_t errlen)
