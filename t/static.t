@@ -110,6 +110,16 @@ is 1 "$(printf '%s\n' "$out" | wc -l)" "... one line"
 KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
 like "static runtime: KPREWRITE_EVENTS .*counts hits only; ignored" "$(cat "$D/ev.err")" \
     "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+LD_PRELOAD=/nonexistent/handlers.so "$B.p" echo >/dev/null 2>"$D/pre.err"
+like "static runtime: LD_PRELOAD: .*handlers need a dynamic program" "$(cat "$D/pre.err")" \
+    "a handler library preloaded: one line saying handlers need a dynamic program"
+
+# probed before: not again in place (its records are sized to those probes)
+cp "$B.p" "$D/again"
+err=$("$KPREWRITE" --probe tick "$D/again" 2>&1 >/dev/null); rc=$?
+is "1 same" "$rc $(cmp -s "$D/again" "$B.p" && echo same)" "a static executable probed before: exit 1, untouched"
+like "again: a static executable kprewrite probed before: probe the original again" "$err" "... saying so in one line"
+
 # a static Go program: refused, one line (Go's runtime takes SIGTRAP)
 if command -v go >/dev/null 2>&1 || [ -x /usr/bin/gofmt ]; then
     g=$(command -v gofmt || echo /usr/bin/gofmt)

@@ -13,6 +13,7 @@
 #include "bake.h"
 #include "facts.h"
 #include "kind-user.h"
+#include "../runtime/static/blob.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,13 @@ static const struct kind_hooks *user_without_pool(const struct image *img, char 
 
 static int linked_bake(const struct bake_job *j, char *err, size_t errlen)
 {
+    /* a static executable's pool holds the static runtime, whose records
+     * were sized to the probes baked then (kind-static.c) */
+    if (image_section_by_name(j->img, KPRS_SEC_RT)) {
+        snprintf(err, errlen, "%s: a static executable kprewrite probed before: probe the original again (its static "
+                 "runtime's records are sized to the probes baked the first time)", j->img->path);
+        return -1;
+    }
     pool_dynstr(j->img, j->img, j->pool);
     return bake_into_pool(j, err, errlen);
 }

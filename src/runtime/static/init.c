@@ -85,6 +85,9 @@ void kprs_init(uint64_t *sp)
     if (a->report_fd >= 0 && !guards)
         note("KPREWRITE_REPORT: kprewrite found no _exit in this executable: no report at exit; "
              "kprewrite ctl PID list shows the counts while it runs");
+    if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
+        note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
+             "its probes count hits only");
     if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
         note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
     kprs_sort_sites(&r);
