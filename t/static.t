@@ -99,8 +99,18 @@ check_kind glibc-static "$CC" -static
 check_kind glibc-static-pie "$CC" -static-pie
 check_kind musl-static musl-gcc -static
 
-# what the static runtime has not: one line each, exit 1, nothing written
+# the other detour layouts: inline and shared detours call the runtime's
+# dispatcher (C) rather than its enter routine
 B=$D/box-glibc-static
+for layout in inline shared; do
+    "$KPREWRITE" --detours $layout --probe '*' -o "$B.$layout" "$B" >/dev/null 2>&1
+    (cd "$D" && run_all "$B.$layout" >"$D/$layout.got" 2>&1)
+    cmp -s "$D/glibc-static.want" "$D/$layout.got"; ok $? "--detours $layout: output identical"
+    KPREWRITE_REPORT=1 "$B.$layout" count 1000 >/dev/null 2>"$D/$layout.hits"
+    is "1000 1" "$(hits "$D/$layout.hits" tick) $(hits "$D/$layout.hits" main)" "--detours $layout: exact hits"
+done
+
+# what the static runtime has not: one line each, exit 1, nothing written
 out=$("$KPREWRITE" --probe 'tick%return' -o "$D/ret.p" "$B" 2>&1); rc=$?
 like "tick\+0x0 .*refused: .*no-return-runtime" "$out" "a return probe: refused (no-return-runtime)"
 out=$("$KPREWRITE" --probe 'p:tk tick x=%di' -o "$D/ev.p" "$B" 2>&1); rc=$?
