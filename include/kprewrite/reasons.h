@@ -34,8 +34,7 @@
     X(UNDECODABLE_OPERANDS,"undecodable-operands",    "an instruction the probe would copy out of line decodes, but its operands do not: whether its displacement is RIP-relative (and must be re-pointed) is unknown") \
     X(MOVES_AT_RUN_TIME,  "moves-at-run-time",        "the code is copied or remapped elsewhere at run time and run there (V8's embedded builtins): a jump there would run from the copy") \
     X(SIGNAL_FRAME,       "signal-frame",             "the address is in a signal trampoline (an FDE whose CIE has the S augmentation, as glibc's __restore_rt): the kernel returns into it from a signal handler, and unwinders and debuggers know it by its bytes") \
-    X(UNPROVEN_ENTRY,     "unproven-entry",           "the function has no symbol and its start (from an FDE) is not proven an instruction boundary: a linear decode from the preceding symbol or section start runs through it") \
-    X(NO_RETURN_RUNTIME,  "no-return-runtime",        "a return probe in a static executable: its runtime (the static runtime) has no return probes yet")
+    X(UNPROVEN_ENTRY,     "unproven-entry",           "the function has no symbol and its start (from an FDE) is not proven an instruction boundary: a linear decode from the preceding symbol or section start runs through it")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

@@ -433,10 +433,6 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     *i = find_insn(f, off);
     if (moves(s, p, fn) || blacklisted(s, p, fn))
         return false;
-    if (p->is_return && s->img->hooks->no_return_probes) {
-        probe_set(p, V_REFUSED, KP_R_NO_RETURN_RUNTIME, "%s", "the static runtime counts kprobes only");
-        return false;
-    }
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;
     /* ftrace's call __fentry__ stays ftrace's (it goes on patching it): a

@@ -4,9 +4,11 @@
  * bake adds the pool as for any prebuilt image (addpool.c) and, after the
  * detours, the static runtime (src/runtime/static): a freestanding blob
  * entered before the program's own entry point, which counts the probes'
- * hits, runs the int3 probes and prints KPREWRITE_REPORT at _exit;
- * kprewrite ctl steers it from outside (ctl-static.c). It has no handlers,
- * no events and no return probes: those are refused. --runtime, which
+ * hits (return probes' too, at the entry, as the user runtime counts
+ * them without handlers), runs the int3 probes and prints
+ * KPREWRITE_REPORT at _exit; kprewrite ctl steers it from outside
+ * (ctl-static.c). It has no handlers and no events: definitions are
+ * refused. --runtime, which
  * names a runtime library, does not apply (nothing would load one).
  */
 #include "kinds.h"
@@ -120,7 +122,6 @@ const struct kind_hooks kind_static = {
     .events = false,
     .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits "
                       "only (bake the point alone: --probe SPEC)",
-    .no_return_probes = true,
     .adds_pool = true,
     .guards = static_guards,
     .bake = static_bake,

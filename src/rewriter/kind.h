@@ -81,9 +81,6 @@ struct kind_hooks {
     /* run.c: why a definition is refused when events is false (NULL: the
      * kernel's words, "user-space only for now") */
     const char *events_refused;
-    /* analyze.c: return probes are refused (KP_R_NO_RETURN_RUNTIME): the
-     * image's runtime has none */
-    bool no_return_probes;
 
     /* --- the hooks --- */
     /* run.c: probes the kind adds to what was asked (its runtime's guard

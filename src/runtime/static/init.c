@@ -9,8 +9,9 @@
 #include "rt.h"
 #include "../core/kprw-core.h"
 
-/* The table flags this runtime takes: the return-probe conventions'
- * only with no return probe in the table (kprewrite refuses them here). */
+/* The table flags this runtime takes. Return-probe detours enter through
+ * kprs_kret_enter only when they save %r11 around it (KPRW_T_KRET_R11);
+ * they never jump to the return slot, as no call is taken. */
 #define KPRS_T_READS (KPRW_T_ADDED_POOL | KPRW_T_ENTER | KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | \
                       KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
 
@@ -61,7 +62,8 @@ void kprs_init(uint64_t *sp)
     kprs_rt_get(&r);
     const struct kprw_table *t = r.t;
     if (kprw_table_fault(t, KPRW_T_KNOWN) != KPRW_TF_NONE || (t->flags & ~KPRS_T_READS) ||
-        !(t->flags & KPRW_T_ADDED_POOL) || t->slot_rel == 0) {
+        !(t->flags & KPRW_T_ADDED_POOL) || t->slot_rel == 0 ||
+        ((t->flags & KPRW_T_KRET_ENTRY) && !(t->flags & KPRW_T_KRET_R11))) {
         say("the probe table is not one this runtime reads");
         return;
     }
@@ -71,8 +73,8 @@ void kprs_init(uint64_t *sp)
     a->trap_byte = 0xcc;   /* int3 */
     report_setup(a, sp);
     for (uint32_t i = 0; i < t->nentries; i++)
-        if (r.e[i].kind != KPRW_KIND_K || kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {
-            say("the probe table holds an entry this runtime cannot take (a return probe?)");
+        if (kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {   /* (names: any) */
+            say("the probe table holds an entry this runtime cannot take");
             return;
         }
     int guards = 0;
@@ -98,6 +100,7 @@ void kprs_init(uint64_t *sp)
     void **slot = (void **)((char *)t + t->slot_rel);
     slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch;
     slot[KPRW_SLOT_ENTER] = (void *)kprs_enter;
+    slot[KPRW_SLOT_KRET_ENTER] = (void *)kprs_kret_enter;
     __atomic_store_n(&a->magic, KPRS_AREA_MAGIC, __ATOMIC_RELEASE);   /* kprewrite ctl may read it now */
 }
 

@@ -56,5 +56,6 @@ void kprs_guard(struct kprs_point *pt) KPRS_HIDDEN;
 void kprs_report(const struct kprs_rt *r) KPRS_HIDDEN;
 /* start-x86.S */
 void kprs_enter(void) KPRS_HIDDEN;
+void kprs_kret_enter(void) KPRS_HIDDEN;
 void kprs_sigreturn(void) KPRS_HIDDEN;
 #endif

@@ -13,6 +13,10 @@
  *   kprs_enter   a compact detour's call (the pool's fifth slot):
  *                counts the hit keeping every register but the flags
  *                (dead at a call entry); a guard point calls C
+ *   kprs_kret_enter  a return probe's detour's call (the third slot): the
+ *                hit counted as kprs_enter counts it; the call is never
+ *                taken (ZF set): a count-only return probe has nothing to
+ *                run at the return, as in the user runtime
  *   kprs_sigreturn the restorer of the SIGTRAP handler
  */
 #define PT_HITS 0
@@ -125,6 +129,23 @@ kprs_enter:
         pop     %rcx
         jmp     1b
         .size   kprs_enter, .-kprs_enter
+
+/* %r11 = the state's address + 1 (the detour saved %r11 and pops it);
+ * every other register kept, the flags dead at a function entry */
+        .globl  kprs_kret_enter
+        .hidden kprs_kret_enter
+        .type   kprs_kret_enter, @function
+kprs_kret_enter:
+        and     $-8, %r11                       /* the state, without the tag */
+        mov     (%r11), %r11                    /* state->rt: the point */
+        test    %r11, %r11
+        jz      1f
+        cmpb    $0, PT_DISABLED(%r11)
+        jne     1f
+        lock incq PT_HITS(%r11)
+1:      xor     %r11d, %r11d                    /* ZF set: not taken */
+        ret
+        .size   kprs_kret_enter, .-kprs_kret_enter
 
         .globl  kprs_sigreturn
         .hidden kprs_sigreturn

@@ -6,7 +6,8 @@
  * its detour, where kprewrite ctl unoptimize put an int3), as the user
  * runtime does. Any other SIGTRAP is the program's: the default action
  * is put back and the signal sent again, so that the process ends as it
- * would have without the runtime.
+ * would have without the runtime. A return probe's int3 counts like a
+ * kprobe's: its return is not hooked (count-only, kprs_kret_enter).
  */
 #include "rt.h"
 
