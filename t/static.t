@@ -20,6 +20,8 @@ state() { awk -v s="$2+0x0" '$3 == s { print ($4 == "hits" ? "-" : $4) }' "$1"; 
 run_all() { # PROGRAM
     "$1" count 25; "$1" echo a b c; "$1" opts -a -a -b val rest; "$1" sig; "$1" spawn; "$1" rawpid 3
     printf 'one\ntwo\n' | "$1" cat; "$1" nosuch 2>&1; echo "rc $?"
+    # (the shell's line about the signal, which names a pid, to /dev/null)
+    (ulimit -c 0; "$1" trap int3; echo "own int3: rc $?") 2>/dev/null; (ulimit -c 0; "$1" trap raise; echo "raised: rc $?") 2>/dev/null
 }
 
 # serve_check KIND PROGRAM: ctl on the running server

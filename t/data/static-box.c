@@ -4,7 +4,7 @@
  * server that reads commands from a pipe so that the test steers it
  * without sleeping. tick() and raw_getpid() are called a known number of
  * times; raw_getpid's first instructions hold a syscall, so that its
- * probe is an int3 probe. */
+ * probe is an int3 probe; trap makes a SIGTRAP of the program's own. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,6 +100,19 @@ static int ap_rawpid(int argc, char **argv)
     return 0;
 }
 
+/* A SIGTRAP of the program's own (an int3 of its own, or raised): it must
+ * end the program as it does without the runtime */
+static int ap_trap(int argc, char **argv)
+{
+    fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "raise") == 0)
+        raise(SIGTRAP);
+    else
+        __asm__ volatile("int3");
+    printf("still here\n");
+    return 0;
+}
+
 /* Reads "tick N" and "quit" from stdin; answers each line once it is done. */
 static int ap_serve(int argc, char **argv)
 {
@@ -122,6 +135,7 @@ static const struct applet {
 } applets[] = {
     { "echo", ap_echo }, { "cat", ap_cat }, { "count", ap_count }, { "opts", ap_opts },
     { "spawn", ap_spawn }, { "sig", ap_sig }, { "rawpid", ap_rawpid }, { "serve", ap_serve },
+    { "trap", ap_trap },
 };
 
 int main(int argc, char **argv)

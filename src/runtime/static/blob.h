@@ -50,7 +50,6 @@ struct kprs_area {
     uint8_t reported;
     uint8_t trap_byte;                   /* what ctl unoptimize writes over a site's first byte (int3) */
     uint8_t pad[5];
-    uint64_t traps_foreign;              /* int3 traps at no point (passed on as SIGTRAP) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
      * indices sorted by site (the SIGTRAP handler's search) */
 };

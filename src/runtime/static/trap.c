@@ -49,7 +49,6 @@ static void on_trap(int sig, void *info, void *uc)
     uint64_t *rip = UC_RIP(uc);
     long i = code == SI_KERNEL ? point_at(&r, *rip - 1) : -1;
     if (i < 0) {
-        __atomic_fetch_add(&r.area->traps_foreign, 1, __ATOMIC_RELAXED);
         pass_on();
         return;
     }
