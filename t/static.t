@@ -53,7 +53,7 @@ serve_check() {
     is "done 17 10 [OPTIMIZED]" "$answer $(hits "$D/l4" tick) $(state "$D/l4" tick)" "$k: optimized again: counted"
     like "ctl $pid: optimize raw_getpid: the probes it names can only be int3 probes" \
         "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
-    like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's report" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
+    like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's guards" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
         "$k: the report's guard stays enabled"
     like "ctl $pid: trace: a static program's runtime .* has list, enable, disable" \
         "$("$KPREWRITE" ctl $pid trace 2>&1)" "$k: what it has not: one line"
@@ -89,12 +89,21 @@ check_kind() { # KIND COMPILER FLAGS...
     like "points hit, [0-9]+ never hit" "$(KPREWRITE_REPORT=1 "$B.p" echo 2>&1 >/dev/null | tail -n 1)" \
         "$k: KPREWRITE_REPORT=1: the summary line"
     serve_check "$k" "$B.p"
+    # the program's own SIGTRAP handler: the int3 probes put back first
+    KPREWRITE_REPORT=all "$B.p" ownsig 5 >"$D/$k.own" 2>"$D/$k.own.err"
+    is "$("$B" ownsig 5)" "$(cat "$D/$k.own")" "$k: a SIGTRAP handler of its own: output identical"
+    like "installs a SIGTRAP handler of its own: the int3 probes are disabled" "$(cat "$D/$k.own.err")" \
+        "$k: ... and one line saying its int3 probes are disabled"
+    is "0" "$(hits "$D/$k.own.err" raw_getpid)" "$k: ... raw_getpid, an int3 probe, not counted since"
     # stripped: no symbol names _exit; kprewrite knows it by its code
     cp "$B" "$B.s" && strip "$B.s" && "$KPREWRITE" --probe '*' -o "$B.sp" "$B.s" >/dev/null 2>&1
     KPREWRITE_REPORT=1 "$B.sp" count 300 >"$D/$k.sout" 2>"$D/$k.serr"
     is "$("$B" count 300)" "$(cat "$D/$k.sout")" "$k stripped: every fde@ entry probed, output identical"
     tick=fde@0x$(nm "$B" | awk '$3 == "tick" { sub(/^0+/, "", $1); print $1 }')
     is "300" "$(hits "$D/$k.serr" "$tick")" "$k stripped: the report at its _exit, found by its code ($tick hit 300 times)"
+    "$B.sp" ownsig 5 >"$D/$k.sown" 2>"$D/$k.sown.err"
+    is "$("$B" ownsig 5)" "$(cat "$D/$k.sown")" "$k stripped: a SIGTRAP handler of its own: output identical (sigaction found by its code)"
+    like "installs a SIGTRAP handler of its own" "$(cat "$D/$k.sown.err")" "$k stripped: ... and the line saying so"
 }
 
 check_kind glibc-static "$CC" -static

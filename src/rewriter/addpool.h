@@ -13,6 +13,7 @@ struct pool_sizes {
      * in .kprewrite.data its area lies (src/runtime/static/blob.h) */
     const uint8_t *rt;
     uint64_t rt_size, rt_area_off;
+    uint64_t rt_sigaction;     /* the function the runtime guards its SIGTRAP at (0: none) */
 };
 
 /* Where the pool text will start, before its size is known (the detours'

@@ -114,7 +114,7 @@ int bake_added_pool(const struct image *img, const struct probe_list *probes, co
     struct bake_plan plan;
     if (bake_plan_make(img, &where, probes, &plan, err, errlen) < 0)
         return -1;
-    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size, NULL, 0, 0 };
+    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size, NULL, 0, 0, rt->sigaction };
     if (rt->blob) {   /* the static runtime's area after the states */
         sz.rt = rt->blob;
         sz.rt_size = rt->blob_size;

@@ -38,6 +38,7 @@ struct added_rt {
     const char *library;
     const uint8_t *blob;
     size_t blob_size;
+    uint64_t sigaction;   /* the static runtime's SIGTRAP guard (libc's sigaction), or 0 */
 };
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,
                     const struct added_rt *rt, bool shared, bool compact, struct bake_result *res, size_t *grown,

@@ -248,6 +248,11 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
         can_jump += jumps;
         if ((op == KPRW_OP_OPTIMIZE || op == KPRW_OP_UNOPTIMIZE) && !jumps)
             continue;
+        if (op == KPRW_OP_UNOPTIMIZE && s->a.trap_taken) {
+            fprintf(stderr, "kprewrite: ctl %ld: %s %s: the program has a SIGTRAP handler of its own: the static "
+                    "runtime has no int3 probes left\n", s->pid, verb, spec);
+            return 1;
+        }
         if (apply(s, i, op) < 0) {
             fprintf(stderr, "kprewrite: ctl %ld: %s %s: writing %s's state: %s\n", s->pid, verb, spec, name,
                     strerror(errno));
@@ -259,7 +264,8 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
         return 0;
     fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", s->pid, verb, spec,
             r == KPRW_CTL_CANNOT_JUMP ? "the probes it names can only be int3 probes"
-            : guards ? "the probes it names hold the static runtime's report (_exit, _Exit): they stay enabled"
+            : guards ? "the probes it names are the static runtime's guards (_exit: its report; __libc_sigaction: "
+                       "its SIGTRAP): they stay enabled"
                      : "no baked probe matches");
     return 1;
 }

@@ -6,7 +6,8 @@
  * entered before the program's own entry point, which counts the probes'
  * hits (return probes' too, at the entry, as the user runtime counts
  * them without handlers), runs the int3 probes and prints
- * KPREWRITE_REPORT at _exit; kprewrite ctl steers it from outside
+ * KPREWRITE_REPORT at _exit, and puts its int3s back when the program
+ * takes SIGTRAP (at __libc_sigaction); kprewrite ctl steers it from outside
  * (ctl-static.c). It has no handlers and no events: definitions are
  * refused. --runtime, which
  * names a runtime library, does not apply (nothing would load one).
@@ -31,10 +32,13 @@ void kind_static_runtime(const uint8_t *blob, size_t size)
     static_blob_size = size;
 }
 
-/* A stripped program's _exit, known by its code (isa->exits_process):
- * the one function that is; 0 when none is, or several are (a wrong one
- * would print the report before the program ends). */
-static uint64_t exit_by_code(const struct image *img, const struct symbols *sy)
+typedef bool (*code_test)(const uint8_t *code, size_t len, uint64_t at);
+
+/* A stripped program's _exit or sigaction, known by its code (is: the
+ * ISA's test): the one function that is; 0 when none is, or several are
+ * (a wrong _exit would print the report before the program ends, a wrong
+ * sigaction be read with another function's arguments). */
+static uint64_t by_code(const struct image *img, const struct symbols *sy, code_test is)
 {
     uint64_t found = 0;
     for (size_t i = 0; i < sy->nfuncs; i++) {
@@ -44,13 +48,25 @@ static uint64_t exit_by_code(const struct image *img, const struct symbols *sy)
         if (!code || f->entry_unproven)
             continue;
         size_t len = f->end - f->start < avail ? f->end - f->start : avail;
-        if (img->isa->exits_process && img->isa->exits_process(code, len, f->start)) {
+        if (is && is(code, len, f->start)) {
             if (found)
                 return 0;
             found = f->start;
         }
     }
     return found;
+}
+
+/* libc's sigaction, which sigaction(), signal() and the like go through
+ * (glibc's and musl's __libc_sigaction: the signal in the first argument,
+ * the action in the second): by name, or by its code in a stripped
+ * program; 0: none found. */
+static uint64_t sigaction_fn(const struct image *img, const struct symbols *sy)
+{
+    const struct name_ent *ne = symbols_lookup(sy, "__libc_sigaction");
+    if (ne)
+        return ne->addr;
+    return by_code(img, sy, img->isa->sets_signal_action);
 }
 
 static int add_guard(struct spec_list *specs, const char *text, char *err, size_t errlen)
@@ -78,8 +94,12 @@ static int static_guards(const struct image *img, const struct symbols *sy, stru
             if (add_guard(specs, guards[i], err, errlen) < 0)
                 return -1;
         }
-    uint64_t at = named ? 0 : exit_by_code(img, sy);
     char text[32];
+    uint64_t sig = sigaction_fn(img, sy);   /* its SIGTRAP guard (src/runtime/static/guard.c) */
+    snprintf(text, sizeof text, "0x%llx", (unsigned long long)sig);
+    if (sig && spec_add(specs, text, "the static runtime's SIGTRAP guard", err, errlen) < 0)
+        return -1;
+    uint64_t at = named ? 0 : by_code(img, sy, img->isa->exits_process);
     snprintf(text, sizeof text, "0x%llx", (unsigned long long)at);
     return at ? add_guard(specs, text, err, errlen) : 0;
 }
@@ -92,7 +112,7 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
     }
     struct bake_result br;
     size_t grown = 0;
-    struct added_rt rt = { NULL, static_blob, static_blob_size };
+    struct added_rt rt = { NULL, static_blob, static_blob_size, sigaction_fn(j->img, j->sy) };
     if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown, err,
                         errlen) < 0)
         return -1;

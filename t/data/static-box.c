@@ -113,6 +113,23 @@ static int ap_trap(int argc, char **argv)
     return 0;
 }
 
+/* A SIGTRAP handler of the program's own, then raw_getpid (an int3 probe
+ * until then) and a trap of its own */
+static volatile sig_atomic_t own_traps;
+static void on_trap(int sig) { (void)sig; own_traps++; }
+
+static int ap_ownsig(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 5, same = 0;
+    struct sigaction sa = { .sa_handler = on_trap };
+    sigaction(SIGTRAP, &sa, NULL);
+    for (long i = 0; i < n; i++)
+        same += raw_getpid() == getpid();
+    raise(SIGTRAP);
+    printf("rawpid %ld of %ld, own traps %d\n", same, n, (int)own_traps);
+    return 0;
+}
+
 /* Reads "tick N" and "quit" from stdin; answers each line once it is done. */
 static int ap_serve(int argc, char **argv)
 {
@@ -135,7 +152,7 @@ static const struct applet {
 } applets[] = {
     { "echo", ap_echo }, { "cat", ap_cat }, { "count", ap_count }, { "opts", ap_opts },
     { "spawn", ap_spawn }, { "sig", ap_sig }, { "rawpid", ap_rawpid }, { "serve", ap_serve },
-    { "trap", ap_trap },
+    { "trap", ap_trap }, { "ownsig", ap_ownsig },
 };
 
 int main(int argc, char **argv)

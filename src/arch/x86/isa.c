@@ -35,6 +35,7 @@ const struct isa isa_x86_64 = {
     .code_refs = x86_code_refs,
     .leaf_value = x86_leaf_value,
     .exits_process = x86_exits_process,
+    .sets_signal_action = x86_sets_signal_action,
     .kernel = &x86_kernel,
     .fetch = &x86_fetch_isa,
 };

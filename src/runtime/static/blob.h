@@ -26,6 +26,8 @@ struct kprs_head {
     int64_t table_rel;                   /* the rewriter: .kprewrite.table - head */
     int64_t area_rel;                    /* the rewriter: struct kprs_area - head */
     int64_t entry_rel;                   /* the rewriter: the program's own entry point - head */
+    int64_t sigaction_rel;               /* the rewriter: libc's sigaction - head (0: none found),
+                                            where the runtime guards its SIGTRAP (guard.c) */
 };
 
 /* One point's state, beside the table's entry of the same index. Each
@@ -35,10 +37,18 @@ struct kprs_point {
     uint64_t hits;
     uint8_t disabled;                    /* ctl disable: the hit is not counted */
     uint8_t unoptimized;                 /* ctl unoptimize: int3 on the site's first byte */
-    uint8_t guard;                       /* _exit (KPRW_F_EXIT): the report is printed there */
+    uint8_t guard;                       /* enum kprs_guard: the runtime acts there */
     uint8_t site0;                       /* the site's first byte as baked (the jump's): ctl optimize
                                             writes it back */
     uint8_t pad[4];
+};
+
+/* Points where the runtime acts, besides counting. */
+enum kprs_guard {
+    KPRS_GUARD_NONE,
+    KPRS_GUARD_EXIT,                     /* _exit (KPRW_F_EXIT): KPREWRITE_REPORT is printed */
+    KPRS_GUARD_SIGACTION,                /* libc's sigaction (the head's): a handler for SIGTRAP
+                                            takes the int3 probes' signal, so they are put back */
 };
 
 struct kprs_area {
@@ -49,7 +59,8 @@ struct kprs_area {
     uint8_t report_all;                  /* KPREWRITE_REPORT=all */
     uint8_t reported;
     uint8_t trap_byte;                   /* what ctl unoptimize writes over a site's first byte (int3) */
-    uint8_t pad[5];
+    uint8_t trap_taken;                  /* the program took SIGTRAP: no int3 of the runtime's is left */
+    uint8_t pad[4];
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
      * indices sorted by site (the SIGTRAP handler's search) */
 };

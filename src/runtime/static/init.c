@@ -8,6 +8,7 @@
  */
 #include "rt.h"
 #include "../core/kprw-core.h"
+#include "kprewrite/ptrace.h"
 
 /* The table flags this runtime takes. Return-probe detours enter through
  * kprs_kret_enter only when they save %r11 around it (KPRW_T_KRET_R11);
@@ -42,6 +43,21 @@ static const char *getenv_sp(uint64_t *sp, const char *name)
             return e + n + 1;
     }
     return 0;
+}
+
+/* _exit, which kprewrite marks, and libc's sigaction, whose address it
+ * writes in the head (each by name, or by its code when stripped;
+ * guard.c) */
+static uint8_t guard_of(const struct kprs_rt *r, uint32_t i)
+{
+    const struct kprs_head *h = kprs_head_addr();
+    const struct kprw_entry *e = &r->e[i];
+    if (e->flags & KPRW_F_EXIT)
+        return KPRS_GUARD_EXIT;
+    if (h->sigaction_rel && e->kind == KPRW_KIND_K && (e->offset == 0 || (e->flags & KPRW_F_AFTER_ENDBR)) &&
+        kprs_site(r, i) - e->offset == (uintptr_t)h + (uintptr_t)h->sigaction_rel)
+        return KPRS_GUARD_SIGACTION;
+    return KPRS_GUARD_NONE;
 }
 
 static void report_setup(struct kprs_area *a, uint64_t *sp)
@@ -79,8 +95,8 @@ void kprs_init(uint64_t *sp)
         }
     int guards = 0;
     for (uint32_t i = 0; i < t->nentries; i++) {
-        /* _exit: the report is printed there (kprewrite marks it) */
-        guards += r.pt[i].guard = (r.e[i].flags & KPRW_F_EXIT) != 0;
+        r.pt[i].guard = guard_of(&r, i);
+        guards += r.pt[i].guard == KPRS_GUARD_EXIT;
         r.pt[i].site0 = *(const uint8_t *)kprs_site(&r, i);
         r.state[i].rt = &r.pt[i];
     }
@@ -108,12 +124,12 @@ void kprs_init(uint64_t *sp)
  * caller-saved registers and the flags. */
 uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
 {
-    (void)regs;
     struct kprs_point *pt = st->rt;
     if (pt && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
+        const uint64_t *r = regs;   /* pt_regs: the detour filled the caller-saved ones */
         if (pt->guard)
-            kprs_guard(pt);
+            kprs_guard(pt, r[PTREGS_DI / 8], r[PTREGS_SI / 8]);
     }
     return 0;
 }

@@ -1,9 +1,8 @@
 /*
- * KPREWRITE_REPORT in a static program: printed at the guard points
- * (_exit and _Exit, which glibc's and musl's exit paths end in), once, by
- * the process that set the runtime up (a forked child's counters are its
- * parent's copy: it prints nothing; a vfork child shares them). Lines as
- * the user runtime's (startup.c), one write each.
+ * KPREWRITE_REPORT in a static program: printed at the exit guard (_exit,
+ * guard.c), once, by the process that set the runtime up (a forked
+ * child's counters are its parent's copy: it prints nothing; a vfork child
+ * shares them). Lines as the user runtime's (startup.c), one write each.
  */
 #include "rt.h"
 
@@ -34,14 +33,13 @@ static void put_num(struct line *l, uint64_t v, unsigned base, int width)
 
 static void name_of(struct line *l, const struct kprs_rt *r, const struct kprw_entry *e)
 {
-    const struct kprw_table *t = r->t;
-    if (KPRW_NAME_BY_ADDR(e->name_off)) {
-        put(l, e->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX);
-        put_num(l, t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset, 16, 0);
-    } else if (e->name_off & KPRW_NAME_DYN)
-        put(l, (const char *)t + t->dynstr_rel + (e->name_off & ~KPRW_NAME_DYN));
-    else
-        put(l, (const char *)t + t->strings_off + e->name_off);
+    const char *name = kprs_name(r, e);
+    if (name) {
+        put(l, name);
+        return;
+    }
+    put(l, e->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX);
+    put_num(l, r->t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset, 16, 0);
 }
 
 static void report_line(const struct kprs_rt *r, int fd, uint32_t i)
@@ -107,16 +105,4 @@ void kprs_report(const struct kprs_rt *r)
     put(&l, " never hit (KPREWRITE_REPORT=all lists them)\n");
     kprs_sys(SYS_write, fd, (long)l.s, (long)l.n, 0);
     kprs_sys(SYS_munmap, (long)v, len ? len : 4096, 0, 0);
-}
-
-void kprs_guard(struct kprs_point *pt)
-{
-    (void)pt;
-    struct kprs_rt r;
-    kprs_rt_get(&r);
-    struct kprs_area *a = r.area;
-    if (a->report_fd < 0 || kprs_sys(SYS_getpid, 0, 0, 0, 0) != a->pid ||
-        __atomic_exchange_n(&a->reported, 1, __ATOMIC_RELAXED))
-        return;
-    kprs_report(&r);
 }

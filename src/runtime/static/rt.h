@@ -40,6 +40,16 @@ static inline void kprs_rt_get(struct kprs_rt *r)
     r->sorted = (uint32_t *)(r->pt + r->t->nentries);
 }
 
+/* An entry's name when it has one in the table or the image's dynamic
+ * strings; NULL for one named by its address (fde@, fn@). */
+static inline const char *kprs_name(const struct kprs_rt *r, const struct kprw_entry *e)
+{
+    if (KPRW_NAME_BY_ADDR(e->name_off))
+        return 0;
+    return (e->name_off & KPRW_NAME_DYN) ? (const char *)r->t + r->t->dynstr_rel + (e->name_off & ~KPRW_NAME_DYN)
+                                         : (const char *)r->t + r->t->strings_off + e->name_off;
+}
+
 static inline uintptr_t kprs_site(const struct kprs_rt *r, uint32_t i)
 {
     return (uintptr_t)r->t + (uintptr_t)(intptr_t)r->e[i].site_rel;
@@ -51,8 +61,10 @@ uint64_t kprs_dispatch(struct kprw_state *st, void *regs) KPRS_HIDDEN;
 /* trap.c */
 int kprs_trap_install(void) KPRS_HIDDEN;
 void kprs_sort_sites(struct kprs_rt *r) KPRS_HIDDEN;
-/* report.c: KPREWRITE_REPORT at a guard point (_exit) */
-void kprs_guard(struct kprs_point *pt) KPRS_HIDDEN;
+/* guard.c: a guard point's hit, with the probed function's first two
+ * arguments */
+void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1) KPRS_HIDDEN;
+/* report.c: KPREWRITE_REPORT at _exit */
 void kprs_report(const struct kprs_rt *r) KPRS_HIDDEN;
 /* start-x86.S */
 void kprs_enter(void) KPRS_HIDDEN;

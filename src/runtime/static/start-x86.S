@@ -35,6 +35,7 @@ kprs_head:
         .quad   0                               /* table_rel */
         .quad   0                               /* area_rel */
         .quad   0                               /* entry_rel */
+        .quad   0                               /* sigaction_rel */
 
         .text
         .globl  kprs_start
@@ -105,7 +106,8 @@ kprs_enter:
 1:      pop     %rdx
         pop     %rax
         ret
-2:      /* a guard (_exit): C, every caller-saved register kept */
+2:      /* a guard: C (point, the probed function's first two arguments),
+         * every caller-saved register kept */
         push    %rcx
         push    %rsi
         push    %rdi
@@ -116,7 +118,10 @@ kprs_enter:
         push    %rbp
         mov     %rsp, %rbp
         and     $-16, %rsp
-        mov     %rdx, %rdi
+        mov     %rdx, %rax                      /* (rax is saved) */
+        mov     %rsi, %rdx
+        mov     %rdi, %rsi
+        mov     %rax, %rdi
         call    kprs_guard
         mov     %rbp, %rsp
         pop     %rbp

@@ -11,8 +11,10 @@
  */
 #include "rt.h"
 
-/* ucontext_t (x86-64): uc_mcontext.gregs at 40, REG_RIP is gregs[16] */
-#define UC_RIP(uc) ((uint64_t *)((char *)(uc) + 40) + 16)
+/* ucontext_t (x86-64): uc_mcontext.gregs at 40; REG_RDI 8, REG_RSI 9,
+ * REG_RIP 16 */
+#define UC_GREG(uc, n) ((uint64_t *)((char *)(uc) + 40) + (n))
+#define UC_RIP(uc) UC_GREG(uc, 16)
 #define SI_KERNEL 0x80
 
 /* The entry whose site is addr, or -1 (a binary search of sorted). */
@@ -56,7 +58,7 @@ static void on_trap(int sig, void *info, void *uc)
     if (!__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
         if (pt->guard)
-            kprs_guard(pt);
+            kprs_guard(pt, *UC_GREG(uc, 8), *UC_GREG(uc, 9));
     }
     const struct kprw_entry *e = &r.e[i];
     *rip = (uintptr_t)r.t + (uintptr_t)(intptr_t)e->code_rel + e->ool_off;
