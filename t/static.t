@@ -57,10 +57,17 @@ serve_check() {
         "$k: the report's guard stays enabled"
     like "ctl $pid: trace: a static program's runtime .* has list, enable, disable" \
         "$("$KPREWRITE" ctl $pid trace 2>&1)" "$k: what it has not: one line"
+    ask ownsig
+    "$KPREWRITE" ctl $pid list >"$D/l5"
+    is "[DISABLED] [OPTIMIZED]" "$(state "$D/l5" raw_getpid) $(state "$D/l5" tick)" \
+        "$k: a SIGTRAP handler of its own: the int3 probe disabled, the jump kept"
+    like "ctl $pid: unoptimize tick: 1 of the points it names need an int3, and the program has a SIGTRAP handler" \
+        "$("$KPREWRITE" ctl $pid unoptimize tick 2>&1)" "$k: ... ctl unoptimize refused, saying why"
     echo quit >&3
     wait $pid; rc=$?
     exec 3>&- 4<&-
     is "0 10" "$rc $(hits "$D/serve.err" tick)" "$k: exit 0; its report at exit agrees with ctl list (tick 10)"
+    like "installs a SIGTRAP handler of its own" "$(cat "$D/serve.err")" "$k: ... and its stderr says its int3 probes went"
 }
 
 check_kind() { # KIND COMPILER FLAGS...

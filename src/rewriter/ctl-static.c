@@ -227,7 +227,7 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
     char line[1100], name[512];
     enum kprw_op op;
     const char *sp;
-    size_t splen, matched = 0, can_jump = 0, guards = 0;
+    size_t splen, matched = 0, can_jump = 0, guards = 0, lost = 0;
     snprintf(line, sizeof line, "%s %s", verb, spec);
     if (!kprw_ctl_parse(line, strlen(line), &op, &sp, &splen)) {
         fprintf(stderr, "kprewrite: ctl %ld: %s %s: not a command the runtime knows\n", s->pid, verb, spec);
@@ -248,10 +248,9 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
         can_jump += jumps;
         if ((op == KPRW_OP_OPTIMIZE || op == KPRW_OP_UNOPTIMIZE) && !jumps)
             continue;
-        if (op == KPRW_OP_UNOPTIMIZE && s->a.trap_taken) {
-            fprintf(stderr, "kprewrite: ctl %ld: %s %s: the program has a SIGTRAP handler of its own: the static "
-                    "runtime has no int3 probes left\n", s->pid, verb, spec);
-            return 1;
+        if ((op == KPRW_OP_UNOPTIMIZE || (op == KPRW_OP_ENABLE && !jumps)) && s->a.trap_taken) {
+            lost++;   /* the program has a SIGTRAP handler of its own: no int3 of the runtime's is left */
+            continue;
         }
         if (apply(s, i, op) < 0) {
             fprintf(stderr, "kprewrite: ctl %ld: %s %s: writing %s's state: %s\n", s->pid, verb, spec, name,
@@ -260,6 +259,12 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
         }
     }
     enum kprw_ctl_result r = kprw_ctl_result(op, matched, can_jump);
+    if (r == KPRW_CTL_OK && lost) {
+        fprintf(stderr, "kprewrite: ctl %ld: %s %s: %zu of the points it names need an int3, and the program has a "
+                "SIGTRAP handler of its own: the static runtime put its int3s back (the rest done)\n", s->pid, verb,
+                spec, lost);
+        return 1;
+    }
     if (r == KPRW_CTL_OK)
         return 0;
     fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", s->pid, verb, spec,

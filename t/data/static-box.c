@@ -130,13 +130,18 @@ static int ap_ownsig(int argc, char **argv)
     return 0;
 }
 
-/* Reads "tick N" and "quit" from stdin; answers each line once it is done. */
+/* Reads "tick N", "ownsig" (a SIGTRAP handler of its own) and "quit"
+ * from stdin; answers each line once it is done. */
 static int ap_serve(int argc, char **argv)
 {
     (void)argc; (void)argv;
     char line[64];
     long total = 0;
     while (fgets(line, sizeof line, stdin) && strncmp(line, "quit", 4) != 0) {
+        if (strncmp(line, "ownsig", 6) == 0) {
+            struct sigaction sa = { .sa_handler = on_trap };
+            sigaction(SIGTRAP, &sa, NULL);
+        }
         long n = strncmp(line, "tick ", 5) == 0 ? atol(line + 5) : 0;
         for (long i = 0; i < n; i++)
             total += tick(i) > 0;
