@@ -100,8 +100,8 @@ is "threads rc 0 hits 400001" "$("$D/tiny" threads)" "KPREWRITE_POOL() replaces 
 # executable gets the static runtime in its pool (t/static.t tests it)
 if $CC -O2 -static -o "$D/nopool" "$SRC/verdicts.S" "$SRC/verdicts-main.c" 2>"$D/cc.err"; then
     out=$("$KPREWRITE" --probe f_opt -o "$D/nopool.p" "$D/nopool" 2>&1); rc=$?
-    like "nopool.p: 2 probes baked into a pool added to the image .*the static runtime" "$out" \
-        "a static image without a pool: the static runtime added (f_opt and the report's _exit)"
+    like "nopool.p: 3 probes baked into a pool added to the image .*the static runtime" "$out" \
+        "a static image without a pool: the static runtime added (f_opt, and its guards _exit and __libc_sigaction)"
     is "0 $("$D/nopool"; echo $?)" "$rc $("$D/nopool.p"; echo $?)" "a static image without a pool: it runs as before"
     err=$("$KPREWRITE" --probe f_opt --runtime /nonexistent/lib.so -o "$D/nopool.r" "$D/nopool" 2>&1)
     is 0 $? "a static image: --runtime, which names a library, does not apply ($err)"

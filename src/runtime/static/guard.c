@@ -34,7 +34,7 @@ static void poke(uintptr_t at, uint8_t byte)
     kprs_sys(SYS_mprotect, (long)page, 4096, PROT_RX, 0);
 }
 
-static void give_up_sigtrap(const struct kprs_rt *r)
+void kprs_int3_restore(const struct kprs_rt *r)
 {
     struct kprs_area *a = r->area;
     if (__atomic_exchange_n(&a->trap_taken, 1, __ATOMIC_RELAXED))
@@ -54,6 +54,13 @@ static void give_up_sigtrap(const struct kprs_rt *r)
             __atomic_store_n(&pt->unoptimized, 0, __ATOMIC_RELAXED);
         }
     }
+}
+
+static void give_up_sigtrap(const struct kprs_rt *r)
+{
+    if (__atomic_load_n(&r->area->trap_taken, __ATOMIC_RELAXED))
+        return;
+    kprs_int3_restore(r);
     note("kprewrite: static runtime: the program installs a SIGTRAP handler of its own: the int3 probes are "
          "disabled, their instructions put back (the jumps stay)\n");
 }

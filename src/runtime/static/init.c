@@ -20,7 +20,8 @@ static void say(const char *what)
 {
     kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
     kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
-    kprs_sys(SYS_write, 2, (long)"; the program runs without its probes\n", 38, 0);
+    const char *tail = "; the program runs without its probes (an int3 probe it reaches ends it)\n";
+    kprs_sys(SYS_write, 2, (long)tail, (long)kprs_strlen(tail), 0);
 }
 
 static void note(const char *what)
@@ -110,8 +111,8 @@ void kprs_init(uint64_t *sp)
         note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
     kprs_sort_sites(&r);
     if (kprs_trap_install() < 0) {
-        say("cannot install its SIGTRAP handler");
-        return;
+        kprs_int3_restore(&r);   /* the jumps count; nothing would run the int3 probes */
+        note("cannot install its SIGTRAP handler: the int3 probes are put back");
     }
     void **slot = (void **)((char *)t + t->slot_rel);
     slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch;

@@ -64,6 +64,9 @@ void kprs_sort_sites(struct kprs_rt *r) KPRS_HIDDEN;
 /* guard.c: a guard point's hit, with the probed function's first two
  * arguments */
 void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1) KPRS_HIDDEN;
+/* guard.c: every int3 of the runtime's put back (the SIGTRAP is no longer
+ * its), the int3 probes disabled */
+void kprs_int3_restore(const struct kprs_rt *r) KPRS_HIDDEN;
 /* report.c: KPREWRITE_REPORT at _exit */
 void kprs_report(const struct kprs_rt *r) KPRS_HIDDEN;
 /* start-x86.S */
