@@ -8,7 +8,7 @@ set -e
 pkgs="build-essential autoconf automake libtool pkg-config libelf-dev libzydis-dev libzycore-dev
       binutils g++ valgrind perl strace clang libclang-rt-14-dev util-linux gdb liblief-dev
       linux-source-6.1 linux-source-6.12 qemu-system-x86 busybox-static bc bison flex libssl-dev cpio xz-utils kmod
-      libbpf-dev zlib1g-dev
+      libbpf-dev zlib1g-dev musl-tools
       pigz elfutils ripgrep fd-find fuse3 cmake meson ninja-build dwarves
       debhelper dh-autoreconf lintian fakeroot debootstrap
       procps python3 libpython3.11 libnettle8 man-db groff-base"

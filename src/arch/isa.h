@@ -130,6 +130,14 @@ struct isa {
      * it is a leaf computing it from constants (isa_leaf_value): false for
      * any other code */
     bool (*leaf_value)(const uint8_t *code, size_t len, uint64_t at, struct isa_leaf_value *out);
+    /* whether the function whose len bytes of code are at `at` is the
+     * system's _exit (its straight-line code ends the process at once):
+     * a stripped static executable's report point */
+    bool (*exits_process)(const uint8_t *code, size_t len, uint64_t at);
+    /* whether it makes the system call that sets a signal's action (a
+     * stripped static executable's sigaction: the static runtime's SIGTRAP
+     * guard) */
+    bool (*sets_signal_action)(const uint8_t *code, size_t len, uint64_t at);
     const struct isa_kernel *kernel;  /* NULL: kprewrite bakes no kernel of the ISA */
     /* tracing's names of its registers, arguments and return value
      * (fetch-isa.h), for event definitions baked with the probes */

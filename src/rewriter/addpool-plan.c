@@ -31,6 +31,42 @@ static const uint8_t *at_vaddr(const struct image *img, const struct plan *p, ui
     return NULL;
 }
 
+/* A static executable: no interpreter, and not a library (an ET_EXEC,
+ * or a static-pie: DF_1_PIE). The runtime then cannot be a DT_NEEDED
+ * (nothing would load it): the static runtime goes into the pool. */
+bool addpool_is_static(const struct image *img)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img->map;
+    if (img->interp || (eh->e_type != ET_EXEC && eh->e_type != ET_DYN))
+        return false;
+    if (eh->e_type == ET_EXEC)
+        return true;
+    for (size_t i = 0; i < img->nsecs; i++) {
+        const struct section *sec = &img->secs[i];
+        if (sec->type != SHT_DYNAMIC || !sec->data)
+            continue;
+        for (uint64_t k = 0; k + sizeof(Elf64_Dyn) <= sec->size; k += sizeof(Elf64_Dyn)) {
+            Elf64_Dyn d;
+            memcpy(&d, (const uint8_t *)sec->data + k, sizeof d);
+            if (d.d_tag == DT_NULL)
+                break;
+            if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A static executable's plan: its dynamic section (a static-pie's) is
+ * left as it is, none of it is re-pointed. */
+static int plan_static(const struct image *img, struct plan *p)
+{
+    (void)img;
+    p->dyn_ph = SIZE_MAX;
+    p->dynamic_sec = p->dynstr_sec = SIZE_MAX;
+    return 0;
+}
+
 int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
 {
     const char *path = img->path;
@@ -45,7 +81,6 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     p->phnum = p->eh->e_phnum;
     p->dyn_ph = p->interp_ph = SIZE_MAX;
     p->first_load = p->last_load = SIZE_MAX;
-    bool interp = false;
     if (img->map_size >= PLAN_LIMIT)
         return addpool_fail(err, errlen, path, "the file is too large to add a pool to");
     for (size_t i = 0; i < p->phnum; i++) {
@@ -68,13 +103,16 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
         if (ph->p_type == PT_DYNAMIC)
             p->dyn_ph = i;
         if (ph->p_type == PT_INTERP) {
-            interp = p->interp = true;
+            p->interp = true;
             p->interp_ph = i;
         }
     }
-    if (p->dyn_ph == SIZE_MAX || (img->ehdr.e_type == ET_EXEC && !interp))
-        return addpool_fail(err, errlen, path, "a static executable: the runtime cannot be loaded into it (no dynamic "
-                    "linking); relink it with `pkg-config --libs kprewrite-rt` to probe it");
+    p->static_exe = addpool_is_static(img);
+    if (p->static_exe)
+        return p->last_load == SIZE_MAX ? addpool_fail(err, errlen, path, "no PT_LOAD segment") : plan_static(img, p);
+    if (p->dyn_ph == SIZE_MAX)
+        return addpool_fail(err, errlen, path, "no dynamic section and no interpreter: not an executable or "
+                            "library kprewrite can add a pool to");
     if (p->last_load == SIZE_MAX)
         return addpool_fail(err, errlen, path, "no PT_LOAD segment");
     const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
@@ -92,13 +130,6 @@ int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen)
     }
     if (p->ndyn == max)
         return addpool_fail(err, errlen, path, "the dynamic section has no DT_NULL");
-    /* a static-pie relocates itself and has no interpreter: a DT_NEEDED
-     * on the runtime would never be loaded, every probe silently dead */
-    for (size_t i = 0; i < p->ndyn && img->ehdr.e_type == ET_DYN && !interp; i++)
-        if (p->dyn[i].d_tag == DT_FLAGS_1 && (p->dyn[i].d_un.d_val & DF_1_PIE))
-            return addpool_fail(err, errlen, path, "a static-pie executable: the runtime cannot be loaded into it "
-                                "(no dynamic loader runs); relink it without -static-pie, with `pkg-config --libs "
-                                "kprewrite-rt`, to probe it");
     p->dyn_cap = max;
     for (size_t i = 0; i < p->ndyn; i++)
         if (p->dyn[i].d_tag == KPRW_DT_TABLE)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define PAGE 0x1000u
-#define NEW_SECTIONS 4   /* .kprewrite.text, .table, .data, .slot */
+#define NEW_SECTIONS 5   /* .kprewrite.text, .table, .data, .slot; .rt in a static executable */
 #define BLOCK_ALIGN 64u   /* the moved sections keep their place modulo this (none needs more) */
 /* plan_read refuses an image whose file size or any segment's end reaches
  * this (the x86-64 user address space, with 5-level paging): every
@@ -37,6 +37,7 @@ struct plan {
     size_t dynamic_sec, dynstr_sec;
     size_t dyn_cap;               /* entries PT_DYNAMIC has room for (spare DT_NULLs after ndyn) */
     bool has_table_tag;           /* a KPRW_DT_TABLE from a pool added before (cut out since) */
+    bool static_exe;              /* no interpreter, not a library: gets the static runtime */
 };
 
 /* Sections that move into the pool to make room where they were: by
@@ -59,6 +60,8 @@ int addpool_fail(char *err, size_t errlen, const char *path, const char *what);
 /* The image's program headers, dynamic section and the sections kprewrite
  * re-points; -1 (err) when a pool cannot be added. */
 int plan_read(const struct image *img, struct plan *p, char *err, size_t errlen);
+/* A static executable (glibc -static, -static-pie, musl -static). */
+bool addpool_is_static(const struct image *img);
 /* Whether a dynamic tag's value is an address. */
 bool addr_tag(int64_t tag);
 /* ROOM_GROW for a table of nnew entries (false: something in the way). */

@@ -51,6 +51,7 @@
 #include "addpool-plan.h"
 #include "../arch/isa.h"
 #include "kprewrite/abi.h"
+#include "../runtime/static/blob.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,7 @@ enum room {
 };
 
 static const char *const section_names[NEW_SECTIONS] = { KPRW_SEC_TEXT, KPRW_SEC_TABLE, KPRW_SEC_DATA,
-                                                         KPRW_SEC_SLOT };
+                                                         KPRW_SEC_SLOT, KPRS_SEC_RT };
 
 /* A section's alignment in the file (1 for 0, and at most a page). */
 static uint64_t sec_align(const struct image *img, const struct section *s)
@@ -122,7 +123,8 @@ struct layout {
     size_t dyn_cap;            /* entries .dynamic has room for where it lies */
     uint64_t vb_da, vb_sl, vb_end;   /* one-note libraries: state and slots after the last rw- memory */
     uint64_t keep;             /* the original file bytes kept where they are */
-    uint64_t fx, vx, tb, off_ds, dsz, off_dyn, off_tx, tx, xsz;   /* r-x */
+    uint64_t fx, vx, tb, off_ds, dsz, off_dyn, off_tx, tx, off_rt, rt, xsz;   /* r-x */
+    bool static_rt;            /* a static executable: the blob, no dynamic linking data */
     uint64_t fw, vw, off_sl, off_da, wfile, wsz;                  /* rw- */
     uint64_t dyn_v, dyn_f;     /* .dynamic, as it will be */
     uint64_t phsz, vp, fp;     /* ROOM_MOVE: the new program header table */
@@ -196,7 +198,7 @@ static int plan_room(const struct image *img, const struct plan *p, struct layou
      * entries, growing in place (or, when that cannot be done, three in a
      * new table at the end). */
     const Elf64_Phdr *last = &p->ph[p->last_load];
-    bool lib = !p->interp;
+    bool lib = !p->interp && !p->static_exe;
     L->room = ROOM_NOTES;
     L->two = nnotes >= 2;
     if (!L->two && !(lib && nnotes == 1 && (last->p_flags & PF_W) && last->p_vaddr + last->p_memsz == p->vend)) {
@@ -222,7 +224,8 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
     memset(L, 0, sizeof *L);
     if (plan_room(img, p, L, err, errlen) < 0)
         return -1;
-    L->add_needed = !p->has_runtime;
+    L->static_rt = p->static_exe;
+    L->add_needed = !p->has_runtime && !L->static_rt;
     L->rtlen = L->add_needed ? strlen(runtime) + 1 : 0;
     /* .dynamic: the runtime's DT_NEEDED and KPRW_DT_TABLE (replacing an old one) */
     uint64_t ndyn = p->ndyn - (p->has_table_tag ? 1 : 0) + (L->add_needed ? 1 : 0) + 1;
@@ -230,7 +233,7 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
     if (p->dynamic_sec != SIZE_MAX && img->secs[p->dynamic_sec].size / sizeof(Elf64_Dyn) < cap)
         cap = img->secs[p->dynamic_sec].size / sizeof(Elf64_Dyn);
     L->dyn_cap = cap;
-    L->dyn_in_place = ndyn + 1 <= cap;   /* and a DT_NULL */
+    L->dyn_in_place = L->static_rt || ndyn + 1 <= cap;   /* and a DT_NULL */
     L->dynsz = L->dyn_in_place ? 0 : (ndyn + 1 + SPARE_DYN) * sizeof(Elf64_Dyn);
     L->blk[0] = L->g.blk;
     L->str_in_place = L->add_needed &&
@@ -260,7 +263,9 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
     uint64_t after = L->two ? ro_end : L->off_dyn + L->dynsz;
     L->off_tx = up(after, 64);
     L->tx = up(sz->text ? sz->text : 16, 16);
-    L->xsz = L->off_tx + L->tx;
+    L->off_rt = up(L->off_tx + L->tx, 64);
+    L->rt = L->static_rt ? sz->rt_size : 0;
+    L->xsz = L->static_rt ? L->off_rt + L->rt : L->off_tx + L->tx;
     /* rw- (two): [.dynamic], slots, then the state as zero-filled memory
      * (no bytes in the file: the runtime fills a state in when its point is
      * first hit). The slots have file bytes (zeros), so that the segment
@@ -271,9 +276,11 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
     L->off_da = up(L->off_sl + KPRW_SLOTS_SIZE, 64);
     L->wfile = L->two ? L->off_sl + KPRW_SLOTS_SIZE : 0;
     L->wsz = L->two ? L->off_da + L->da : 0;
-    const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
-    L->dyn_v = L->dyn_in_place ? dp->p_vaddr : L->two ? L->vw : L->vx + L->off_dyn;
-    L->dyn_f = L->dyn_in_place ? dp->p_offset : L->two ? L->fw : L->fx + L->off_dyn;
+    if (!L->static_rt) {
+        const Elf64_Phdr *dp = &p->ph[p->dyn_ph];
+        L->dyn_v = L->dyn_in_place ? dp->p_vaddr : L->two ? L->vw : L->vx + L->off_dyn;
+        L->dyn_f = L->dyn_in_place ? dp->p_offset : L->two ? L->fw : L->fx + L->off_dyn;
+    }
     /* ROOM_MOVE: the new table in a read-only PT_LOAD after the pool, at
      * the vaddr every kernel computes for AT_PHDR (first PT_LOAD's p_vaddr
      * - p_offset + e_phoff) and ld.so then finds PT_PHDR at */
@@ -304,12 +311,12 @@ static int plan_layout(const struct image *img, const struct plan *p, const stru
             f = end_of(up(f, sec_align(img, s)), s->size);
     }
     uint64_t namesz = 0;
-    for (int i = 0; i < NEW_SECTIONS; i++)
+    for (int i = 0; i < NEW_SECTIONS - !L->static_rt; i++)
         namesz += strlen(section_names[i]) + 1;
     L->fsh = f;
     L->shstrsz = img->secs[p->eh->e_shstrndx].size + namesz;
     L->fsht = up(L->fsh + L->shstrsz, 8);
-    L->nsh = img->nsecs + NEW_SECTIONS;
+    L->nsh = img->nsecs + NEW_SECTIONS - (L->static_rt ? 0 : 1);
     L->total = L->fsht + L->nsh * sizeof(Elf64_Shdr);
     if (L->vw + L->wsz < L->vx || (L->room == ROOM_MOVE && (L->vp < L->vw || L->fp < L->fw || L->vp + L->phsz < L->vp)) ||
         L->total < L->keep || f == UINT64_MAX)
@@ -406,7 +413,7 @@ static void write_sections(const struct image *img, const struct plan *p, const 
     memcpy(b + L->fsh, shs->data, shs->size);
     uint32_t name_at[NEW_SECTIONS];
     uint64_t o = shs->size;
-    for (int i = 0; i < NEW_SECTIONS; i++) {
+    for (int i = 0; i < NEW_SECTIONS - !L->static_rt; i++) {
         name_at[i] = (uint32_t)o;
         memcpy(b + L->fsh + o, section_names[i], strlen(section_names[i]) + 1);
         o += strlen(section_names[i]) + 1;
@@ -474,6 +481,32 @@ static void write_sections(const struct image *img, const struct plan *p, const 
         sh[n++] = nobits(name_at[2], L->vb_da, foff, L->da, 64);
         sh[n++] = nobits(name_at[3], L->vb_sl, foff + L->da, KPRW_SLOTS_SIZE, 8);
     }
+    if (L->static_rt)
+        sh[n++] = section(name_at[4], SHF_ALLOC | SHF_EXECINSTR, L->vx + L->off_rt, L->fx + L->off_rt, L->rt, 64);
+}
+
+/* The static runtime's blob after the detours, its head filled in (the
+ * table, its area, the program's entry), and e_entry at its start
+ * routine. */
+static int write_static_rt(const struct image *img, const struct layout *L, const struct pool_sizes *sz,
+                           uint8_t *b, char *err, size_t errlen)
+{
+    uint8_t *blob = b + L->fx + L->off_rt;
+    uint64_t at = L->vx + L->off_rt, data = L->two ? L->vw + L->off_da : L->vb_da;
+    struct kprs_head h;
+    if (sz->rt_size < sizeof h)
+        return addpool_fail(err, errlen, img->path, "the static runtime built into kprewrite is malformed");
+    memcpy(blob, sz->rt, sz->rt_size);
+    memcpy(&h, blob, sizeof h);
+    if (h.magic != KPRS_HEAD_MAGIC || h.version != KPRS_VERSION || h.start_off >= sz->rt_size)
+        return addpool_fail(err, errlen, img->path, "the static runtime built into kprewrite is malformed");
+    h.table_rel = (int64_t)(L->vx - at);
+    h.area_rel = (int64_t)(data + sz->rt_area_off - at);
+    h.entry_rel = (int64_t)(img->ehdr.e_entry - at);
+    h.sigaction_rel = sz->rt_sigaction ? (int64_t)(sz->rt_sigaction - at) : 0;
+    memcpy(blob, &h, sizeof h);
+    ((Elf64_Ehdr *)b)->e_entry = at + h.start_off;
+    return 0;
 }
 
 int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
@@ -482,12 +515,18 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
     struct plan p;
     if (plan_read(img, &p, err, errlen) < 0)
         return -1;
+    if (p.static_exe && runtime)
+        return addpool_fail(err, errlen, img->path, "a static executable: the runtime library cannot be loaded "
+                            "into it (no dynamic loader runs)");
+    if (!p.static_exe && (!runtime || sz->rt))
+        return addpool_fail(err, errlen, img->path, "not a static executable: the static runtime is not for it");
     const Elf64_Ehdr *oe = p.eh;
     const struct section *shs = &img->secs[oe->e_shstrndx];
     if (!shs->data || oe->e_shoff > img->map_size ||
         (uint64_t)(img->nsecs > oe->e_shnum ? img->nsecs : oe->e_shnum) * sizeof(Elf64_Shdr) > img->map_size - oe->e_shoff)
         return addpool_fail(err, errlen, img->path, "malformed section headers: cannot add a pool");
-    if (sz->text >= PLAN_LIMIT || sz->table >= PLAN_LIMIT || sz->data >= PLAN_LIMIT || strlen(runtime) >= PAGE)
+    if (sz->text >= PLAN_LIMIT || sz->table >= PLAN_LIMIT || sz->data >= PLAN_LIMIT || sz->rt_size >= PAGE * 64 ||
+        (runtime && strlen(runtime) >= PAGE) || (!runtime && sz->rt_area_off >= sz->data))
         return addpool_fail(err, errlen, img->path, "the pool would not fit the address space");
     struct layout L;
     if (plan_layout(img, &p, sz, runtime, &L, err, errlen) < 0)
@@ -511,8 +550,13 @@ int pool_add(const struct image *img, const struct pool_sizes *sz, const char *r
         memcpy(b + L.fx + L.off_ds, p.dynstr, p.strsz);
         memcpy(b + L.fx + L.off_ds + p.strsz, runtime, L.rtlen);
     }
-    write_dynamic(&p, &L, b);
+    if (!L.static_rt)
+        write_dynamic(&p, &L, b);
     write_sections(img, &p, &L, b);
+    if (L.static_rt && write_static_rt(img, &L, sz, b, err, errlen) < 0) {
+        free(b);
+        return -1;
+    }
     Elf64_Ehdr *e = (Elf64_Ehdr *)b;
     e->e_shoff = L.fsht;
     e->e_shnum = (uint16_t)L.nsh;

@@ -8,6 +8,12 @@
 
 struct pool_sizes {
     uint64_t text, table, data;
+    /* a static executable's: the static runtime's blob, copied after the
+     * detours (.kprewrite.rt) with e_entry at its start routine, and where
+     * in .kprewrite.data its area lies (src/runtime/static/blob.h) */
+    const uint8_t *rt;
+    uint64_t rt_size, rt_area_off;
+    uint64_t rt_sigaction;     /* the function the runtime guards its SIGTRAP at (0: none) */
 };
 
 /* Where the pool text will start, before its size is known (the detours'
@@ -29,7 +35,10 @@ uint64_t pool_add_text_addr(const struct image *img, char *err, size_t errlen);
  * over the sections after it, which move into the r-x PT_LOAD, or (when
  * code or data follows the table) a new table goes in a third, read-only
  * PT_LOAD at the end (addpool.c says why in that order). A library with
- * one PT_NOTE gets one r-x PT_LOAD. Static executables are refused.
+ * one PT_NOTE gets one r-x PT_LOAD. A static executable (runtime NULL,
+ * sz->rt its runtime) gets no dynamic linking data, the blob after the
+ * detours, and e_entry at the blob's start; a static executable given a
+ * runtime library, or a dynamic one given a blob, is refused.
  * Returns 0, or -1 with a one-line message. */
 int pool_add(const struct image *img, const struct pool_sizes *sz, const char *runtime, uint8_t **out,
              size_t *out_size, char *err, size_t errlen);

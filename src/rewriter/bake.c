@@ -6,6 +6,7 @@
  * sizes the plan needs.
  */
 #include "bake.h"
+#include "../runtime/static/blob.h"
 #include "addpool.h"
 #include "atomic-write.h"
 #include "emit.h"
@@ -93,7 +94,7 @@ void bake_say_events(FILE *msg, const struct probe_list *probes)
 }
 
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,
-                    const char *runtime, bool shared, bool compact, struct bake_result *res, size_t *grown,
+                    const struct added_rt *rt, bool shared, bool compact, struct bake_result *res, size_t *grown,
                     char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
@@ -113,13 +114,19 @@ int bake_added_pool(const struct image *img, const struct probe_list *probes, co
     struct bake_plan plan;
     if (bake_plan_make(img, &where, probes, &plan, err, errlen) < 0)
         return -1;
-    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size };
+    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size, NULL, 0, 0, rt->sigaction };
+    if (rt->blob) {   /* the static runtime's area after the states */
+        sz.rt = rt->blob;
+        sz.rt_size = rt->blob_size;
+        sz.rt_area_off = (plan.data_size + 63) & ~(size_t)63;
+        sz.data = sz.rt_area_off + kprs_area_size((uint32_t)plan.nentries);
+    }
     uint8_t *buf;
     size_t size;
     struct image grown_img;
     struct pool_sections ps;
     int rc = -1;
-    if (pool_add(img, &sz, runtime, &buf, &size, err, errlen) < 0)
+    if (pool_add(img, &sz, rt->blob ? NULL : rt->library, &buf, &size, err, errlen) < 0)
         goto out;
     if (image_open_mem(&grown_img, img->path, buf, size, img->mode, err, errlen) < 0)
         goto out;

@@ -31,7 +31,16 @@ void bake_say_events(FILE *msg, const struct probe_list *probes);
  * text will have, adds a pool of the sizes the plan needs (and the runtime
  * as DT_NEEDED, addpool.c), and emits into it; written to out_path.
  * *grown: the bytes the file grew by. Returns 0, or -1 with err. */
+/* What an added pool's image runs the probes with: a runtime library it
+ * names as DT_NEEDED, or (a static executable) the static runtime's blob,
+ * copied into the pool. */
+struct added_rt {
+    const char *library;
+    const uint8_t *blob;
+    size_t blob_size;
+    uint64_t sigaction;   /* the static runtime's SIGTRAP guard (libc's sigaction), or 0 */
+};
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,
-                    const char *runtime, bool shared, bool compact, struct bake_result *res, size_t *grown,
+                    const struct added_rt *rt, bool shared, bool compact, struct bake_result *res, size_t *grown,
                     char *err, size_t errlen);
 #endif

@@ -126,6 +126,9 @@ int ctl_main(int argc, char **argv)
         fprintf(stderr, "kprewrite: ctl: '%s' is not a process id\n", argv[1]);
         return 1;
     }
+    int st = ctl_static_main(pid, argc, argv);
+    if (st >= 0)
+        return st;
     struct target t = { .socket = false };   /* find_target sets socket only when it is one */
     if (!find_target(pid, &t))
         return 1;

@@ -9,8 +9,11 @@
 #include "config.h"
 #include "kinds.h"
 #include "addpool.h"
+#include "addpool-plan.h"
 #include "bake.h"
 #include "facts.h"
+#include "kind-user.h"
+#include "../runtime/static/blob.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +25,7 @@
 /* Code relocations and code that moves at run time: no table of a user
  * image is read (a program that happened to name a section __ex_table must
  * not be read as a kernel). */
-static int user_facts(struct kfacts *kf, const struct image *img, const struct symbols *sy, const char *relocs,
+int user_facts(struct kfacts *kf, const struct image *img, const struct symbols *sy, const char *relocs,
                       char *err, size_t errlen)
 {
     static const struct reloc_rules rules = { NULL, false };
@@ -43,11 +46,20 @@ static int user_facts(struct kfacts *kf, const struct image *img, const struct s
  * when the image can take one (else say why now). */
 static const struct kind_hooks *user_without_pool(const struct image *img, char *err, size_t errlen)
 {
-    return pool_add_text_addr(img, err, errlen) ? &kind_prebuilt : NULL;
+    if (!pool_add_text_addr(img, err, errlen))
+        return NULL;
+    return addpool_is_static(img) ? kind_static_for(img, err, errlen) : &kind_prebuilt;
 }
 
 static int linked_bake(const struct bake_job *j, char *err, size_t errlen)
 {
+    /* a static executable's pool holds the static runtime, whose records
+     * were sized to the probes baked then (kind-static.c) */
+    if (image_section_by_name(j->img, KPRS_SEC_RT)) {
+        snprintf(err, errlen, "%s: a static executable kprewrite probed before: probe the original again (its static "
+                 "runtime's records are sized to the probes baked the first time)", j->img->path);
+        return -1;
+    }
     pool_dynstr(j->img, j->img, j->pool);
     return bake_into_pool(j, err, errlen);
 }
@@ -57,7 +69,8 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
     struct bake_result br;
     size_t grown = 0;
     const char *runtime = j->runtime ? j->runtime : KPRW_RUNTIME_DEFAULT;
-    if (bake_added_pool(j->img, j->probes, j->dest, runtime, j->pool->shared_detours, j->compact, &br, &grown,
+    struct added_rt rt = { runtime, NULL, 0, 0 };
+    if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown,
                         err, errlen) < 0)
         return -1;
     fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; "
@@ -66,14 +79,10 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
     return 0;
 }
 
-#define USER_RULES \
-    .untyped_functions = false, .finds_functions = true, .call_in_dcr = true, .retargets = true, .short_jumps = true, \
-    .evictions = true, .taken_proofs = true, .kernel_contract = false, .reads_back = true, .events = true, \
-    .load_facts = user_facts, .pool_areas = pool_user_areas
-
 const struct kind_hooks kind_linked = {
     .name = "linked",
     USER_RULES,
+    .events = true,
     .without_pool = user_without_pool,
     .bake = linked_bake,
 };
@@ -81,6 +90,7 @@ const struct kind_hooks kind_linked = {
 const struct kind_hooks kind_prebuilt = {
     .name = "prebuilt",
     USER_RULES,
+    .events = true,
     .adds_pool = true,
     .bake = prebuilt_bake,
 };

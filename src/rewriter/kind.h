@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 struct image;
+struct spec_list;
 struct symbols;
 struct kfacts;
 struct probe;
@@ -77,8 +78,15 @@ struct kind_hooks {
      * the user runtime to define at start-up; a kernel's runtime has no
      * events (yet): a definition is refused */
     bool events;
+    /* run.c: why a definition is refused when events is false (NULL: the
+     * kernel's words, "user-space only for now") */
+    const char *events_refused;
 
     /* --- the hooks --- */
+    /* run.c: probes the kind adds to what was asked (its runtime's guard
+     * points); 0, or -1 with err. NULL: none */
+    int (*guards)(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
+                  size_t errlen);
     /* resolve.c: is name the symbol of a function's padding, no entry a
      * glob names (a kernel's __pfx_, __cfi_)? NULL: there is none */
     bool (*padding_symbol)(const struct image *img, const char *name);

@@ -11,6 +11,15 @@
 /* kind-user.c: a user ELF linked with the runtime (the pool reserved at
  * link time), and a prebuilt one (the bake adds a pool and the runtime). */
 extern const struct kind_hooks kind_linked, kind_prebuilt;
+/* kind-static.c: a static executable without a pool; the bake adds one
+ * and the static runtime (src/runtime/static), which kprewrite's main
+ * hands over (kind_static_runtime: not built into the fuzz harnesses and
+ * unit tests that link the core alone). */
+extern const struct kind_hooks kind_static;
+/* kind_static for a static executable img, or NULL and err when it cannot
+ * take the static runtime (a Go program) */
+const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen);
+void kind_static_runtime(const uint8_t *blob, size_t size);
 /* kind-kernel.c: a vmlinux built with the kernel runtime, and a loadable
  * kernel module (kmodule.c). */
 extern const struct kind_hooks kind_vmlinux, kind_module;

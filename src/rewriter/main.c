@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "kinds.h"
 #include "report.h"
 #include "run.h"
 #include "spec.h"
@@ -175,8 +176,12 @@ static bool options_agree(int argc, const struct run_opts *ro)
     return true;
 }
 
+/* static-blob.S: the static runtime, built into kprewrite */
+extern const uint8_t kprs_blob[], kprs_blob_end[];
+
 int main(int argc, char **argv)
 {
+    kind_static_runtime(kprs_blob, (size_t)(kprs_blob_end - kprs_blob));
     if (argc > 1 && strcmp(argv[1], "ctl") == 0)
         return ctl_main(argc - 1, argv + 1);
     struct spec_list specs = { 0 }, removes = { 0 };

@@ -279,7 +279,8 @@ static int plan_table_entry(struct planner *pl, struct plan_entry *pe, const str
                ((p->notes & NOTE_FLAGS_SAVED) ? KPRW_F_FLAGS_SAVED : 0) |
                (p->at_entry ? KPRW_F_ENTRY : 0) | (pe->at_copy ? KPRW_F_ORIG_AT_COPY : 0) |
                (p->is_return && twinned ? KPRW_F_KPROBE : 0) |
-               ((p->notes & NOTE_AFTER_FENTRY) ? KPRW_F_AFTER_FENTRY : 0);
+               ((p->notes & NOTE_AFTER_FENTRY) ? KPRW_F_AFTER_FENTRY : 0) |
+               (p->exit_guard && !p->is_return ? KPRW_F_EXIT : 0);
     e->kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
     e->verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
     e->reason = (uint8_t)p->reason;

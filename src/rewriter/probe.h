@@ -64,6 +64,7 @@ struct probe {
     uint64_t off;            /* from sym */
     size_t func;             /* index in symbols.funcs, or SIZE_MAX */
     bool is_return;
+    bool exit_guard;         /* a spec that asked for it is the static runtime's report point (KPRW_F_EXIT) */
     enum verdict verdict;
     enum kp_reason reason;
     const char *reason_arg;  /* RESERVED: the table, printed reserved:<table> */

@@ -136,9 +136,14 @@ static bool drop_duplicates(struct probe_list *l)
     for (size_t i = 0; i < l->n; i++)
         k[i] = (struct addr_kind){ l->v[i].addr, i, l->v[i].is_return };
     sort_array(k, l->n, sizeof *k, cmp_addr_kind);
-    for (size_t j = 1; j < l->n; j++)
-        if (k[j].addr == k[j - 1].addr && k[j].ret == k[j - 1].ret)
+    for (size_t j = 1, first = 0; j < l->n; j++) {
+        if (k[j].addr == k[j - 1].addr && k[j].ret == k[j - 1].ret) {
             gone[k[j].i] = true;
+            l->v[k[first].i].exit_guard |= l->v[k[j].i].exit_guard;   /* the survivor keeps the mark */
+        } else {
+            first = j;
+        }
+    }
     size_t m = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (gone[i])
@@ -198,6 +203,7 @@ int probes_resolve(const struct spec_list *specs, const struct image *img, const
             goto oom;
         p->spec = sp;
         p->is_return = sp->is_return;
+        p->exit_guard = sp->exit_guard;
         if (!sp->sym) {
             place(p, img, sy, sp->addr, NULL, 0, 0);
         } else {

@@ -116,8 +116,9 @@ static int events_refused(const struct run *r)
         if (!sp->def)
             continue;
         char why[1400];
-        spec_error(sp, 1, "fetch-arg events are user-space only for now (bake the point alone: --probe SPEC)", why,
-                   sizeof why);
+        const char *refused = r->img.hooks->events_refused;
+        spec_error(sp, 1, refused ? refused : "fetch-arg events are user-space only for now (bake the point alone: "
+                   "--probe SPEC)", why, sizeof why);
         fprintf(r->o->msg, "kprewrite: %s: %s\n", r->o->image, why);
         return -1;
     }
@@ -128,13 +129,14 @@ static int events_refused(const struct run *r)
 static int prepare(struct run *r)
 {
     const struct kind_hooks *k = r->img.hooks;
-    if (!k->events && events_refused(r) < 0)
-        return -1;
     if (!k->reads_back && r->o->removes && r->o->removes->n) {
         fprintf(r->o->msg, "kprewrite: %s: --remove: %s\n", r->o->image, k->remove_refused);
         return -1;
     }
-    return r->o->check || !k->reads_back ? 0 : take_baked_probes(r);
+    if (!r->o->check && k->reads_back && take_baked_probes(r) < 0)
+        return -1;
+    /* (the kind as the pool made it: a static executable's has no events) */
+    return !r->img.hooks->events ? events_refused(r) : 0;
 }
 
 /* The report of the verdicts, as the options ask. */
@@ -171,7 +173,9 @@ static int bake_probes(struct run *r)
 static int probe(struct run *r)
 {
     struct run_opts *o = r->o;
+    const struct kind_hooks *k = r->img.hooks;
     if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
+        (!o->check && k->guards && k->guards(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0) ||
         probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||

@@ -188,10 +188,22 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
         *) soname= ;;
         esac
         # a PIE executable is DYN too, but has no soname
+        # a static executable (no interpreter; EXEC, or a static-pie) has
+        # the static runtime: no events, so no trace row
+        static_exe=0
+        if [ -z "$soname" ] && ! readelf -lW "$real" 2>/dev/null | grep -q 'INTERP'; then
+            readelf -h "$real" | grep -q 'Type: *EXEC' && static_exe=1
+            readelf -d "$real" 2>/dev/null | grep -q 'Flags:.* PIE' && static_exe=1
+        fi
         # (a file in two workloads' rows: the second's logs named apart)
         tag=$base; case " $seen_files " in *" $base "*) tag=$base.$wl ;; esac
         seen_files="$seen_files $base"
         for mode in $modes; do
+            if [ "$static_exe" = 1 ] && [ "$mode" = trace ]; then
+                orig_notes="$orig_notes
+  $base: a static executable: no trace row (its runtime, the static runtime, has no events)"
+                continue
+            fi
             row=$tag.$mode
             spec='*'; [ "$mode" = return ] && spec='*%return'
             if [ -n "$soname" ]; then

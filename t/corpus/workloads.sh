@@ -441,6 +441,25 @@ wl_gawk() {
     kp "$p" -M 'BEGIN { x = 3 ^ 2000; print length(x), substr(x, 1, 30), x % 1000007 }'
 }
 
+# ---- a static executable: busybox (the static runtime, no dynamic loader) ------------------
+
+# its applets as one program (busybox APPLET ...), and its shell, which runs
+# the applets it forks as itself (/proc/self/exe): every process probed
+gen_busybox() { gen_text; }
+wl_busybox() {
+    b=$(bin /bin/busybox)
+    head -n 50000 "$IN/text" | kp "$b" sort | kp "$b" uniq -c | kp "$b" sort -rn >u && kp "$b" head -n 5 u
+    head -n 80000 "$IN/text" | kp "$b" awk '{ for (i = 1; i <= NF; i++) n[length($i)]++ } END { for (k = 1; k <= 12; k++) printf "%d:%d ", k, n[k]; print "" }'
+    head -n 60000 "$IN/text" | kp "$b" sed -E 's/([a-z]+)@([a-z]+)/\2.\1/g; /error/d' | kp "$b" md5sum
+    kp "$b" grep -c -E '[0-9]{4}-0[1-6]' "$IN/text"
+    head -c 2000000 "$IN/text" | kp "$b" gzip -6 | kp "$b" gunzip | kp "$b" sha256sum
+    kp "$b" cut -d' ' -f2,4 "$IN/text" | kp "$b" tr a-z A-Z | kp "$b" tail -n 3
+    kp "$b" sh -c 'i=0; while [ $i -lt 200 ]; do i=$((i + 1)); echo "$i $((i * i % 97))"; done | wc -l;
+                   trap "echo trapped" USR1; kill -USR1 $$; (exit 3); echo "sub $?"
+                   printf "%s\n" c a b | sort | tr "\n" " "; echo'
+    mkdir d && kp "$b" cp "$IN/text" d/t && kp "$b" tar -cf d.tar d && kp "$b" tar -tvf d.tar | awk '{ print $3, $6 }'
+}
+
 # ---- video: ffmpeg encoding with libx264, hand-written assembly without symbols or CFI ---
 
 # (the input is ffmpeg's own test pattern, made by lavfi as it encodes; two

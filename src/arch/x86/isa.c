@@ -3,6 +3,7 @@
 #include "decode.h"
 #include "detour.h"
 #include "elfrel.h"
+#include "exitfn.h"
 #include "kernel-tables.h"
 #include "leaf.h"
 #include "psabi.h"
@@ -33,6 +34,8 @@ const struct isa isa_x86_64 = {
     .insn_len = x86_insn_len,
     .code_refs = x86_code_refs,
     .leaf_value = x86_leaf_value,
+    .exits_process = x86_exits_process,
+    .sets_signal_action = x86_sets_signal_action,
     .kernel = &x86_kernel,
     .fetch = &x86_fetch_isa,
 };

@@ -1,0 +1,148 @@
+/*
+ * A static executable (glibc -static, -static-pie, musl -static): no
+ * dynamic loader runs, so no runtime library can be loaded into it. The
+ * bake adds the pool as for any prebuilt image (addpool.c) and, after the
+ * detours, the static runtime (src/runtime/static): a freestanding blob
+ * entered before the program's own entry point, which counts the probes'
+ * hits (return probes' too, at the entry, as the user runtime counts
+ * them without handlers), runs the int3 probes and prints
+ * KPREWRITE_REPORT at _exit, and puts its int3s back when the program
+ * takes SIGTRAP (at __libc_sigaction); kprewrite ctl steers it from outside
+ * (ctl-static.c). It has no handlers and no events: definitions are
+ * refused. --runtime, which
+ * names a runtime library, does not apply (nothing would load one).
+ */
+#include "kinds.h"
+#include "kind-user.h"
+#include "addpool.h"
+#include "bake.h"
+#include "spec.h"
+#include "symbols.h"
+#include "../arch/isa.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const uint8_t *static_blob;
+static size_t static_blob_size;
+
+void kind_static_runtime(const uint8_t *blob, size_t size)
+{
+    static_blob = blob;
+    static_blob_size = size;
+}
+
+typedef bool (*code_test)(const uint8_t *code, size_t len, uint64_t at);
+
+/* A stripped program's _exit or sigaction, known by its code (is: the
+ * ISA's test): the one function that is; 0 when none is, or several are
+ * (a wrong _exit would print the report before the program ends, a wrong
+ * sigaction be read with another function's arguments). */
+static uint64_t by_code(const struct image *img, const struct symbols *sy, code_test is)
+{
+    uint64_t found = 0;
+    for (size_t i = 0; i < sy->nfuncs; i++) {
+        const struct func *f = &sy->funcs[i];
+        size_t avail;
+        const uint8_t *code = image_read(img, f->start, &avail);
+        if (!code || f->entry_unproven)
+            continue;
+        size_t len = f->end - f->start < avail ? f->end - f->start : avail;
+        if (is && is(code, len, f->start)) {
+            if (found)
+                return 0;
+            found = f->start;
+        }
+    }
+    return found;
+}
+
+/* libc's sigaction, which sigaction(), signal() and the like go through
+ * (glibc's and musl's __libc_sigaction: the signal in the first argument,
+ * the action in the second): by name, or by its code in a stripped
+ * program; 0: none found. */
+static uint64_t sigaction_fn(const struct image *img, const struct symbols *sy)
+{
+    const struct name_ent *ne = symbols_lookup(sy, "__libc_sigaction");
+    if (ne)
+        return ne->addr;
+    return by_code(img, sy, img->isa->sets_signal_action);
+}
+
+static int add_guard(struct spec_list *specs, const char *text, char *err, size_t errlen)
+{
+    if (spec_add(specs, text, "the static runtime's report", err, errlen) < 0)
+        return -1;
+    specs->v[specs->n - 1].exit_guard = true;
+    return 0;
+}
+
+/* The report is printed where the program ends: _exit (glibc's exit and
+ * _exit, musl's _exit) and _Exit (musl's exit, an alias in glibc); in a
+ * stripped program, the function its code shows is _exit. Without one
+ * the program reports nothing (the runtime says so at start-up). A
+ * program that makes the exit_group system call itself, elsewhere,
+ * prints no report either. */
+static int static_guards(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
+                         size_t errlen)
+{
+    static const char *const guards[] = { "_exit", "_Exit" };
+    bool named = false;
+    for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
+        if (symbols_lookup(sy, guards[i])) {
+            named = true;
+            if (add_guard(specs, guards[i], err, errlen) < 0)
+                return -1;
+        }
+    char text[32];
+    uint64_t sig = sigaction_fn(img, sy);   /* its SIGTRAP guard (src/runtime/static/guard.c) */
+    snprintf(text, sizeof text, "0x%llx", (unsigned long long)sig);
+    if (sig && spec_add(specs, text, "the static runtime's SIGTRAP guard", err, errlen) < 0)
+        return -1;
+    uint64_t at = named ? 0 : by_code(img, sy, img->isa->exits_process);
+    snprintf(text, sizeof text, "0x%llx", (unsigned long long)at);
+    return at ? add_guard(specs, text, err, errlen) : 0;
+}
+
+static int static_bake(const struct bake_job *j, char *err, size_t errlen)
+{
+    if (!static_blob) {
+        snprintf(err, errlen, "%s: a static executable: this build of kprewrite has no static runtime", j->img->path);
+        return -1;
+    }
+    struct bake_result br;
+    size_t grown = 0;
+    struct added_rt rt = { NULL, static_blob, static_blob_size, sigaction_fn(j->img, j->sy) };
+    if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown, err,
+                        errlen) < 0)
+        return -1;
+    fprintf(j->msg, "kprewrite: wrote %s: %zu probe%s baked into a pool added to the image (+%zu bytes; the "
+            "static runtime)\n", j->dest, br.baked, br.baked == 1 ? "" : "s", grown);
+    return 0;
+}
+
+/* Go's runtime installs its own handler for every signal, SIGTRAP too:
+ * the static runtime's int3 probes would end the program (Go programs are
+ * another piece of work, issue 37). */
+const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen)
+{
+    for (size_t i = 1; i < img->nsecs; i++)
+        if (img->secs[i].name && (!strcmp(img->secs[i].name, ".gopclntab") ||
+                                  !strcmp(img->secs[i].name, ".note.go.buildid"))) {
+            snprintf(err, errlen, "%s: a static Go executable: the static runtime does not take Go programs yet "
+                     "(Go's runtime takes SIGTRAP, which its int3 probes need)", img->path);
+            return NULL;
+        }
+    return &kind_static;
+}
+
+const struct kind_hooks kind_static = {
+    .name = "static",
+    USER_RULES,
+    .events = false,
+    .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits "
+                      "only (bake the point alone: --probe SPEC)",
+    .adds_pool = true,
+    .guards = static_guards,
+    .bake = static_bake,
+};

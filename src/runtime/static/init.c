@@ -1,0 +1,136 @@
+/*
+ * The static runtime's set-up, run from the program's entry point before
+ * the program's own (start-x86.S): the table checked, a point record for
+ * each entry (the states point at them), the report asked for by
+ * KPREWRITE_REPORT, the SIGTRAP handler of the int3 probes, and last the
+ * slots the pool's detours call through -- until then every detour runs
+ * its displaced instructions uncounted (the thunks skip an empty slot).
+ */
+#include "rt.h"
+#include "../core/kprw-core.h"
+#include "kprewrite/ptrace.h"
+
+/* The table flags this runtime takes. Return-probe detours enter through
+ * kprs_kret_enter only when they save %r11 around it (KPRW_T_KRET_R11);
+ * they never jump to the return slot, as no call is taken. */
+#define KPRS_T_READS (KPRW_T_ADDED_POOL | KPRW_T_ENTER | KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | \
+                      KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
+
+static void say(const char *what)
+{
+    kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
+    kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
+    const char *tail = "; the program runs without its probes (an int3 probe it reaches ends it)\n";
+    kprs_sys(SYS_write, 2, (long)tail, (long)kprs_strlen(tail), 0);
+}
+
+static void note(const char *what)
+{
+    kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
+    kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
+    kprs_sys(SYS_write, 2, (long)"\n", 1, 0);
+}
+
+static const char *getenv_sp(uint64_t *sp, const char *name)
+{
+    char **envp = (char **)(sp + 1 + sp[0] + 1);
+    size_t n = kprs_strlen(name);
+    for (; *envp; envp++) {
+        const char *e = *envp;
+        size_t i = 0;
+        while (i < n && e[i] == name[i])
+            i++;
+        if (i == n && e[n] == '=')
+            return e + n + 1;
+    }
+    return 0;
+}
+
+/* _exit, which kprewrite marks, and libc's sigaction, whose address it
+ * writes in the head (each by name, or by its code when stripped;
+ * guard.c) */
+static uint8_t guard_of(const struct kprs_rt *r, uint32_t i)
+{
+    const struct kprs_head *h = kprs_head_addr();
+    const struct kprw_entry *e = &r->e[i];
+    if (e->flags & KPRW_F_EXIT)
+        return KPRS_GUARD_EXIT;
+    if (h->sigaction_rel && e->kind == KPRW_KIND_K && (e->offset == 0 || (e->flags & KPRW_F_AFTER_ENDBR)) &&
+        kprs_site(r, i) - e->offset == (uintptr_t)h + (uintptr_t)h->sigaction_rel)
+        return KPRS_GUARD_SIGACTION;
+    return KPRS_GUARD_NONE;
+}
+
+static void report_setup(struct kprs_area *a, uint64_t *sp)
+{
+    const char *v = getenv_sp(sp, "KPREWRITE_REPORT");
+    a->report_fd = -1;
+    if (!v || !*v || !kprs_strcmp(v, "0"))
+        return;
+    a->report_all = !kprs_strcmp(v, "all");
+    /* a copy of stderr: programs may close theirs before they exit */
+    long fd = kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0);
+    a->report_fd = fd >= 0 ? (int32_t)fd : 2;
+}
+
+void kprs_init(uint64_t *sp)
+{
+    struct kprs_rt r;
+    kprs_rt_get(&r);
+    const struct kprw_table *t = r.t;
+    if (kprw_table_fault(t, KPRW_T_KNOWN) != KPRW_TF_NONE || (t->flags & ~KPRS_T_READS) ||
+        !(t->flags & KPRW_T_ADDED_POOL) || t->slot_rel == 0 ||
+        ((t->flags & KPRW_T_KRET_ENTRY) && !(t->flags & KPRW_T_KRET_R11))) {
+        say("the probe table is not one this runtime reads");
+        return;
+    }
+    struct kprs_area *a = r.area;
+    a->nentries = t->nentries;
+    a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
+    a->trap_byte = 0xcc;   /* int3 */
+    report_setup(a, sp);
+    for (uint32_t i = 0; i < t->nentries; i++)
+        if (kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {   /* (names: any) */
+            say("the probe table holds an entry this runtime cannot take");
+            return;
+        }
+    int guards = 0;
+    for (uint32_t i = 0; i < t->nentries; i++) {
+        r.pt[i].guard = guard_of(&r, i);
+        guards += r.pt[i].guard == KPRS_GUARD_EXIT;
+        r.pt[i].site0 = *(const uint8_t *)kprs_site(&r, i);
+        r.state[i].rt = &r.pt[i];
+    }
+    if (a->report_fd >= 0 && !guards)
+        note("KPREWRITE_REPORT: kprewrite found no _exit in this executable: no report at exit; "
+             "kprewrite ctl PID list shows the counts while it runs");
+    if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
+        note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
+             "its probes count hits only");
+    if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
+        note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
+    kprs_sort_sites(&r);
+    if (kprs_trap_install() < 0) {
+        kprs_int3_restore(&r);   /* the jumps count; nothing would run the int3 probes */
+        note("cannot install its SIGTRAP handler: the int3 probes are put back");
+    }
+    void **slot = (void **)((char *)t + t->slot_rel);
+    slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch;
+    slot[KPRW_SLOT_ENTER] = (void *)kprs_enter;
+    slot[KPRW_SLOT_KRET_ENTER] = (void *)kprs_kret_enter;
+    __atomic_store_n(&a->magic, KPRS_AREA_MAGIC, __ATOMIC_RELEASE);   /* kprewrite ctl may read it now */
+}
+
+/* Inline and shared detours: the state in %rdi; the detour saved the
+ * caller-saved registers and the flags. */
+uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
+{
+    struct kprs_point *pt = st->rt;
+    if (pt && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
+        const uint64_t *r = regs;   /* pt_regs: the detour filled the caller-saved ones */
+        if (pt->guard)
+            kprs_guard(pt, r[PTREGS_DI / 8], r[PTREGS_SI / 8]);
+    }
+    return 0;
+}

@@ -1,0 +1,172 @@
+#!/bin/sh
+# Static executables (glibc -static, -static-pie, musl -static): kprewrite
+# adds the pool and the static runtime (src/runtime/static). A busybox-like
+# program (t/data/static-box.c: applets, getopt, stdio, fork and exec of
+# itself, signals) with every function entry probed: identical output,
+# exact counts at exit (KPREWRITE_REPORT) for a jump-optimized point and an
+# int3 point, and kprewrite ctl PID list/disable/enable/unoptimize/optimize
+# while it runs (through /proc/PID/mem: the program has no thread of the
+# runtime), steered through pipes, never by sleeping.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC" readelf mkfifo
+D=$(tmpdir static)
+SRC=$KP_SRCDIR/t/data/static-box.c
+# hits FILE SYM: the count of SYM+0x0 in a report or a list
+hits() { awk -v s="$2+0x0" '$0 ~ /hits/ && (index($0, "  " s "  ") > 0) { for (i = 1; i < NF; i++) if ($i == "hits") print $(i + 1) }' "$1"; }
+# state FILE SYM: SYM's [DISABLED][OPTIMIZED] column in a list
+state() { awk -v s="$2+0x0" '$3 == s { print ($4 == "hits" ? "-" : $4) }' "$1"; }
+
+# the applets, each run of the original and of the probed program
+run_all() { # PROGRAM
+    "$1" count 25; "$1" echo a b c; "$1" opts -a -a -b val rest; "$1" sig; "$1" spawn; "$1" rawpid 3
+    printf 'one\ntwo\n' | "$1" cat; "$1" nosuch 2>&1; echo "rc $?"
+    # (the shell's line about the signal, which names a pid, to /dev/null)
+    (ulimit -c 0; "$1" trap int3; echo "own int3: rc $?") 2>/dev/null; (ulimit -c 0; "$1" trap raise; echo "raised: rc $?") 2>/dev/null
+}
+
+# serve_check KIND PROGRAM: ctl on the running server
+serve_check() {
+    k=$1 P=$2
+    rm -f "$D/in" "$D/out"
+    mkfifo "$D/in" "$D/out"
+    KPREWRITE_REPORT=1 "$P" serve <"$D/in" >"$D/out" 2>"$D/serve.err" &
+    pid=$!
+    exec 3>"$D/in" 4<"$D/out"
+    ask() { echo "$1" >&3; read -r answer <&4; }
+    ask "tick 5"
+    "$KPREWRITE" ctl $pid list >"$D/l1" 2>&1
+    is "5 [OPTIMIZED]" "$(hits "$D/l1" tick) $(state "$D/l1" tick)" "$k: ctl list: tick hit 5 times, jump-optimized"
+    like '^[0-9a-f]{16}  k  main\+0x0  \[OPTIMIZED\]  hits 1  nmissed 0$' "$(grep '  main+0x0  ' "$D/l1")" \
+        "$k: ctl list reads like the dynamic runtime's list"
+    "$KPREWRITE" ctl $pid disable tick; ok $? "$k: ctl disable tick"
+    ask "tick 7"
+    "$KPREWRITE" ctl $pid list >"$D/l2"
+    is "done 12 5 [DISABLED][OPTIMIZED]" "$answer $(hits "$D/l2" tick) $(state "$D/l2" tick)" \
+        "$k: disabled: 7 more calls, not counted"
+    "$KPREWRITE" ctl $pid enable tick && "$KPREWRITE" ctl $pid unoptimize tick; ok $? "$k: ctl enable, unoptimize tick"
+    ask "tick 3"
+    "$KPREWRITE" ctl $pid list >"$D/l3"
+    is "done 15 8 -" "$answer $(hits "$D/l3" tick) $(state "$D/l3" tick)" "$k: unoptimized: 3 calls through the int3, counted"
+    "$KPREWRITE" ctl $pid optimize tick; ok $? "$k: ctl optimize tick"
+    ask "tick 2"
+    "$KPREWRITE" ctl $pid list >"$D/l4"
+    is "done 17 10 [OPTIMIZED]" "$answer $(hits "$D/l4" tick) $(state "$D/l4" tick)" "$k: optimized again: counted"
+    like "ctl $pid: optimize raw_getpid: the probes it names can only be int3 probes" \
+        "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
+    like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's guards" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
+        "$k: the report's guard stays enabled"
+    like "ctl $pid: trace: a static program's runtime .* has list, enable, disable" \
+        "$("$KPREWRITE" ctl $pid trace 2>&1)" "$k: what it has not: one line"
+    ask ownsig
+    "$KPREWRITE" ctl $pid list >"$D/l5"
+    is "[DISABLED] [OPTIMIZED]" "$(state "$D/l5" raw_getpid) $(state "$D/l5" tick)" \
+        "$k: a SIGTRAP handler of its own: the int3 probe disabled, the jump kept"
+    like "ctl $pid: unoptimize tick: 1 of the points it names need an int3, and the program has a SIGTRAP handler" \
+        "$("$KPREWRITE" ctl $pid unoptimize tick 2>&1)" "$k: ... ctl unoptimize refused, saying why"
+    echo quit >&3
+    wait $pid; rc=$?
+    exec 3>&- 4<&-
+    is "0 10" "$rc $(hits "$D/serve.err" tick)" "$k: exit 0; its report at exit agrees with ctl list (tick 10)"
+    like "installs a SIGTRAP handler of its own" "$(cat "$D/serve.err")" "$k: ... and its stderr says its int3 probes went"
+}
+
+check_kind() { # KIND COMPILER FLAGS...
+    k=$1 cc=$2
+    shift 2
+    B=$D/box-$k
+    if ! $cc -O2 "$@" -o "$B" "$SRC" 2>"$D/cc.err"; then
+        ok 1 "$k: the fixture builds ($(head -n 1 "$D/cc.err"))"
+        return
+    fi
+    cp "$B" "$B.orig"
+    "$KPREWRITE" --probe '*' -o "$B.p" "$B" >"$D/$k.report" 2>"$D/$k.err"; rc=$?
+    ok $([ $rc -eq 0 ] || [ $rc -eq 2 ] || [ $rc -eq 3 ]; echo $?) \
+        "$k: every function entry baked (exit $rc: $(tail -n 1 "$D/$k.err"))"
+    cmp -s "$B" "$B.orig"; ok $? "$k: the input untouched (-o)"
+    like "the static runtime" "$(tail -n 1 "$D/$k.err")" "$k: the static runtime added"
+    is "1" "$(readelf -SW "$B.p" | grep -c '\.kprewrite\.rt ')" "$k: in its own section, .kprewrite.rt"
+    is "[INT3]" "$(awk '$3 == "raw_getpid+0x0" { print $4 }' "$D/$k.report")" "$k: raw_getpid is an int3 probe"
+    (cd "$D" && run_all "$B.orig" >"$D/$k.want" 2>&1)
+    (cd "$D" && run_all "$B.p" >"$D/$k.got" 2>&1)
+    cmp -s "$D/$k.want" "$D/$k.got"; ok $? "$k: output identical ($(wc -l <"$D/$k.want") lines)"
+    KPREWRITE_REPORT=1 "$B.p" count 1000 >/dev/null 2>"$D/$k.hits"
+    is "1000 1" "$(hits "$D/$k.hits" tick) $(hits "$D/$k.hits" main)" "$k: exact hits (tick 1000, main 1)"
+    KPREWRITE_REPORT=all "$B.p" rawpid 7 >/dev/null 2>"$D/$k.hits"
+    is "7 0" "$(hits "$D/$k.hits" raw_getpid) $(hits "$D/$k.hits" tick)" "$k: the int3 point: exact hits (raw_getpid 7)"
+    like "points hit, [0-9]+ never hit" "$(KPREWRITE_REPORT=1 "$B.p" echo 2>&1 >/dev/null | tail -n 1)" \
+        "$k: KPREWRITE_REPORT=1: the summary line"
+    serve_check "$k" "$B.p"
+    # the program's own SIGTRAP handler: the int3 probes put back first
+    KPREWRITE_REPORT=all "$B.p" ownsig 5 >"$D/$k.own" 2>"$D/$k.own.err"
+    is "$("$B" ownsig 5)" "$(cat "$D/$k.own")" "$k: a SIGTRAP handler of its own: output identical"
+    like "installs a SIGTRAP handler of its own: the int3 probes are disabled" "$(cat "$D/$k.own.err")" \
+        "$k: ... and one line saying its int3 probes are disabled"
+    is "0" "$(hits "$D/$k.own.err" raw_getpid)" "$k: ... raw_getpid, an int3 probe, not counted since"
+    # stripped: no symbol names _exit; kprewrite knows it by its code
+    cp "$B" "$B.s" && strip "$B.s" && "$KPREWRITE" --probe '*' -o "$B.sp" "$B.s" >/dev/null 2>&1
+    KPREWRITE_REPORT=1 "$B.sp" count 300 >"$D/$k.sout" 2>"$D/$k.serr"
+    is "$("$B" count 300)" "$(cat "$D/$k.sout")" "$k stripped: every fde@ entry probed, output identical"
+    tick=fde@0x$(nm "$B" | awk '$3 == "tick" { sub(/^0+/, "", $1); print $1 }')
+    is "300" "$(hits "$D/$k.serr" "$tick")" "$k stripped: the report at its _exit, found by its code ($tick hit 300 times)"
+    "$B.sp" ownsig 5 >"$D/$k.sown" 2>"$D/$k.sown.err"
+    is "$("$B" ownsig 5)" "$(cat "$D/$k.sown")" "$k stripped: a SIGTRAP handler of its own: output identical (sigaction found by its code)"
+    like "installs a SIGTRAP handler of its own" "$(cat "$D/$k.sown.err")" "$k stripped: ... and the line saying so"
+}
+
+check_kind glibc-static "$CC" -static
+check_kind glibc-static-pie "$CC" -static-pie
+check_kind musl-static musl-gcc -static
+
+# the other detour layouts: inline and shared detours call the runtime's
+# dispatcher (C) rather than its enter routine
+B=$D/box-glibc-static
+for layout in inline shared; do
+    "$KPREWRITE" --detours $layout --probe '*' -o "$B.$layout" "$B" >/dev/null 2>&1
+    (cd "$D" && run_all "$B.$layout" >"$D/$layout.got" 2>&1)
+    cmp -s "$D/glibc-static.want" "$D/$layout.got"; ok $? "--detours $layout: output identical"
+    KPREWRITE_REPORT=1 "$B.$layout" count 1000 >/dev/null 2>"$D/$layout.hits"
+    is "1000 1" "$(hits "$D/$layout.hits" tick) $(hits "$D/$layout.hits" main)" "--detours $layout: exact hits"
+done
+
+# return probes: counted at the entry (no handler: the call is not hooked),
+# jump-optimized and int3, with every entry probed too
+"$KPREWRITE" --probe '*' --probe '*%return' -o "$B.ret" "$B" >"$D/ret.report" 2>"$D/ret.err"; rc=$?
+ok $([ $rc -eq 0 ] || [ $rc -eq 2 ] || [ $rc -eq 3 ]; echo $?) "every entry and every return baked (exit $rc)"
+(cd "$D" && run_all "$B.ret" >"$D/ret.got" 2>&1)
+cmp -s "$D/glibc-static.want" "$D/ret.got"; ok $? "every entry and return: output identical"
+KPREWRITE_REPORT=all "$B.ret" count 400 >/dev/null 2>"$D/ret.hits"
+KPREWRITE_REPORT=all "$B.ret" rawpid 6 >/dev/null 2>"$D/ret.hits6"
+is "r 400 r 6" "$(awk '$4 == "tick+0x0" { print $3, $6 }' "$D/ret.hits") $(awk '$4 == "raw_getpid+0x0" { print $3, $6 }' "$D/ret.hits6")" \
+    "return probes: exact counts, jump (tick 400) and int3 (raw_getpid 6)"
+
+# what the static runtime has not: one line each, exit 1, nothing written
+out=$("$KPREWRITE" --probe 'p:tk tick x=%di' -o "$D/ev.p" "$B" 2>&1); rc=$?
+is "1 absent" "$rc $([ -e "$D/ev.p" ] && echo written || echo absent)" "an event definition: exit 1, nothing written"
+like "box-glibc-static: .*fetch-arg events in a static executable" "$out" "an event definition: one line saying why"
+is 1 "$(printf '%s\n' "$out" | wc -l)" "... one line"
+KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
+like "static runtime: KPREWRITE_EVENTS .*counts hits only; ignored" "$(cat "$D/ev.err")" \
+    "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+LD_PRELOAD=/nonexistent/handlers.so "$B.p" echo >/dev/null 2>"$D/pre.err"
+like "static runtime: LD_PRELOAD: .*handlers need a dynamic program" "$(cat "$D/pre.err")" \
+    "a handler library preloaded: one line saying handlers need a dynamic program"
+
+# probed before: not again in place (its records are sized to those probes)
+cp "$B.p" "$D/again"
+err=$("$KPREWRITE" --probe tick "$D/again" 2>&1 >/dev/null); rc=$?
+is "1 same" "$rc $(cmp -s "$D/again" "$B.p" && echo same)" "a static executable probed before: exit 1, untouched"
+like "again: a static executable kprewrite probed before: probe the original again" "$err" "... saying so in one line"
+
+# a static Go program: refused, one line (Go's runtime takes SIGTRAP)
+if command -v go >/dev/null 2>&1 || [ -x /usr/bin/gofmt ]; then
+    g=$(command -v gofmt || echo /usr/bin/gofmt)
+    if readelf -lW "$g" | grep -q INTERP; then
+        ok 0 "a static Go program: $g is dynamic here (nothing to check)"
+    else
+        out=$("$KPREWRITE" --probe '*' -o "$D/go.p" "$g" 2>&1); rc=$?
+        is "1 absent" "$rc $([ -e "$D/go.p" ] && echo written || echo absent)" "a static Go program: exit 1, nothing written"
+        like "gofmt: a static Go executable: the static runtime does not take Go programs yet" "$out" \
+            "a static Go program: one line saying why"
+    fi
+fi
+done_testing
