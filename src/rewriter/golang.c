@@ -1,0 +1,59 @@
+/* Go's code a probe may not touch (golang.h; doc/analysis.md, "Go
+ * programs"). */
+#include "golang.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The runtime's functions that switch stacks or run where no goroutine
+ * frame is (Go 1.16-1.22 names; an ABI0 wrapper has the same name): a
+ * detour at their entry would push onto a stack that is exhausted
+ * (morestack: called because it is), being switched (mcall, systemstack,
+ * gogo, asmcgocall, cgocallback), not Go's yet (rt0_go, mstart), a signal
+ * frame (sigtramp, sigreturn, asyncPreempt's injected call) or the top of
+ * every goroutine (goexit). */
+static const char *const special[] = {
+    "runtime.morestack", "runtime.morestack_noctxt", "runtime.morestackc", "runtime.mcall", "runtime.systemstack",
+    "runtime.systemstack_switch", "runtime.gogo", "gogo", "runtime.gosave_systemstack_switch",
+    "gosave_systemstack_switch", "runtime.asmcgocall", "runtime.asmcgocall_no_g", "runtime.cgocallback",
+    "runtime.rt0_go", "runtime.mstart", "runtime.mstart0", "runtime.goexit", "runtime.goexit0",
+    "runtime.sigtramp", "runtime.cgoSigtramp", "runtime.sigreturn", "runtime.sigreturn__sigaction",
+    "runtime.asyncPreempt", "runtime.setg_gcc", "setg_gcc", "runtime.abort", "runtime.gcWriteBarrier",
+    "runtime.debugCallV2", "runtime.debugCallPanicked",
+};
+
+static bool special_name(const char *name)
+{
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++)
+        if (strcmp(name, special[k]) == 0)
+            return true;
+    /* runtime.debugCall32 ... debugCall65536: the debugger injects calls to them */
+    return strncmp(name, "runtime.debugCall", 17) == 0 && name[17] >= '1' && name[17] <= '9';
+}
+
+bool go_refused(const struct func *fn, bool is_return, enum kp_reason *reason, char *buf, size_t size)
+{
+    const char *name = fn->go_name;
+    if (!name)
+        return false;
+    bool runtime = strncmp(name, "runtime.", 8) == 0;
+    *reason = KP_R_GO_RUNTIME;
+    if (special_name(name)) {
+        snprintf(buf, size, "%s switches stacks or runs without a goroutine frame", name);
+        return true;
+    }
+    if (fn->go_flag & GO_FLAG_SPWRITE) {
+        snprintf(buf, size, "%s writes SP (Go's SPWRITE flag)", name);
+        return true;
+    }
+    if (runtime && (fn->go_flag & GO_FLAG_TOPFRAME)) {
+        snprintf(buf, size, "%s is the top frame of its stack (Go's TOPFRAME flag)", name);
+        return true;
+    }
+    if (is_return) {
+        *reason = KP_R_GO_RETURN;
+        snprintf(buf, size, "%s is Go's: its return address moves with its stack", name);
+        return true;
+    }
+    return false;
+}
