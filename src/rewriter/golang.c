@@ -1,6 +1,7 @@
 /* Go's code a probe may not touch (golang.h; doc/analysis.md, "Go
  * programs"). */
 #include "golang.h"
+#include "analysis.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -56,4 +57,23 @@ bool go_refused(const struct func *fn, bool is_return, enum kp_reason *reason, c
         return true;
     }
     return false;
+}
+
+/* A compact detour pushes the return address and three registers (32
+ * bytes below the probed SP) on a hit that only counts; with handlers, or
+ * on the thread's first hit, it moves to the thread's runtime stack before
+ * anything else (enter-fast.S). Every other detour saves pt_regs below the
+ * 128-byte red zone (about 300 bytes) on the goroutine stack: int3 there. */
+void go_detours(struct probe_list *pl, const struct symbols *sy, bool compact)
+{
+    for (size_t i = 0; i < pl->n; i++) {
+        struct probe *p = &pl->v[i];
+        if (p->func == SIZE_MAX || p->func >= sy->nfuncs || !sy->funcs[p->func].go_name)
+            continue;
+        p->notes |= NOTE_GO;
+        if (p->verdict != V_OPTIMIZED || (compact && p->at_entry && !p->is_return && !(p->notes & NOTE_FLAGS_SAVED)))
+            continue;
+        probe_set(p, V_INT3, KP_R_GO_STACK, "%s", !p->at_entry ? "not at the entry"
+                  : !compact ? "detours not compact" : "the flags are live");
+    }
 }

@@ -9,4 +9,10 @@
 /* Is a probe in fn (a return probe when is_return) refused because fn is
  * Go's? Then its reason, and a detail in buf. */
 bool go_refused(const struct func *fn, bool is_return, enum kp_reason *reason, char *buf, size_t size);
+
+struct probe_list;
+/* The analyzed probes in Go functions: marked (NOTE_GO), and int3
+ * (go-stack) where their detour would not be a compact one at the entry
+ * (compact: the detours are, at call entries). */
+void go_detours(struct probe_list *pl, const struct symbols *sy, bool compact);
 #endif

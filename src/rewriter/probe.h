@@ -32,6 +32,8 @@ enum probe_note {
     NOTE_SITE_MOVED      = 1u << 12, /* a vmlinux: boot-patched table sites in the DCR (return
                                         sites, alternatives) move to its copy, their entries
                                         re-pointed */
+    NOTE_GO              = 1u << 13, /* in a Go function: its handlers run on the thread's
+                                        runtime stack (KPRW_F_GO; golang.c) */
 };
 
 /* NOTE_SITE_MOVED: at most this many table entries in a DCR (a site may

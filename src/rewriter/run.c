@@ -4,6 +4,7 @@
  * What differs between kinds of images is asked of the image's kind
  * (img.hooks, kind.h).
  */
+#include "golang.h"
 #include "config.h"
 
 #include <stdio.h>
@@ -179,6 +180,7 @@ static int probe(struct run *r)
         say(r);
         return EXIT_ERROR;
     }
+    go_detours(&r->probes, &r->sy, o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT);
     report(r);
     if (!o->check && r->img.hooks->events &&
         defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {

@@ -64,6 +64,10 @@ rt_dispatch:
 rt_dispatch_handlers:
 .Lhandlers:
         mov     %rdx, %fs:TH_RUNNING(%rax)      /* before the handlers are read */
+        /* a Go point's regs are on the thread's runtime stack, not below
+         * the probed %rsp, and their sp is filled (enter-fast.S) */
+        testb   $KPRW_F_GO_VALUE, PT_FLAGS(%rdx)
+        jnz     .Lfill
         /* The point's only handler a kretprobe with no entry_handler: no
          * pt_regs to show, so C takes the call from the return slot alone */
         mov     PT_HANDLERS(%rdx), %rcx
@@ -90,9 +94,11 @@ rt_dispatch_handlers:
         mov     PT_ADDR(%rdx), %rcx
         inc     %rcx                            /* addr + 1: as after the kernel's int3 */
         mov     %rcx, PTREGS_IP(%rsi)
+        testb   $KPRW_F_GO_VALUE, PT_FLAGS(%rdx)
+        jnz     4f                              /* (sp filled) */
         lea     FRAME(%rsi), %rcx
         mov     %rcx, PTREGS_SP(%rsi)
-        movq    $-1, PTREGS_ORIG_AX(%rsi)
+4:      movq    $-1, PTREGS_ORIG_AX(%rsi)
         testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
         jnz     1f
         movq    $0x202, PTREGS_FLAGS(%rsi)      /* dead flags: show IF and the fixed bit */

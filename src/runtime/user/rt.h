@@ -116,6 +116,12 @@ struct rt_thread {
     struct rt_guard *guard;            /* a pre/post handler with a fault_handler runs
                                           (fault.c) */
     struct rt_jctx *jctx;              /* jprobe.c: the context saved at a jprobe's hit */
+    /* Go points (KPRW_F_GO): C runs for them on this runtime stack, never
+     * on a goroutine's (enter-fast.S), mapped by the thread's first hit
+     * that needs it with raw system calls, the registers kept meanwhile in
+     * stack_save ([0]: mapping now; then di, si, dx, r8, r9, r10, r11) */
+    uintptr_t stack_top;               /* its top, 0: none yet; unmapped by fold() */
+    uintptr_t stack_save[8];
 };
 /* the list of threads with counters (and instance caches), under rt_lock */
 struct rt_thread *rt_threads(void);
