@@ -1,0 +1,129 @@
+#!/bin/sh
+# Go programs (issue 37): a program built here with Debian's Go, stripped
+# and with cgo both ways, goroutines, stacks grown (copied) while probes are
+# hit, panics recovered and a channel pipeline. Its functions are named
+# from .gopclntab; the runtime's stack-switching functions, return probes
+# and detours other than compact ones are refused or int3 with their
+# reasons; every function entry probed, its output is the original's,
+# calls are counted exactly (one hit a call, not one more a stack growth),
+# the control directory steers a probe, events record, and handlers run
+# on the thread's runtime stack, never on a goroutine's.
+. "$KP_SRCDIR/t/lib.sh"
+need "$CC"
+D=$(tmpdir go)
+use_runtime
+preload_sanitizer
+S=$KP_SRCDIR/t/data/goprog
+
+# The fixture: stripped (-s -w), cgo (the C compiler Go knows, not the
+# test's: a sanitizer build's flags are not the program's), no network
+# (GOPATH mode, the standard library only), caches in the test's directory.
+# A fixture that does not build is a failure.
+P=$D/prog
+if ! command -v go >/dev/null 2>&1; then
+    ok 1 "go is installed (scripts/install-deps.sh: golang-go)"; done_testing
+fi
+mkdir -p "$D/src" && cp "$S/main.go" "$D/src/"
+if (cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
+        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -ldflags='-s -w' -o "$P" main.go) >"$D/go.err" 2>&1; then
+    ok 0 "the Go fixture builds ($(go version | cut -d' ' -f3), stripped, cgo)"
+else
+    ok 1 "the Go fixture builds ($(head -n 1 "$D/go.err"))"; done_testing
+fi
+ok $([ -z "$(readelf -SW "$P" | grep -w '\.symtab')" ] && readelf -SW "$P" | grep -q '\.gopclntab'; echo $?) \
+    "it has no .symtab, and a .gopclntab"
+"$P" >"$D/want" 2>&1; ok $? "it runs"
+
+KP() { "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" "$@"; }
+# verdict REPORT NAME: the rest of NAME+0x0's line
+verdict() { awk -v s="$2+0x0" '$3 == s { $1 = $2 = $3 = ""; sub(/^ */, ""); print; exit }' "$1"; }
+
+# 1. Names from .gopclntab: Go's full names, closures and methods
+KP --check --probe 'main.*' "$P" >"$D/main.rep" 2>"$D/main.err"
+for f in main.main main.grow main.leaf main.safeCall.func1 'main.(*counter).add' main.pipeline.func1; do
+    like '^\[OPTIMIZED\]' "$(verdict "$D/main.rep" "$f")" "main.* names $f, jump-optimized"
+done
+like '^\[OPTIMIZED\]' "$(KP --check --probe 'main.(*counter).add' "$P" | awk '{ print $4 }')" \
+    "a method probed by its Go name, main.(*counter).add"
+KP --check --summary --probe '*' "$P" >"$D/all.rep" 2>"$D/all.err"
+n=$(grep -c '^[0-9a-f]* *k  runtime\.' "$D/all.rep")
+ok $([ "$n" -gt 1000 ]; echo $?) "'*' names the runtime's functions too ($n runtime.* points)"
+n=$(grep -c ' fn@0x' "$D/all.rep")
+ok $([ "$n" -le 20 ]; echo $?) "few functions left unnamed: $n fn@ (the C side's stripped code)"
+
+# 2. Refusals, each with its reason
+for f in runtime.morestack runtime.morestack_noctxt runtime.mcall runtime.systemstack runtime.gogo \
+         runtime.asmcgocall runtime.cgocallback runtime.rt0_go runtime.sigtramp runtime.goexit; do
+    like '^refused: go-runtime \(.*switches stacks' "$(verdict "$D/all.rep" "$f")" "$f is refused (go-runtime)"
+done
+like 'refused: go-runtime \(.*writes SP \(Go.s SPWRITE flag\)' "$(cat "$D/all.rep")" \
+    "a function Go marks SPWRITE is refused (go-runtime)"
+like '^refused: go-return \(main\.grow is Go.s' "$(KP --check --probe 'main.grow%return' "$P" | sed 's/^.*0x0  //')" \
+    "a return probe on a Go function is refused (go-return)"
+KP --check --probe 'main.*%return' "$P" >"$D/ret.rep" 2>&1
+is 0 "$(grep -vc 'refused: go-re' "$D/ret.rep")" "main.*%return: every one refused ($(wc -l <"$D/ret.rep") points)"
+like '^\[INT3\] go-stack \(detours not compact\)' "$(KP --check --detours inline --probe main.leaf "$P" | sed 's/^.*0x0  //')" \
+    "--detours inline on a Go function: int3 (go-stack)"
+off=$(KP --check --disasm --probe main.grow "$P" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
+like 'go-stack \(not at the entry\)' "$(KP --check --probe "0x$off" "$P")" "a point past a Go function's entry: int3 (go-stack)"
+
+# 3. Every function entry probed (the refused left out), and main.* alone
+KP --probe '*' -o "$P.all" "$P" >/dev/null 2>"$D/bake.err"; rc=$?
+ok $([ $rc -le 3 ] && [ -x "$P.all" ]; echo $?) "'*' baked (exit $rc: $(tail -n 1 "$D/bake.err"))"
+KP --probe 'main.*' -o "$P.main" "$P" >/dev/null 2>&1; ok $? "main.* baked"
+"$P.all" >"$D/got.all" 2>&1; rc=$?
+is "0 $(cat "$D/want")" "$rc $(cat "$D/got.all")" "every entry probed: output identical"
+"$P.main" >"$D/got.main" 2>&1
+is "$(cat "$D/want")" "$(cat "$D/got.main")" "main.* probed: output identical"
+
+# 4. Exact counts while it serves (Go exits without atexit: the counts are
+#    read from the control directory), then the control directory steers
+#    main.tick (each "go" line: 100 calls of tick, each calling add)
+live_start "$D/live" "$P.all" serve
+C=$KPREWRITE_CTL_DIR/$pid
+wait_lines "$D/live/live.out" 10
+"$KPREWRITE" ctl $pid list >"$D/list" 2>&1
+hits() { awk -v s="$1+0x0" '$3 == s { for (i = 4; i < NF; i++) if ($i == "hits") print $(i + 1) }' "$D/list"; }
+for f in main.leaf main.grow main.safeCall main.mayPanic main.callbackBody; do
+    want=$(awk -v f="$f" '$1 == "calls" && $2 == f { print $3 }' "$D/live/live.out")
+    is "$want" "$(hits "$f")" "$f: $want hits, one a call (stacks grown meanwhile)"
+done
+is "1 4" "$(hits main.main) $(hits main.main.func1)" "main.main once, the 4 workers' closure 4 times"
+live_go 11
+"$KPREWRITE" ctl $pid disable main.tick; ok $? "kprewrite ctl PID disable main.tick"
+live_go 12
+"$KPREWRITE" ctl $pid list >"$D/list" 2>&1
+like 'main\.tick\+0x0  \[DISABLED\]' "$(grep 'main\.tick+' "$D/list")" "list shows it [DISABLED]"
+is "100 200" "$(hits main.tick) $(hits 'main.(*counter).add')" "no hits while disabled, its neighbour counting on"
+"$KPREWRITE" ctl $pid enable main.tick
+live_go 13
+"$KPREWRITE" ctl $pid list >"$D/list" 2>&1
+is "200 300" "$(hits main.tick) $(hits 'main.(*counter).add')" "enabled again: counting again"
+exec 3>&-
+wait $pid; is 0 $? "it ends well"
+
+# 5. An event on main.grow: recorded under the recursion (C runs off the
+#    goroutine stacks, which are copied meanwhile)
+live_start "$D/ev" env KPREWRITE_EVENTS='p:gr main.grow n=%ax:s64' "$P.all" serve
+wait_lines "$D/ev/live.out" 10
+C=$KPREWRITE_CTL_DIR/$pid
+grep 'gr: (main\.grow+0x0) n=' "$C/trace" >"$D/ev.trace"
+drops=$(sed -n 's/.*entries-dropped: [0-9]*\/\([0-9]*\).*/\1/p' "$C/trace")
+n=$(wc -l <"$D/ev.trace")
+is 12004 $((n + drops)) "every main.grow hit made an event: $n recorded + $drops dropped"
+is 0 "$(awk '{ v = $NF; sub(/^n=/, "", v); if (v + 0 < 0 || v + 0 > 3000) bad++ } END { print bad + 0 }' "$D/ev.trace")" \
+    "each with its argument n (0..3000, from %ax: Go's register ABI)"
+exec 3>&-
+wait $pid
+is "$(cat "$D/want")" "$(head -n 10 "$D/ev/live.out")" "its output identical"
+
+# 6. Handlers from a preloaded library: on main.grow, never on a goroutine
+#    stack, with the probed %rsp in regs->sp
+$CC -O2 -shared -fPIC -mgeneral-regs-only -I"$KP_SRCDIR/include" -o "$D/handlers.so" "$S/handlers.c" \
+    -L"$KP_BUILDDIR/.libs" -lkprewrite-rt
+ok $? "the handler library builds"
+echo go | LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$D/handlers.so" "$P.all" serve >"$D/h.out" 2>"$D/h.err"
+is "0|handlers: grow ran yes, on a goroutine stack 0 times, bad sp 0 times" "$?|$(cat "$D/h.err")" \
+    "12,004 handler runs: on the runtime stack, regs->sp the probed %rsp"
+is "$(cat "$D/want")" "$(head -n 10 "$D/h.out")" "its output identical"
+done_testing
