@@ -126,4 +126,20 @@ echo go | LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$D/handlers.so" "$P.all" serve 
 is "0|handlers: grow ran yes, on a goroutine stack 0 times, bad sp 0 times" "$?|$(cat "$D/h.err")" \
     "12,004 handler runs: on the runtime stack, regs->sp the probed %rsp"
 is "$(cat "$D/want")" "$(head -n 10 "$D/h.out")" "its output identical"
+
+# 7. A PIE (-buildmode=pie): the external linker leaves no .gopclntab
+#    section (the table is inside .data.rel.ro, its textStart 0 in the file
+#    and relocated at load): found by its header, the base by its relocation
+if (cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
+        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -buildmode=pie -ldflags='-s -w' -o "$P-pie" main.go) >"$D/go.err" 2>&1; then
+    ok 0 "the fixture builds as a PIE"
+else
+    ok 1 "the fixture builds as a PIE ($(head -n 1 "$D/go.err"))"; done_testing
+fi
+ok $(readelf -SW "$P-pie" | grep -q gopclntab; [ $? -ne 0 ]; echo $?) "the PIE has no .gopclntab section"
+like '^[0-9a-f]+  k  main\.grow\+0x0  \[OPTIMIZED\]' "$(KP --check --probe main.grow "$P-pie")" "its main.grow is named"
+KP --probe '*' -o "$P-pie.all" "$P-pie" >/dev/null 2>&1
+echo go | "$P-pie.all" serve >"$D/pie.out" 2>&1
+is "0 $(cat "$D/want")
+ticked 4950" "$? $(cat "$D/pie.out")" "the PIE, every entry probed: output identical"
 done_testing

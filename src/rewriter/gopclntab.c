@@ -4,6 +4,7 @@
  * table found by its section's name that fails a check is an error; a
  * header searched for that fails one is no table. */
 #include "gopclntab.h"
+#include "../arch/isa.h"
 #include "../util/checked.h"
 
 #include <stdio.h>
@@ -42,16 +43,16 @@ static bool fail(struct tab *t, uint64_t at, const char *why)
     return false;
 }
 
-/* The value of the 8-byte slot at addr: its R_X86_64_RELATIVE relocation's
- * addend where it has one (a PIE's textStart is 0 in the file), else what
- * the file holds. */
+/* The value of the 8-byte slot at addr: its relative relocation's addend
+ * (the ISA's reloc_relative) where it has one (a PIE's textStart is 0 in
+ * the file), else what the file holds. */
 static uint64_t relocated(const struct image *img, uint64_t addr, uint64_t value)
 {
     size_t i = 0;
     for (const struct section *r; (r = image_next_rela(img, &i)) != NULL;)
         for (size_t k = 0; k < rela_count(r); k++) {
             Elf64_Rela e = rela_get(r, k);
-            if (e.r_offset == addr && ELF64_R_TYPE(e.r_info) == R_X86_64_RELATIVE)
+            if (e.r_offset == addr && ELF64_R_TYPE(e.r_info) == img->isa->reloc_relative)
                 return (uint64_t)e.r_addend;
         }
     return value;
