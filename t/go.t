@@ -61,7 +61,8 @@ like 'refused: go-runtime \(.*writes SP \(Go.s SPWRITE flag\)' "$(cat "$D/all.re
 like '^refused: go-return \(main\.grow is Go.s' "$(KP --check --probe 'main.grow%return' "$P" | sed 's/^.*0x0  //')" \
     "a return probe on a Go function is refused (go-return)"
 KP --check --probe 'main.*%return' "$P" >"$D/ret.rep" 2>&1
-is 0 "$(grep -vc 'refused: go-re' "$D/ret.rep")" "main.*%return: every one refused ($(wc -l <"$D/ret.rep") points)"
+is 0 "$(grep -v 'runtime\.exit+0x0' "$D/ret.rep" | grep -vc 'refused: go-re')" \
+    "main.*%return: every one refused ($(grep -c '  r  ' "$D/ret.rep") points; the exit guard aside)"
 like '^\[INT3\] go-stack \(detours not compact\)' "$(KP --check --detours inline --probe main.leaf "$P" | sed 's/^.*0x0  //')" \
     "--detours inline on a Go function: int3 (go-stack)"
 off=$(KP --check --disasm --probe main.grow "$P" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
@@ -76,8 +77,20 @@ is "0 $(cat "$D/want")" "$rc $(cat "$D/got.all")" "every entry probed: output id
 "$P.main" >"$D/got.main" 2>&1
 is "$(cat "$D/want")" "$(cat "$D/got.main")" "main.* probed: output identical"
 
-# 4. Exact counts while it serves (Go exits without atexit: the counts are
-#    read from the control directory), then the control directory steers
+# 3b. Go exits by its own exit_group(2): the runtime's guard on
+#    runtime.exit (baked with any probe of a Go program) prints
+#    KPREWRITE_REPORT's counts and writes the trace there
+like 'runtime\.exit\+0x0' "$(KP --check --probe main.leaf "$P")" "baking a Go program adds runtime.exit (Go's exit guard)"
+KPREWRITE_REPORT=all "$P.main" >/dev/null 2>"$D/report"
+rhits() { awk -v s="$1+0x0" '$4 == s { print $6 }' "$D/report"; }
+is "1000 12004 1" "$(rhits main.leaf) $(rhits main.grow) $(rhits runtime.exit)" "KPREWRITE_REPORT at Go's exit: main.leaf, main.grow"
+KPREWRITE_REPORT=all KPREWRITE_EVENTS='p:gr main.grow n=%ax:s64' KPREWRITE_TRACE="$D/exit.trace" "$P.main" \
+    >/dev/null 2>"$D/report"
+w=$(grep -c 'gr: (main\.grow+0x0) n=' "$D/exit.trace")
+d=$(awk '$4 == "main.grow+0x0" { for (i = 5; i < NF; i++) if ($i == "dropped") print $(i + 1) }' "$D/report")
+is 12004 $((w + ${d:-0})) "KPREWRITE_TRACE written at Go's exit: $w events written + ${d:-0} dropped"
+
+# 4. Exact counts while it serves, from the control directory, which then steers
 #    main.tick (each "go" line: 100 calls of tick, each calling add)
 live_start "$D/live" "$P.all" serve
 C=$KPREWRITE_CTL_DIR/$pid

@@ -2,6 +2,7 @@
  * programs"). */
 #include "golang.h"
 #include "analysis.h"
+#include "spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -76,4 +77,16 @@ void go_detours(struct probe_list *pl, const struct symbols *sy, bool compact)
         probe_set(p, V_INT3, KP_R_GO_STACK, "%s", !p->at_entry ? "not at the entry"
                   : !compact ? "detours not compact" : "the flags are live");
     }
+}
+
+/* Go ends a process by runtime.exit, its own exit_group(2), never by
+ * libc's exit or _exit, which the runtime interposes to write the trace
+ * rings and KPREWRITE_REPORT's counts: a probe there (the runtime's guard,
+ * src/runtime/user/go-guard.c) does it instead. */
+int go_guard_add(const struct symbols *sy, struct spec_list *specs, char *err, size_t errlen)
+{
+    const struct name_ent *ne = symbols_lookup(sy, "runtime.exit");
+    if (!specs->n || !sy->ngo || !ne || ne->func == SIZE_MAX || !sy->funcs[ne->func].go_name)
+        return 0;
+    return spec_add(specs, "runtime.exit", "Go's exit guard", err, errlen);
 }

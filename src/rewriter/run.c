@@ -173,6 +173,7 @@ static int probe(struct run *r)
 {
     struct run_opts *o = r->o;
     if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
+        go_guard_add(&r->sy, o->specs, r->err, sizeof r->err) < 0 ||
         probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||

@@ -295,6 +295,7 @@ uint64_t trap_undeliverable(void);
 void trap_block_all(uint64_t *old);    /* the runtime's own threads: all but those */
 void trap_set_mask(const uint64_t *mask);
 void libc_guard_install(void);         /* startup.c: a probed libc's sigaction, pthread_sigmask */
+void go_guard_install(void);           /* startup.c: a probed Go program's runtime.exit (go-guard.c) */
 void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */

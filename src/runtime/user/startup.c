@@ -184,6 +184,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
      * looks again for libraries opened later) */
     rt_pools_find_added();
     libc_guard_install();   /* a probed libc's own sigaction and pthread_sigmask */
+    go_guard_install();     /* a probed Go program's exit */
     trace_env_start();
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
