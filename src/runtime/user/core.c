@@ -81,6 +81,7 @@ OFFSET_CHECK(offsetof(struct point, flags), PT_FLAGS);
 OFFSET_CHECK(offsetof(struct point, id), PT_ID);
 OFFSET_CHECK(offsetof(struct point, handlers), PT_HANDLERS);
 OFFSET_CHECK(offsetof(struct point, cpath), PT_CPATH);
+OFFSET_CHECK(offsetof(struct point, missed), PT_MISSED);
 OFFSET_CHECK(offsetof(struct point, code), PT_CODE);
 OFFSET_CHECK(offsetof(struct point, kret), PT_KRET);
 OFFSET_CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);

@@ -142,24 +142,24 @@ __kprewrite_enter:
 /* A Go point's hit that runs C: with handlers, or through the whole
  * dispatcher (the thread's first hit, one inside a handler). The goroutine
  * stack holds R and the three pushes (32 bytes below the probed %rsp) and
- * nothing more: pt_regs goes on the thread's runtime stack, at its top (or
- * below where it is, when the hit is already on it: a probe in a handler's
- * code, a signal handler run there), with the goroutine's %rsp above it
- * and regs->sp the probed one (the dispatcher leaves it so for KPRW_F_GO).
- * A thread's first such hit maps that stack (GO_MAP), with system calls
- * made here: no C runs before it exists. */
+ * nothing more: pt_regs goes at the top of the thread's runtime stack,
+ * with the goroutine's %rsp above it and regs->sp the probed one (the
+ * dispatcher leaves it so for KPRW_F_GO). A thread's first such hit maps
+ * that stack (GO_MAP), with system calls made here: no C runs before it
+ * exists. The thread's stack_save[0] says the stack is busy (being mapped,
+ * or C running on it): a hit then -- by Go's signal handler, on the
+ * thread's signal stack, which interrupted that C -- runs no C and is
+ * counted missed (the point's count of misses), as a hit inside a
+ * handler is. */
 .macro GO_SWITCH nomap
-        mov     rt_self@gottpoff(%rip), %rax
-        mov     %fs:TH_STACK_TOP(%rax), %rax
+        mov     rt_self@gottpoff(%rip), %rcx
+        cmpq    $0, %fs:TH_STACK_SAVE(%rcx)
+        jne     .Le_go_missed
+        mov     %fs:TH_STACK_TOP(%rcx), %rax
         test    %rax, %rax
         jz      \nomap
-        mov     %rax, %rcx
-        sub     %rsp, %rcx
-        cmp     $RT_STACK_SIZE, %rcx            /* on it already: below where it is */
-        ja      1f
-        lea     -128(%rsp), %rax
-        and     $-16, %rax
-1:      mov     %rsp, -8(%rax)                  /* the goroutine stack: rdx, rcx, rax, R */
+        movq    $1, %fs:TH_STACK_SAVE(%rcx)     /* busy until .Le_go_back has left it */
+        mov     %rsp, -8(%rax)                  /* the goroutine stack: rdx, rcx, rax, R */
         mov     %rsp, %rcx
         lea     -(PTREGS_SIZE + 8)(%rax), %rsp  /* pt_regs, 16-aligned */
         mov     %rdi, PTREGS_DI(%rsp)
@@ -180,13 +180,11 @@ __kprewrite_enter:
 
 /* The runtime stack mapped (mmap, then mprotect of a guard page below
  * it), the registers the system calls take kept in the thread's
- * stack_save meanwhile; then to again. A hit in a signal handler while
- * the thread maps it, or no memory: no handlers for this hit. */
+ * stack_save meanwhile; then to again. No memory: no handlers for this
+ * hit. */
 .macro GO_MAP again
         mov     rt_self@gottpoff(%rip), %rax
-        cmpq    $0, %fs:TH_STACK_SAVE(%rax)
-        jne     .Le_out
-        movq    $1, %fs:TH_STACK_SAVE(%rax)
+        movq    $1, %fs:TH_STACK_SAVE(%rax)     /* (GO_SWITCH found it 0) */
         mov     %rdi, %fs:(TH_STACK_SAVE + 8)(%rax)
         mov     %rsi, %fs:(TH_STACK_SAVE + 16)(%rax)
         mov     %rdx, %fs:(TH_STACK_SAVE + 24)(%rax)
@@ -258,6 +256,11 @@ __kprewrite_enter:
         mov     PTREGS_SI(%rsp), %rsi
         mov     PTREGS_DI(%rsp), %rdi
         mov     %rcx, %rsp
+        mov     rt_self@gottpoff(%rip), %rax
+        movq    $0, %fs:TH_STACK_SAVE(%rax)     /* off it: free (rax is popped below) */
+        jmp     .Le_out
+.Le_go_missed:
+        lock incq PT_MISSED(%rdx)
         jmp     .Le_out
 .Le_go_map_h:
         GO_MAP  .Le_go_handlers

@@ -12,6 +12,7 @@
 #define PT_ID 24
 #define PT_HANDLERS 56
 #define PT_CPATH 64
+#define PT_MISSED 80
 #define PT_CODE 88
 #define PT_KRET 112
 /* struct kprobe (kprobes.h) */

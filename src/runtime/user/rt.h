@@ -119,7 +119,8 @@ struct rt_thread {
     /* Go points (KPRW_F_GO): C runs for them on this runtime stack, never
      * on a goroutine's (enter-fast.S), mapped by the thread's first hit
      * that needs it with raw system calls, the registers kept meanwhile in
-     * stack_save ([0]: mapping now; then di, si, dx, r8, r9, r10, r11) */
+     * stack_save ([0]: busy, being mapped or in use; then di, si, dx, r8,
+     * r9, r10, r11) */
     uintptr_t stack_top;               /* its top, 0: none yet; unmapped by fold() */
     uintptr_t stack_save[8];
 };
