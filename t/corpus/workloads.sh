@@ -264,6 +264,9 @@ wl_memcached() {
 # them, their events written): in trace mode their events and drops must
 # cover the hits reported, not equal them (run.sh)
 TRACE_SIGNAL_DEATHS="memcached libc"
+# Go programs: at Go's exit the counts are printed while the other threads
+# run on, their events written after (go-guard.c): the same rule
+TRACE_EXIT_RACES="fzf"
 
 # ---- the C library itself: signals, fork, threads ----------------------------------------
 # libc.so.6 with every entry (or every return) probed: the runtime is its

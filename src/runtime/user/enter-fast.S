@@ -226,7 +226,14 @@ __kprewrite_enter:
 .endm
 
 .Le_go_handlers:
-        GO_SWITCH .Le_go_map_h
+        mov     rt_self@gottpoff(%rip), %rax
+        cmpq    $0, %fs:TH_STACK_SAVE(%rax)
+        je      1f
+        mov     PT_ID(%rdx), %ecx               /* busy: counted above, a miss instead */
+        mov     %fs:TH_HITS(%rax), %rax
+        subq    $1, (%rax,%rcx,8)
+        jmp     .Le_go_missed
+1:      GO_SWITCH .Le_go_map_h
         mov     %rsp, %rsi
         mov     rt_self@gottpoff(%rip), %rax
         call    rt_dispatch_handlers            /* (rdx point, rsi regs, rax) */

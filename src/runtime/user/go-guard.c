@@ -5,7 +5,8 @@
  * (trace-env.c, startup.c: interposed, or libc-guard.c's probes). So
  * kprewrite bakes a probe on runtime.exit whenever it bakes a Go program
  * (src/rewriter/golang.c), and the runtime registers a kprobe of its own
- * there, a guard (never disarmed), that does what _exit's does. It runs on
+ * there, a guard (never disarmed), that does what _exit's does (the counts
+ * first: Go's other threads run on until exit_group ends them). It runs on
  * the thread's runtime stack, as every handler of a Go point does
  * (enter-fast.S).
  */
@@ -14,7 +15,7 @@
 static int on_go_exit(struct kprobe *kp, struct pt_regs *regs)
 {
     (void)kp, (void)regs;
-    rt_before_exit();
+    rt_before_go_exit();
     return 0;
 }
 

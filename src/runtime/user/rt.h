@@ -326,6 +326,7 @@ bool rt_on_own_stack(void);
 
 /* ---- startup.c: a process ending (_exit) or replaced (exec): its trace and its report written ---- */
 void rt_before_exit(void);
+void rt_before_go_exit(void);           /* the same, the counts first (go-guard.c) */
 void rt_before_exec(void);
 
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */

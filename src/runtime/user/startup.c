@@ -162,6 +162,16 @@ void rt_before_exit(void)
     report_once();
 }
 
+/* Go's exit (go-guard.c): the counts first. Go's other threads go on
+ * running (and hitting probes) until exit_group(2) ends them; what they
+ * record after the counts are printed is written with the rest, so the
+ * events written and dropped cover the hits reported. */
+void rt_before_go_exit(void)
+{
+    report_once();
+    trace_env_exit();
+}
+
 void rt_before_exec(void)
 {
     trace_env_exec();
