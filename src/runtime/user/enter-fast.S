@@ -144,9 +144,9 @@ __kprewrite_enter:
  * stack holds R and the three pushes (32 bytes below the probed %rsp) and
  * nothing more: pt_regs goes at the top of the thread's runtime stack,
  * with the goroutine's %rsp above it and regs->sp the probed one (the
- * dispatcher leaves it so for KPRW_F_GO). A thread's first such hit maps
- * that stack (GO_MAP), with system calls made here: no C runs before it
- * exists. The thread's stack_save[0] says the stack is busy (being mapped,
+ * dispatcher leaves it so: rt_dispatch_handlers_go). A thread's first such
+ * hit maps that stack (GO_MAP), with system calls made here: no C runs
+ * before it exists. The thread's stack_save[0] says the stack is busy (being mapped,
  * or C running on it): a hit then -- by Go's signal handler, on the
  * thread's signal stack, which interrupted that C -- runs no C and is
  * counted missed (the point's count of misses), as a hit inside a
@@ -236,7 +236,7 @@ __kprewrite_enter:
 1:      GO_SWITCH .Le_go_map_h
         mov     %rsp, %rsi
         mov     rt_self@gottpoff(%rip), %rax
-        call    rt_dispatch_handlers            /* (rdx point, rsi regs, rax) */
+        call    rt_dispatch_handlers_go         /* (rdx point, rsi regs, rax) */
         jmp     .Le_go_back
 .Le_go_slow:
         GO_SWITCH .Le_go_map_s
