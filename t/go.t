@@ -150,6 +150,9 @@ echo go | timeout 300 env GO_T_SPIN=20000 KPREWRITE_REPORT=all LD_PRELOAD="${LD_
 is "0|handlers: grow ran yes, on a goroutine stack 0 times, bad sp 0 times" \
     "$?|$(grep '^handlers:' "$D/spin.err")" "handlers spinning under Go's preemption signals: the program ends well"
 is "$(cat "$D/want")" "$(head -n 10 "$D/spin.out")" "its output identical"
+echo go | GO_T_JPROBE=1 LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$D/handlers.so" "$P.all" serve 2>&1 >/dev/null |
+    grep jprobe >"$D/jp.err"
+is "handlers: register_jprobe main.leaf -22" "$(cat "$D/jp.err")" "a jprobe on a Go function is refused (-EINVAL)"
 missed=$(awk '$3 == "k" && $4 ~ /^runtime\.sig/ { for (i = 5; i < NF; i++) if ($i == "nmissed") n += $(i + 1) } END { print n + 0 }' "$D/spin.err")
 echo "# hits of runtime.sig* functions missed (signals during handlers): $missed"
 

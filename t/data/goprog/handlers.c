@@ -5,7 +5,8 @@
  * there is a return address into the program's code, near the point); a
  * kprobe on main.tick prints what the first saw, once. With GO_T_SPIN=N
  * each main.grow hit spins N iterations, so that the goroutines run long
- * in handlers and Go's preemption signals (SIGURG) interrupt them there. */
+ * in handlers and Go's preemption signals (SIGURG) interrupt them there.
+ * With GO_T_JPROBE, a jprobe on main.leaf says what registering it gave. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,11 @@ static int on_tick(struct kprobe *kp, struct pt_regs *regs)
     return 0;
 }
 
+static void on_leaf(void) { jprobe_return(); }
+
 static struct kprobe grow = { .symbol_name = "main.grow", .pre_handler = on_grow };
 static struct kprobe tick = { .symbol_name = "main.tick", .pre_handler = on_tick };
+static struct jprobe leaf = { .kp.symbol_name = "main.leaf", .entry = (void *)on_leaf };
 
 __attribute__((constructor)) static void init(void)
 {
@@ -49,4 +53,6 @@ __attribute__((constructor)) static void init(void)
     int a = register_kprobe(&grow), b = register_kprobe(&tick);
     if (a || b)
         fprintf(stderr, "handlers: register_kprobe main.grow %d main.tick %d\n", a, b);
+    if (getenv("GO_T_JPROBE"))   /* refused in Go code: -EINVAL */
+        fprintf(stderr, "handlers: register_jprobe main.leaf %d\n", register_jprobe(&leaf));
 }
