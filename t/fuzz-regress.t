@@ -147,6 +147,8 @@ as -o "$D/fake-go.o" "$KP_SRCDIR/t/data/fake-go.S" && ld -static -nostdlib -e _s
 G=$(offset_of "$D/fake-go" .gopclntab)
 is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/fake-go" | awk '{ print $3 }' | tr '\n' ' ' | sed 's/ $//')" \
     "the Go fixture's functions are named"
+like 'main\.b\+0x0  refused: go-runtime \(main\.b loads %rsp at 0x' "$("$KPREWRITE" --check --probe main.b "$D/fake-go")" \
+    "a Go function that loads %rsp, unflagged, is refused (go-runtime)"
 # gobreak NAME OFFSET BYTES WANT: the table with BYTES (printf escapes) at OFFSET; the
 # error names the field read last (the list's offset, an entry, a record)
 gobreak() {
@@ -167,7 +169,8 @@ gobreak entry-outside 100 '\377\377\0\0' 'gopclntab\+0x64: .*a function lies out
 gobreak entry-order 108 '\001\0\0\0' 'gopclntab\+0x6c: .*not in the order of their entries'
 cp "$D/fake-go" "$D/go-pcsp"   # the SP tables' offset at the table's last byte: their varints run off its end
 printf '\277' | dd of="$D/go-pcsp" bs=1 seek=$((G + 56)) conv=notrunc 2>/dev/null
-is 2 "$("$KPREWRITE" --check --probe 'main.*' "$D/go-pcsp" | grep -c OPTIMIZED)" "Go table, SP table cut: still named and probed"
+is 2 "$("$KPREWRITE" --check --probe 'main.*' "$D/go-pcsp" | grep -c 'main\.[ab]+0x0  \[OPTIMIZED\]\|loads %rsp')" \
+    "Go table, SP table cut: still named and judged"
 sane "Go table, SP table cut" --check --probe '*' "$D/go-pcsp"
 # the section renamed (.gopclntab -> .gopclntaX): found by its header
 pos=$(grep -abo '\.gopclntab' "$D/fake-go" | tail -n 1 | cut -d: -f1)

@@ -205,15 +205,27 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
 }
 
 /* Go's code a probe may not touch (golang.c): the runtime's
- * stack-switching functions, and every return of a Go function. */
-static bool go_unsafe(struct probe *p, const struct func *fn)
+ * stack-switching functions, and every return of a Go function; and a Go
+ * function that loads %rsp from another register or memory, which Go's
+ * SPWRITE flag says too where the table has it (not Go 1.16's). */
+static bool go_unsafe(const struct state *s, struct probe *p, const struct func *fn, const struct fstate *f)
 {
     enum kp_reason r;
     char d[160];
-    if (!go_refused(fn, p->is_return, &r, d, sizeof d))
-        return false;
-    probe_set(p, V_REFUSED, r, "%s", d);
-    return true;
+    if (go_refused(fn, p->is_return, &r, d, sizeof d)) {
+        probe_set(p, V_REFUSED, r, "%s", d);
+        return true;
+    }
+    for (size_t i = 0; fn->go_name && i < f->n; i++) {
+        uint64_t a = fn->start + f->insns[i].off;
+        size_t avail;
+        const uint8_t *b = image_read(s->img, a, &avail);
+        if (b && x86_switches_stack(b, avail < f->insns[i].len ? avail : f->insns[i].len)) {
+            probe_set(p, V_REFUSED, KP_R_GO_RUNTIME, "%s loads %%rsp at 0x%llx", fn->go_name, (unsigned long long)a);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Is fn's start entered by a call, as far as its unwind data says: the
@@ -477,7 +489,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     const char *why;
 
     *i = find_insn(f, off);
-    if (moves(s, p, fn) || blacklisted(s, p, fn) || go_unsafe(p, fn))
+    if (moves(s, p, fn) || blacklisted(s, p, fn) || go_unsafe(s, p, fn, f))
         return false;
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;

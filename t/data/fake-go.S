@@ -13,9 +13,11 @@ fa:     push    %rbp                    /* main.a: 9 bytes of code, 8 of padding
         nop
         ret
         .fill   8, 1, 0xcc
-fb:     mov     $60, %eax               /* main.b: 9 bytes */
+fb:     mov     %rdi, %rsp              /* main.b: 9 bytes, loading %rsp (no SPWRITE flag) */
         xor     %edi, %edi
         syscall
+        nop
+        nop
         .fill   8, 1, 0xcc
 fend:
 
