@@ -181,8 +181,15 @@ is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renam
     "a table under another name is found by its header"
 cp "$D/go-renamed" "$D/go-renamed-bad"
 printf "$FF8" | dd of="$D/go-renamed-bad" bs=1 seek=$((G + 8)) conv=notrunc 2>/dev/null
-like "no function matches 'main.\*'" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
-    "a broken header searched for is no table (nothing named)"
+like "\.go\.buildinfo: a Go image whose function table \(\.gopclntab\) was not found" \
+    "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
+    "a Go image whose table (searched for) is broken: an error, its Go code not probed without Go's rules"
 sane "Go table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
+# (.go.buildinfo renamed too: no Go image, the broken header is no table)
+pos=$(grep -abo '\.go\.buildinfo' "$D/go-renamed-bad" | tail -n 1 | cut -d: -f1)
+printf 'X' | dd of="$D/go-renamed-bad" bs=1 seek=$((pos + 3)) conv=notrunc 2>/dev/null
+like "no function matches 'main.\*'" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
+    "in an image that is not Go's, a broken header searched for is no table (nothing named)"
+sane "not Go's, a table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
 
 done_testing

@@ -252,6 +252,17 @@ int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size
         return -1;
     }
     search(img, g);
+    /* a Go image (the linker's build info or build ID) whose table was not
+     * found, or failed the checks: its Go code would be probed as code
+     * nobody named, without the rules Go's code needs (golang.c) */
+    const char *go = image_section_by_name(img, ".go.buildinfo") ? ".go.buildinfo"
+                   : image_section_by_name(img, ".note.go.buildid") ? ".note.go.buildid" : NULL;
+    if (!g->n && go) {
+        snprintf(err, errlen, "%s: %s: a Go image whose function table (.gopclntab) was not found or is not one "
+                 "kprewrite reads (Go 1.16+, a Go 1.18+ PIE): its Go code is not probed without Go's rules",
+                 img->path, go);
+        return -1;
+    }
     return 0;
 }
 

@@ -28,7 +28,8 @@ struct gopclntab {
 /* Reads the image's table: the section .gopclntab (or one whose name ends
  * so), else a valid header searched for in the allocated read-only data
  * (gopclntab.c says what is checked). 0: read, or no table (g->n == 0);
- * -1: a named table is malformed, one line in err. */
+ * -1: a named table is malformed, or a Go image (.go.buildinfo,
+ * .note.go.buildid) has none that reads: one line in err. */
 int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size_t errlen);
 void gopclntab_free(struct gopclntab *g);
 #endif
