@@ -153,11 +153,12 @@ like 'main\.b\+0x0  refused: go-runtime \(main\.b loads %rsp at 0x' "$("$KPREWRI
 # error names the field read last (the list's offset, an entry, a record)
 gobreak() {
     cp "$D/fake-go" "$D/go-$1"
-    printf "$3" | dd of="$D/go-$1" bs=1 seek=$((G + $2)) conv=notrunc 2>/dev/null
+    printf "$3" | LD_PRELOAD= dd of="$D/go-$1" bs=1 seek=$((G + $2)) conv=notrunc 2>/dev/null
     like "$4" "$("$KPREWRITE" --check --probe '*' "$D/go-$1" 2>&1 >/dev/null | head -n 1)" "Go table, $1: $4"
     sane "Go table, $1" --check --probe '*' "$D/go-$1"
 }
 FF8='\377\377\377\377\377\377\377\377'
+# (dd under a sanitizer build's preloaded libasan fails: LD_PRELOAD= for it)
 gobreak nfunc-max 8 "$FF8" 'gopclntab\+0x40: malformed Go function table: its function list runs past its end'
 gobreak nfunc-wraps 8 '\0\0\0\0\0\0\0\040' 'malformed Go function table: its function list runs past its end'
 gobreak pcln-wraps 64 '\370\377\377\377\377\377\377\377' 'gopclntab\+0x40: .*function list runs past its end'
@@ -168,26 +169,26 @@ gobreak text-wraps 24 "$FF8" 'gopclntab\+0x64: .*an entry runs past the end of t
 gobreak entry-outside 100 '\377\377\0\0' 'gopclntab\+0x64: .*a function lies outside the sections of code'
 gobreak entry-order 108 '\001\0\0\0' 'gopclntab\+0x6c: .*not in the order of their entries'
 cp "$D/fake-go" "$D/go-pcsp"   # the SP tables' offset at the table's last byte: their varints run off its end
-printf '\277' | dd of="$D/go-pcsp" bs=1 seek=$((G + 56)) conv=notrunc 2>/dev/null
+printf '\277' | LD_PRELOAD= dd of="$D/go-pcsp" bs=1 seek=$((G + 56)) conv=notrunc 2>/dev/null
 is 2 "$("$KPREWRITE" --check --probe 'main.*' "$D/go-pcsp" | grep -c 'main\.[ab]+0x0  \[OPTIMIZED\]\|loads %rsp')" \
     "Go table, SP table cut: still named and judged"
 sane "Go table, SP table cut" --check --probe '*' "$D/go-pcsp"
 # the section renamed (.gopclntab -> .gopclntaX): found by its header
 pos=$(grep -abo '\.gopclntab' "$D/fake-go" | tail -n 1 | cut -d: -f1)
 cp "$D/fake-go" "$D/go-renamed"
-printf 'X' | dd of="$D/go-renamed" bs=1 seek=$((pos + 9)) conv=notrunc 2>/dev/null
+printf 'X' | LD_PRELOAD= dd of="$D/go-renamed" bs=1 seek=$((pos + 9)) conv=notrunc 2>/dev/null
 ok $(readelf -SW "$D/go-renamed" | grep -q '\.gopclntaX'; echo $?) "the table's section renamed .gopclntaX"
 is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed" | awk '{ print $3 }' | tr '\n' ' ' | sed 's/ $//')" \
     "a table under another name is found by its header"
 cp "$D/go-renamed" "$D/go-renamed-bad"
-printf "$FF8" | dd of="$D/go-renamed-bad" bs=1 seek=$((G + 8)) conv=notrunc 2>/dev/null
+printf "$FF8" | LD_PRELOAD= dd of="$D/go-renamed-bad" bs=1 seek=$((G + 8)) conv=notrunc 2>/dev/null
 like "\.go\.buildinfo: a Go image whose function table \(\.gopclntab\) was not found" \
     "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
     "a Go image whose table (searched for) is broken: an error, its Go code not probed without Go's rules"
 sane "Go table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
 # (.go.buildinfo renamed too: no Go image, the broken header is no table)
 pos=$(grep -abo '\.go\.buildinfo' "$D/go-renamed-bad" | tail -n 1 | cut -d: -f1)
-printf 'X' | dd of="$D/go-renamed-bad" bs=1 seek=$((pos + 3)) conv=notrunc 2>/dev/null
+printf 'X' | LD_PRELOAD= dd of="$D/go-renamed-bad" bs=1 seek=$((pos + 3)) conv=notrunc 2>/dev/null
 like "no function matches 'main.\*'" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
     "in an image that is not Go's, a broken header searched for is no table (nothing named)"
 sane "not Go's, a table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
