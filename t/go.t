@@ -77,6 +77,14 @@ is "0 $(cat "$D/want")" "$rc $(cat "$D/got.all")" "every entry probed: output id
 "$P.main" >"$D/got.main" 2>&1
 is "$(cat "$D/want")" "$(cat "$D/got.main")" "main.* probed: output identical"
 
+# every return: the Go functions' refused, cgo's C functions' probed
+KP --probe '*%return' -o "$P.ret" "$P" >"$D/ret-all.rep" 2>&1
+is 0 "$(grep '  r  ' "$D/ret-all.rep" | grep -c 'main\..*OPTIMIZED')" "'*%return': no return of a Go function probed"
+KPREWRITE_REPORT=all "$P.ret" >"$D/got.ret" 2>"$D/ret.report"; rc=$?
+is "0 $(cat "$D/want")" "$rc $(cat "$D/got.ret")" "every return probed: output identical"
+is 50 "$(awk '$3 == "r" && $4 == "goCallback+0x0" { print $6 }' "$D/ret.report")" \
+    "the C side's returns counted: goCallback, cgo's C wrapper Go's callback goes through, 50 returns"
+
 # 3b. Go exits by its own exit_group(2): the runtime's guard on
 #    runtime.exit (baked with any probe of a Go program) prints
 #    KPREWRITE_REPORT's counts and writes the trace there
