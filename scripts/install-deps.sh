@@ -11,7 +11,7 @@ pkgs="build-essential autoconf automake libtool pkg-config libelf-dev libzydis-d
       libbpf-dev zlib1g-dev musl-tools
       pigz elfutils ripgrep fd-find fuse3 cmake meson ninja-build dwarves
       debhelper dh-autoreconf lintian fakeroot debootstrap
-      procps python3 libpython3.11 libnettle8 man-db groff-base"
+      procps python3 libpython3.11 libnettle8 man-db groff-base golang-go"
 missing=
 for p in $pkgs; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -165,4 +165,59 @@ ok $([ $rc -le 3 ] && grep -q 'fn@0x' "$D/gap.out"; echo $?) \
     "code sections out of address order: a verdict (exit $rc), the function without CFI found, no walk to the far section"
 sane "code sections out of address order" --check --probe '*' "$D/gap"
 
+# 9. Go's function table (.gopclntab, gopclntab.c), crafted: each count or
+#    offset broken is a one-line error naming the section, the offset read
+#    and the check (never a read outside the table); a broken SP table only
+#    loses the function's precise end. Searched for under another name, a
+#    valid header is found, and a broken one ignored.
+as -o "$D/fake-go.o" "$KP_SRCDIR/t/data/fake-go.S" && ld -static -nostdlib -e _start -o "$D/fake-go" "$D/fake-go.o"
+G=$(offset_of "$D/fake-go" .gopclntab)
+is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/fake-go" | awk '{ print $3 }' | tr '\n' ' ' | sed 's/ $//')" \
+    "the Go fixture's functions are named"
+like 'main\.b\+0x0  refused: go-runtime \(main\.b loads %rsp at 0x' "$("$KPREWRITE" --check --probe main.b "$D/fake-go")" \
+    "a Go function that loads %rsp, unflagged, is refused (go-runtime)"
+# gobreak NAME OFFSET BYTES WANT: the table with BYTES (printf escapes) at OFFSET; the
+# error names the field read last (the list's offset, an entry, a record)
+gobreak() {
+    cp "$D/fake-go" "$D/go-$1"
+    printf "$3" | LD_PRELOAD= dd of="$D/go-$1" bs=1 seek=$((G + $2)) conv=notrunc 2>/dev/null
+    like "$4" "$("$KPREWRITE" --check --probe '*' "$D/go-$1" 2>&1 >/dev/null | head -n 1)" "Go table, $1: $4"
+    sane "Go table, $1" --check --probe '*' "$D/go-$1"
+}
+FF8='\377\377\377\377\377\377\377\377'
+# (dd under a sanitizer build's preloaded libasan fails: LD_PRELOAD= for it)
+gobreak nfunc-max 8 "$FF8" 'gopclntab\+0x40: malformed Go function table: its function list runs past its end'
+gobreak nfunc-wraps 8 '\0\0\0\0\0\0\0\040' 'malformed Go function table: its function list runs past its end'
+gobreak pcln-wraps 64 '\370\377\377\377\377\377\377\377' 'gopclntab\+0x40: .*function list runs past its end'
+gobreak names-past 32 '\377\377\0\0\0\0\0\0' 'gopclntab\+0x20: .*name table starts past its end'
+gobreak funcoff-max 104 '\377\377\377\377' 'gopclntab\+0x64: .*a function.s record lies outside the table'
+gobreak nameoff-max 156 '\377\377\377\177' 'gopclntab\+0x98: .*a function.s name lies outside the table'
+gobreak text-wraps 24 "$FF8" 'gopclntab\+0x64: .*an entry runs past the end of the address space'
+gobreak entry-outside 100 '\377\377\0\0' 'gopclntab\+0x64: .*a function lies outside the sections of code'
+gobreak entry-order 108 '\001\0\0\0' 'gopclntab\+0x6c: .*not in the order of their entries'
+cp "$D/fake-go" "$D/go-pcsp"   # the SP tables' offset at the table's last byte: their varints run off its end
+printf '\277' | LD_PRELOAD= dd of="$D/go-pcsp" bs=1 seek=$((G + 56)) conv=notrunc 2>/dev/null
+is 2 "$("$KPREWRITE" --check --probe 'main.*' "$D/go-pcsp" | grep -c 'main\.[ab]+0x0  \[OPTIMIZED\]\|loads %rsp')" \
+    "Go table, SP table cut: still named and judged"
+sane "Go table, SP table cut" --check --probe '*' "$D/go-pcsp"
+# the section renamed (.gopclntab -> .gopclntaX): found by its header
+pos=$(grep -abo '\.gopclntab' "$D/fake-go" | tail -n 1 | cut -d: -f1)
+cp "$D/fake-go" "$D/go-renamed"
+printf 'X' | LD_PRELOAD= dd of="$D/go-renamed" bs=1 seek=$((pos + 9)) conv=notrunc 2>/dev/null
+ok $(readelf -SW "$D/go-renamed" | grep -q '\.gopclntaX'; echo $?) "the table's section renamed .gopclntaX"
+is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed" | awk '{ print $3 }' | tr '\n' ' ' | sed 's/ $//')" \
+    "a table under another name is found by its header"
+cp "$D/go-renamed" "$D/go-renamed-bad"
+printf "$FF8" | LD_PRELOAD= dd of="$D/go-renamed-bad" bs=1 seek=$((G + 8)) conv=notrunc 2>/dev/null
+like "\.go\.buildinfo: a Go image whose function table \(\.gopclntab\) was not found" \
+    "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
+    "a Go image whose table (searched for) is broken: an error, its Go code not probed without Go's rules"
+sane "Go table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
+# (.go.buildinfo renamed too: no Go image, the broken header is no table)
+pos=$(grep -abo '\.go\.buildinfo' "$D/go-renamed-bad" | tail -n 1 | cut -d: -f1)
+printf 'X' | LD_PRELOAD= dd of="$D/go-renamed-bad" bs=1 seek=$((pos + 3)) conv=notrunc 2>/dev/null
+like "no function matches 'main.\*'" "$("$KPREWRITE" --check --probe 'main.*' "$D/go-renamed-bad" 2>&1)" \
+    "in an image that is not Go's, a broken header searched for is no table (nothing named)"
+sane "not Go's, a table searched for, broken" --check --probe '*' "$D/go-renamed-bad"
+
 done_testing

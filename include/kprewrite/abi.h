@@ -79,10 +79,10 @@ enum kprw_entry_flags {
      * (past endbr64: 4); the kprobes API puts the point at the call, as the
      * kernel's kprobes on ftrace do */
     KPRW_F_AFTER_FENTRY = 1u << 6,
-    /* a static executable's _exit (or what its code shows is _exit, in a
-     * stripped one): the static runtime prints its report there
-     * (src/runtime/static); other runtimes ignore it */
-    KPRW_F_EXIT = 1u << 7,
+    /* in a Go function (a compact detour at its entry, or int3): the
+     * runtime runs C for it on the thread's own runtime stack, never on
+     * the goroutine's (enter-fast.S); regs->sp is filled there */
+    KPRW_F_GO          = 1u << 7,
 };
 
 struct kprw_table {

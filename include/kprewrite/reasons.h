@@ -34,7 +34,10 @@
     X(UNDECODABLE_OPERANDS,"undecodable-operands",    "an instruction the probe would copy out of line decodes, but its operands do not: whether its displacement is RIP-relative (and must be re-pointed) is unknown") \
     X(MOVES_AT_RUN_TIME,  "moves-at-run-time",        "the code is copied or remapped elsewhere at run time and run there (V8's embedded builtins): a jump there would run from the copy") \
     X(SIGNAL_FRAME,       "signal-frame",             "the address is in a signal trampoline (an FDE whose CIE has the S augmentation, as glibc's __restore_rt): the kernel returns into it from a signal handler, and unwinders and debuggers know it by its bytes") \
-    X(UNPROVEN_ENTRY,     "unproven-entry",           "the function has no symbol and its start (from an FDE) is not proven an instruction boundary: a linear decode from the preceding symbol or section start runs through it")
+    X(UNPROVEN_ENTRY,     "unproven-entry",           "the function has no symbol and its start (from an FDE) is not proven an instruction boundary: a linear decode from the preceding symbol or section start runs through it") \
+    X(GO_RUNTIME,         "go-runtime",               "a Go runtime function that switches stacks or runs without a goroutine's frame (morestack, mcall, systemstack, gogo, asmcgocall, cgocallback, rt0_go, sigtramp, goexit, ...), or a Go function that Go marks SPWRITE (or a runtime one TOPFRAME): no room for a detour below its SP") \
+    X(GO_RETURN,          "go-return",                "a return probe on a Go function: Go copies goroutine stacks as they grow, and its unwinder (tracebacks, panics, stack growth, the GC) rejects a return address it does not know") \
+    X(GO_STACK,           "go-stack",                 "a probe in a Go function other than a kprobe at its entry with a compact detour (the default): any other detour saves its registers below a 128-byte red zone on the goroutine stack, past what Go's stack guard leaves free; an int3 runs on the signal stack")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

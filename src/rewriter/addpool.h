@@ -14,6 +14,7 @@ struct pool_sizes {
     const uint8_t *rt;
     uint64_t rt_size, rt_area_off;
     uint64_t rt_sigaction;     /* the function the runtime guards its SIGTRAP at (0: none) */
+    uint64_t rt_exits[2];      /* the report points' sites (0: none; blob.h KPRS_EXITS) */
 };
 
 /* Where the pool text will start, before its size is known (the detours'

@@ -1,6 +1,7 @@
 /* Whole-function safety analysis, after the Linux optprobe rules. */
 #include "analyze.h"
 #include "taken.h"
+#include "golang.h"
 #include "ehframe.h"
 #include "../arch/isa.h"
 #include "kind.h"
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "golang.h"
 
 bool add_ref(struct state *s, uint64_t target, uint64_t from, enum ref_kind kind, uint8_t table)
 {
@@ -202,6 +204,30 @@ static bool blacklisted(const struct state *s, struct probe *p, const struct fun
     return false;
 }
 
+/* Go's code a probe may not touch (golang.c): the runtime's
+ * stack-switching functions, and every return of a Go function; and a Go
+ * function that loads %rsp from another register or memory, which Go's
+ * SPWRITE flag says too where the table has it (not Go 1.16's). */
+static bool go_unsafe(const struct state *s, struct probe *p, const struct func *fn, const struct fstate *f)
+{
+    enum kp_reason r;
+    char d[160];
+    if (go_refused(fn, p->is_return, &r, d, sizeof d)) {
+        probe_set(p, V_REFUSED, r, "%s", d);
+        return true;
+    }
+    for (size_t i = 0; fn->go_name && i < f->n; i++) {
+        uint64_t a = fn->start + f->insns[i].off;
+        size_t avail;
+        const uint8_t *b = image_read(s->img, a, &avail);
+        if (b && x86_switches_stack(b, avail < f->insns[i].len ? avail : f->insns[i].len)) {
+            probe_set(p, V_REFUSED, KP_R_GO_RUNTIME, "%s loads %%rsp at 0x%llx", fn->go_name, (unsigned long long)a);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Is fn's start entered by a call, as far as its unwind data says: the
  * canonical frame address where a call leaves it (x86-64: 8 bytes above
  * %rsp; true without unwind data: the symbol says it is a function)? */
@@ -259,6 +285,36 @@ static bool return_unsound(struct state *s, struct probe *p, const struct func *
         return true;
     }
     return false;
+}
+
+/* A Go function whose frame check finds its stack too small calls
+ * runtime.morestack, which copies the stack to a bigger one and returns,
+ * and jumps back to the function's entry: the jump (one from inside the
+ * function to its entry) goes to the entry's copy instead, so that an
+ * entry probe counts calls, not stack growths. Added to v[0..*n). -1: no
+ * memory (p's verdict says so). */
+static int go_reentries(struct state *s, struct probe *p, const struct func *fn, struct retarget **v, size_t *n,
+                        size_t *cap)
+{
+    if (!fn->go_name || p->addr != fn->start || !s->img->hooks->retargets)
+        return 0;
+    const struct ref *end = s->refs.v + s->refs.n;
+    for (const struct ref *r = ref_into(&s->refs, p->addr - 1, p->addr + 1); r && r < end && r->target == p->addr; r++) {
+        size_t avail;
+        const uint8_t *b;
+        struct x86_insn in;
+        if (r->kind != REF_BRANCH || r->from < fn->start || r->from >= fn->end ||
+            !(b = image_read(s->img, r->from, &avail)) || !x86_decode(b, avail, r->from, &in) || in.kind != XK_JMP)
+            continue;
+        struct retarget t = { .at = r->from, .target = r->target, .len = in.len,
+                              .kind = in.rel_size == 8 ? RT_BRANCH8 : RT_BRANCH };
+        if (!ARRAY_PUSH(*v, *n, *cap, t)) {
+            probe_set(p, V_INT3, KP_R_JUMP_INTO_DCR, "out of memory");
+            free(*v);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Tactic for a point too near the end of its function: when the function
@@ -351,13 +407,15 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
 {
     uint64_t lo = p->addr, hi = p->addr + len;
     const struct ref *r = ref_into(&s->refs, lo, hi);
-    if (!r)
-        return true;
     size_t n = 0, cap = 0;
     struct retarget *v = NULL;
     const char *why = NULL;
     const struct ref *end = s->refs.v + s->refs.n;
-    for (; r < end && r->target < hi; r++) {
+    if (go_reentries(s, p, fn, &v, &n, &cap) < 0)
+        return false;
+    if (!r && !n)
+        return true;
+    for (; r && r < end && r->target < hi; r++) {
         struct retarget t = { .at = r->from, .target = r->target };
         if (!s->img->hooks->retargets) {
             why = "";
@@ -431,7 +489,7 @@ static bool judge_site(struct state *s, struct probe *p, const struct func *fn, 
     const char *why;
 
     *i = find_insn(f, off);
-    if (moves(s, p, fn) || blacklisted(s, p, fn))
+    if (moves(s, p, fn) || blacklisted(s, p, fn) || go_unsafe(s, p, fn, f))
         return false;
     if (p->is_return && return_unsound(s, p, fn, f))
         return false;

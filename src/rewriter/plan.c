@@ -280,7 +280,7 @@ static int plan_table_entry(struct planner *pl, struct plan_entry *pe, const str
                (p->at_entry ? KPRW_F_ENTRY : 0) | (pe->at_copy ? KPRW_F_ORIG_AT_COPY : 0) |
                (p->is_return && twinned ? KPRW_F_KPROBE : 0) |
                ((p->notes & NOTE_AFTER_FENTRY) ? KPRW_F_AFTER_FENTRY : 0) |
-               (p->exit_guard && !p->is_return ? KPRW_F_EXIT : 0);
+               ((p->notes & NOTE_GO) ? KPRW_F_GO : 0);
     e->kind = p->is_return ? KPRW_KIND_R : KPRW_KIND_K;
     e->verdict = p->verdict == V_OPTIMIZED ? KPRW_OPTIMIZED : KPRW_INT3;
     e->reason = (uint8_t)p->reason;
@@ -300,6 +300,11 @@ static int plan_entry(struct planner *pl, size_t i, size_t k, bool twinned)
     /* a kprobe at a call entry (flags dead, red zone free): compact */
     bool compact = c->enter && opt && !p->is_return && p->at_entry && !(p->notes & NOTE_FLAGS_SAVED);
     bool shared = !compact && c->shared && opt && !p->is_return;
+    if (opt && (p->notes & NOTE_GO) && !compact) {   /* (golang.c keeps any other detour off Go code) */
+        snprintf(pl->err, pl->errlen, "%s: %s+0x%llx: a Go function's probe needs a compact detour: the pool has no "
+                 "room for its entry's slot", pl->img->path, p->sym, (unsigned long long)p->off);
+        return -1;
+    }
     pe->probe = i;
     pe->code = compact ? CODE_COMPACT : shared ? CODE_SHARED : opt ? CODE_DETOUR : CODE_OOL;
     if (!shared && !compact)

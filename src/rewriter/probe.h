@@ -32,6 +32,8 @@ enum probe_note {
     NOTE_SITE_MOVED      = 1u << 12, /* a vmlinux: boot-patched table sites in the DCR (return
                                         sites, alternatives) move to its copy, their entries
                                         re-pointed */
+    NOTE_GO              = 1u << 13, /* in a Go function: its handlers run on the thread's
+                                        runtime stack (KPRW_F_GO; golang.c) */
 };
 
 /* NOTE_SITE_MOVED: at most this many table entries in a DCR (a site may
@@ -64,7 +66,7 @@ struct probe {
     uint64_t off;            /* from sym */
     size_t func;             /* index in symbols.funcs, or SIZE_MAX */
     bool is_return;
-    bool exit_guard;         /* a spec that asked for it is the static runtime's report point (KPRW_F_EXIT) */
+    bool exit_guard;         /* a spec that asked for it is the static runtime's report point (its head's exit_rel) */
     enum verdict verdict;
     enum kp_reason reason;
     const char *reason_arg;  /* RESERVED: the table, printed reserved:<table> */

@@ -199,6 +199,27 @@ void report_json(FILE *out, const struct image *img, const struct symbols *sy,
     fprintf(out, "}\n}\n");
 }
 
+/* Go's functions (gopclntab.h): how many its table names, how many of
+ * them an ELF symbol names too, and the probes on them by verdict. */
+static void go_summary(FILE *out, const struct symbols *sy, const struct probe_list *probes)
+{
+    size_t named = 0, both = 0, v[3] = { 0, 0, 0 };
+    for (size_t i = 0; i < sy->nfuncs; i++)
+        if (sy->funcs[i].go_name) {
+            named++;
+            both += sy->funcs[i].origin != FO_GO;
+        }
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->func < sy->nfuncs && sy->funcs[p->func].go_name)
+            v[p->verdict]++;
+    }
+    fprintf(out, "summary: %zu Go functions (.gopclntab, Go %u.%u layout; %zu of them named by ELF symbols too): "
+            "%zu probes on them, %zu optimized, %zu int3, %zu refused\n", named, sy->go_version / 100,
+            sy->go_version % 100, both, v[V_OPTIMIZED] + v[V_INT3] + v[V_REFUSED], v[V_OPTIMIZED], v[V_INT3],
+            v[V_REFUSED]);
+}
+
 /* The functions found without symbols or CFI (funcfind.h), and the
  * candidates left out. */
 static void found_summary(FILE *out, const struct symbols *sy, const struct probe_list *probes)
@@ -238,6 +259,8 @@ void report_summary(FILE *out, const struct symbols *sy, const struct probe_list
             "%zu onto taken addresses, %zu unproven, %zu landing pads\n",
             st->funcs_decoded, st->insns_decoded, st->jump_tables, st->ijmp_load, st->ijmp_tail,
             st->ijmp_outside, st->ijmp_unknown, st->landing_pads);
+    if (sy->ngo)
+        go_summary(out, sy, probes);
     if (sy->found.candidates || sy->found.gap_bytes)
         found_summary(out, sy, probes);
 }

@@ -4,6 +4,7 @@
  * What differs between kinds of images is asked of the image's kind
  * (img.hooks, kind.h).
  */
+#include "golang.h"
 #include "config.h"
 
 #include <stdio.h>
@@ -176,6 +177,7 @@ static int probe(struct run *r)
     const struct kind_hooks *k = r->img.hooks;
     if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
         (!o->check && k->guards && k->guards(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0) ||
+        go_guard_add(&r->sy, o->specs, r->err, sizeof r->err) < 0 ||
         probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||
@@ -183,6 +185,7 @@ static int probe(struct run *r)
         say(r);
         return EXIT_ERROR;
     }
+    go_detours(&r->probes, &r->sy, o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT);
     report(r);
     if (!o->check && r->img.hooks->events &&
         defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {

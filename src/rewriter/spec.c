@@ -82,7 +82,7 @@ static int parse_point(const char *text, struct probe_spec *out, size_t *col, ch
             return bad(col, 1, err, errlen, "a symbol name cannot start with a digit (addresses start with 0x)");
         for (size_t i = 0; i < symlen; i++) {
             char c = text[i];
-            if (!(isalnum((unsigned char)c) || strchr("_.$@*?[]!-:~<>,", c)))
+            if (!(isalnum((unsigned char)c) || strchr("_.$@*?[]!-:~<>,/()", c)))   /* (/, ( and ): Go names, net/http.(*Server).Serve) */
                 return bad(col, i + 1, err, errlen, "unexpected character in symbol name");
         }
         if (plus != SIZE_MAX) {

@@ -19,7 +19,7 @@ struct probe_spec {
     char origin[300];    /* "command line" or "FILE:LINE" */
     bool baked;          /* a probe the image's table holds already (spec_add_baked) */
     bool in_file;        /* from --probe-file: origin is FILE:LINE, text starts at column indent + 1 */
-    bool exit_guard;     /* the static runtime's report point (kind-static.c): KPRW_F_EXIT */
+    bool exit_guard;     /* the static runtime's report point (kind-static.c; its head's exit_rel) */
     size_t indent;
 };
 

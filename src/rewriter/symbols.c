@@ -173,8 +173,8 @@ static void set_parents(struct symbols *sy)
         struct func *fn = &sy->funcs[i];
         const char *dot = fn->name[0] != '.' ? strchr(fn->name, '.') : NULL;
         fn->parent = i;
-        if (!dot || fn->origin == FO_FDE || fn->origin == FO_FOUND)
-            continue;
+        if (!dot || fn->origin == FO_FDE || fn->origin == FO_FOUND || fn->go_name)
+            continue;   /* (a Go name's dots are its package's and closures': main.work.func1) */
         char base[512];
         size_t len = (size_t)(dot - fn->name);
         if (len >= sizeof base)
@@ -226,6 +226,47 @@ static int functions_of_symbols(const struct image *img, const struct raws *raws
         F[i].end = end;
         F[i].size_guessed = true;
     }
+    return 0;
+}
+
+/* Go's functions (gopclntab.c) merged into funcs, the symbols' functions
+ * (sorted by start): one that starts where a symbol's function does is
+ * that function (marked Go; its Go name an alias in *aliases, and its
+ * bounds Go's if its size was guessed); one inside a function whose size
+ * was guessed ends that function there; one inside a sized one is left to
+ * it; any other is added (FO_GO), ending where a symbol's function starts
+ * if one does inside it. funcs is sorted again. -1: no memory. */
+static int functions_of_go(const struct gopclntab *g, struct funcs *funcs, struct raws *aliases)
+{
+    size_t nsym = funcs->n;
+    for (size_t k = 0; k < g->n; k++) {
+        const struct go_func *gf = &g->v[k];
+        size_t a = LOWER_BOUND(nsym, m, funcs->v[m].start <= gf->start);   /* after the last one at or before */
+        struct func *F = a ? &funcs->v[a - 1] : NULL;
+        uint64_t end = gf->end;
+        if (F && F->start == gf->start) {
+            F->go_name = gf->name;
+            F->go_flag = gf->flag;
+            if (F->size_guessed && F->end > gf->end)
+                F->end = gf->end;
+            if (strcmp(F->name, gf->name) != 0 &&
+                !ARRAY_PUSH(aliases->v, aliases->n, aliases->cap, (struct raw){ gf->start, 0, gf->name, 0, FO_GO }))
+                return -1;
+            continue;
+        }
+        if (F && gf->start < F->end) {
+            if (!F->size_guessed)
+                continue;
+            F->end = gf->start;
+        }
+        if (a < nsym && funcs->v[a].start < end)
+            end = funcs->v[a].start;
+        if (!ARRAY_PUSH(funcs->v, funcs->n, funcs->cap, (struct func){ .start = gf->start, .end = end, .name = gf->name,
+                                                                        .origin = FO_GO, .go_name = gf->name,
+                                                                        .go_flag = gf->flag }))
+            return -1;
+    }
+    sort_array(funcs->v, funcs->n, sizeof(struct func), cmp_func);
     return 0;
 }
 
@@ -345,7 +386,8 @@ static int functions_found(struct symbols *sy, const struct image *img, struct f
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,
                  char *err, size_t errlen)
 {
-    struct raws raws = { 0 };
+    struct raws raws = { 0 }, goalias = { 0 };
+    struct gopclntab go = { 0 };
     struct names addrs = { 0 }, names = { 0 };
     struct funcs funcs = { 0 };
     struct eh_fde *fdes = NULL;
@@ -359,6 +401,9 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             read_symtab(img, &img->secs[i], &raws, &addrs, err, errlen) < 0)
             goto fail;
     if (system_map && read_system_map(img, system_map, &raws, &addrs, &sy->strings, err, errlen) < 0)
+        goto fail;
+    /* (a user image's: a kernel has no Go code) */
+    if (img->hooks->finds_functions && gopclntab_read(&go, img, err, errlen) < 0)
         goto fail;
     eh = image_section_by_name(img, ".eh_frame");
     if (eh && eh->data && eh->size) {
@@ -379,9 +424,11 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
 
     /* One function per distinct start address; all its names become aliases. */
     struct raw *r = raws.v;
-    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || signal_frames(sy, fdes, nfdes) < 0 ||
-        functions_of_fdes(sy, img, fdes, nfdes, &funcs, &fde_names) < 0)
+    if (functions_of_symbols(img, &raws, fdes, nfdes, &funcs) < 0 || functions_of_go(&go, &funcs, &goalias) < 0 ||
+        signal_frames(sy, fdes, nfdes) < 0 || functions_of_fdes(sy, img, fdes, nfdes, &funcs, &fde_names) < 0)
         goto oom;
+    sy->ngo = go.n;
+    sy->go_version = go.version;
     sort_array(funcs.v, funcs.n, sizeof(struct func), cmp_func);
     sy->funcs = funcs.v;
     sy->nfuncs = funcs.n;
@@ -395,15 +442,17 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
             goto oom;
     }
 
-    /* Name index: every function-symbol alias plus the fde@ names. */
-    for (size_t i = 0; i < raws.n; i++) {
-        const struct func *fn = symbols_func_at(sy, r[i].addr);
+    /* Name index: every function-symbol alias, the Go names of functions a
+     * symbol names, plus the Go, fde@ and fn@ names. */
+    for (size_t i = 0; i < raws.n + goalias.n; i++) {
+        const struct raw *ri = i < raws.n ? &r[i] : &goalias.v[i - raws.n];
+        const struct func *fn = symbols_func_at(sy, ri->addr);
         if (!ARRAY_PUSH(names.v, names.n, names.cap,
-                        (struct name_ent){ r[i].name, r[i].addr, fn ? (size_t)(fn - sy->funcs) : SIZE_MAX }))
+                        (struct name_ent){ ri->name, ri->addr, fn ? (size_t)(fn - sy->funcs) : SIZE_MAX }))
             goto oom;
     }
     for (size_t i = 0; i < sy->nfuncs; i++) {
-        if (sy->funcs[i].origin != FO_FDE && sy->funcs[i].origin != FO_FOUND)
+        if (sy->funcs[i].origin != FO_FDE && sy->funcs[i].origin != FO_FOUND && sy->funcs[i].origin != FO_GO)
             continue;
         if (!ARRAY_PUSH(names.v, names.n, names.cap, (struct name_ent){ sy->funcs[i].name, sy->funcs[i].start, i }))
             goto oom;
@@ -417,11 +466,15 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     sy->fde_names = fde_names;
     set_parents(sy);
     free(raws.v);
+    free(goalias.v);
+    gopclntab_free(&go);
     return 0;
 oom:
     snprintf(err, errlen, "%s: out of memory building the function list", img->path);
 fail:
     free(raws.v);
+    free(goalias.v);
+    gopclntab_free(&go);
     free(addrs.v);
     free(funcs.v);
     free(names.v);

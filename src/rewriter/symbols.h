@@ -1,15 +1,17 @@
-/* Functions of an image: names and bounds from .symtab, .dynsym, System.map
- * and .eh_frame FDEs, and those found without any (funcfind.h); lookups by
+/* Functions of an image: names and bounds from .symtab, .dynsym, System.map,
+ * Go's .gopclntab and .eh_frame FDEs, and those found without any (funcfind.h); lookups by
  * name, glob and address. */
 #ifndef KPREWRITE_SYMBOLS_H
 #define KPREWRITE_SYMBOLS_H
 #include "ehframe.h"
 #include "entries.h"
 #include "funcfind.h"
+#include "gopclntab.h"
 #include "image.h"
 
-/* FO_FOUND: no symbol, no FDE: found and proven by funcfind.c, "fn@0x..." */
-enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE, FO_FOUND };
+/* FO_FOUND: no symbol, no FDE: found and proven by funcfind.c, "fn@0x...";
+ * FO_GO: no symbol, named by Go's function table (gopclntab.h) */
+enum func_origin { FO_SYMBOL, FO_SYSTEM_MAP, FO_FDE, FO_FOUND, FO_GO };
 
 struct func {
     uint64_t start, end;       /* [start, end) */
@@ -21,6 +23,8 @@ struct func {
     bool entry_unproven;       /* an fde@ whose start no sweep proves an instruction's: no probe
                                   (symbols_entry_doubt says why) */
     bool call_entry;           /* FO_FOUND: proven entered by calls only (funcfind.h) */
+    const char *go_name;       /* a Go function (in Go's function table): its Go name, else NULL */
+    uint8_t go_flag;           /* its funcFlag bits (GO_FLAG_*) */
 };
 
 struct name_ent {
@@ -49,6 +53,8 @@ struct symbols {
     size_t ndoubts;
     struct funcfind found;     /* the FO_FOUND functions' proofs, and what was left out */
     char *found_names;         /* storage for fn@ names */
+    size_t ngo;                /* functions in Go's function table (gopclntab.h), 0: no Go code */
+    unsigned go_version;       /* its layout: 116, 118, 120 */
 };
 
 int symbols_load(struct symbols *sy, const struct image *img, const char *system_map,

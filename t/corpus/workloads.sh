@@ -264,6 +264,9 @@ wl_memcached() {
 # them, their events written): in trace mode their events and drops must
 # cover the hits reported, not equal them (run.sh)
 TRACE_SIGNAL_DEATHS="memcached libc"
+# Go programs: at Go's exit the counts are printed while the other threads
+# run on, their events written after (go-guard.c): the same rule
+TRACE_EXIT_RACES="fzf"
 
 # ---- the C library itself: signals, fork, threads ----------------------------------------
 # libc.so.6 with every entry (or every return) probed: the runtime is its
@@ -397,6 +400,21 @@ wl_fd() {
         kp "$p" -I -j2 $a tree/ | sort | sum
     done
     kp "$p" -I -j2 -e txt '^file4' tree/ -x wc -c | sort | sum
+}
+
+# ---- Go -------------------------------------------------------------------------------------
+
+# fzf's non-interactive mode: fuzzy, exact, inverse and anchored matches of
+# 300,000 lines, scored and sorted on goroutines over chunks of the input
+# (their order, ties broken by length and index, is fzf's, not the threads')
+gen_fzf() { gen_text; }
+wl_fzf() {
+    p=$(bin /usr/bin/fzf)
+    kp "$p" --filter 'kprb' <"$IN/text" | sum
+    kp "$p" --filter "'kernel probe" --no-sort <"$IN/text" | wc -l
+    kp "$p" -e --filter 'error warning' --tiebreak=length,index <"$IN/text" | sum
+    kp "$p" --filter 'exmpl org' -i --nth 2.. <"$IN/text" | sum
+    kp "$p" --filter '^alpha | ^omega !beta' <"$IN/text" | sum
 }
 
 # ---- an SQL shell ---------------------------------------------------------------------------

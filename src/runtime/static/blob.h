@@ -15,7 +15,8 @@
 #define KPRS_SEC_RT ".kprewrite.rt"
 #define KPRS_HEAD_MAGIC 0x5350524bu      /* "KRPS" */
 #define KPRS_AREA_MAGIC 0x4145524bu      /* "KREA" */
-#define KPRS_VERSION 1
+#define KPRS_VERSION 2
+#define KPRS_EXITS 2                     /* report points the head names */
 
 /* At the blob's first byte (start-x86.S lays it out). */
 struct kprs_head {
@@ -28,6 +29,9 @@ struct kprs_head {
     int64_t entry_rel;                   /* the rewriter: the program's own entry point - head */
     int64_t sigaction_rel;               /* the rewriter: libc's sigaction - head (0: none found),
                                             where the runtime guards its SIGTRAP (guard.c) */
+    int64_t exit_rel[KPRS_EXITS];        /* the rewriter: the report points' sites - head (0: none):
+                                            _exit and _Exit, or what a stripped program's code
+                                            shows is _exit (kind-static.c) */
 };
 
 /* One point's state, beside the table's entry of the same index. Each
@@ -46,7 +50,7 @@ struct kprs_point {
 /* Points where the runtime acts, besides counting. */
 enum kprs_guard {
     KPRS_GUARD_NONE,
-    KPRS_GUARD_EXIT,                     /* _exit (KPRW_F_EXIT): KPREWRITE_REPORT is printed */
+    KPRS_GUARD_EXIT,                     /* _exit (the head's exit_rel): KPREWRITE_REPORT is printed */
     KPRS_GUARD_SIGACTION,                /* libc's sigaction (the head's): a handler for SIGTRAP
                                             takes the int3 probes' signal, so they are put back */
 };

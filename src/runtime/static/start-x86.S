@@ -29,13 +29,14 @@
         .hidden kprs_head
 kprs_head:
         .long   0x5350524b                      /* KPRS_HEAD_MAGIC */
-        .long   1                               /* KPRS_VERSION */
+        .long   2                               /* KPRS_VERSION */
         .long   kprs_start - kprs_head
         .long   0
         .quad   0                               /* table_rel */
         .quad   0                               /* area_rel */
         .quad   0                               /* entry_rel */
         .quad   0                               /* sigaction_rel */
+        .quad   0, 0                            /* exit_rel[KPRS_EXITS] */
 
         .text
         .globl  kprs_start

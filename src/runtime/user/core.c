@@ -81,6 +81,7 @@ OFFSET_CHECK(offsetof(struct point, flags), PT_FLAGS);
 OFFSET_CHECK(offsetof(struct point, id), PT_ID);
 OFFSET_CHECK(offsetof(struct point, handlers), PT_HANDLERS);
 OFFSET_CHECK(offsetof(struct point, cpath), PT_CPATH);
+OFFSET_CHECK(offsetof(struct point, missed), PT_MISSED);
 OFFSET_CHECK(offsetof(struct point, code), PT_CODE);
 OFFSET_CHECK(offsetof(struct point, kret), PT_KRET);
 OFFSET_CHECK(offsetof(struct kprobe, pre_handler), KP_PRE_HANDLER);
@@ -91,6 +92,9 @@ OFFSET_CHECK(offsetof(struct rt_thread, hits), TH_HITS);
 OFFSET_CHECK(offsetof(struct rt_thread, cap), TH_CAP);
 OFFSET_CHECK(offsetof(struct rt_thread, running), TH_RUNNING);
 OFFSET_CHECK(offsetof(struct rt_thread, hook), TH_HOOK);
+OFFSET_CHECK(offsetof(struct rt_thread, stack_top), TH_STACK_TOP);
+OFFSET_CHECK(offsetof(struct rt_thread, stack_save), TH_STACK_SAVE);
+OFFSET_CHECK(KPRW_F_GO, KPRW_F_GO_VALUE);
 OFFSET_CHECK(CODE_DISABLED, CODE_DISABLED_VALUE);
 OFFSET_CHECK(KPRW_F_FLAGS_SAVED, KPRW_F_FLAGS_SAVED_VALUE);
 OFFSET_CHECK(KPROBE_FLAG_DISABLED, KPROBE_FLAG_DISABLED_VALUE);
@@ -164,6 +168,11 @@ static void fold(void *p)
     uint64_t *h = forget(p, &cap);
     rt_lock_drop();
     counters_free(h, cap);
+    /* the runtime stack of Go points (enter-fast.S): a later hit maps another */
+    uintptr_t top = rt_self.stack_top;
+    rt_self.stack_top = 0;
+    if (top)
+        munmap((void *)(top - RT_STACK_SIZE - RT_STACK_GUARD), RT_STACK_SIZE + RT_STACK_GUARD);
     rt_leave(e);
 }
 

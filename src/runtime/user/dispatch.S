@@ -55,7 +55,9 @@ rt_dispatch:
         test    %rax, %rax
         jz      .Lret
         mov     %rax, %rdx
+        testb   $KPRW_F_GO_VALUE, PT_FLAGS(%rdx)
         mov     rt_self@gottpoff(%rip), %rax
+        jnz     rt_dispatch_handlers_go
 
 /* rdx = point, rsi = regs, rax = rt_self's TLS offset; the hit counted
  * (also the entry of a compact detour's hit with handlers, enter-fast.S) */
@@ -80,6 +82,9 @@ rt_dispatch_handlers:
         lea     FRAME(%rsi), %rsi               /* the return slot: the probed %rsp */
         jmp     rt_kretprobe_enter              /* (rp, slot, point, rax): ends the mark */
 .Lfill:
+        lea     FRAME(%rsi), %rcx
+        mov     %rcx, PTREGS_SP(%rsi)
+.Lfill_sp:
         mov     %rbx, PTREGS_BX(%rsi)
         mov     %rbp, PTREGS_BP(%rsi)
         mov     %r12, PTREGS_R12(%rsi)
@@ -90,8 +95,6 @@ rt_dispatch_handlers:
         mov     PT_ADDR(%rdx), %rcx
         inc     %rcx                            /* addr + 1: as after the kernel's int3 */
         mov     %rcx, PTREGS_IP(%rsi)
-        lea     FRAME(%rsi), %rcx
-        mov     %rcx, PTREGS_SP(%rsi)
         movq    $-1, PTREGS_ORIG_AX(%rsi)
         testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
         jnz     1f
@@ -128,6 +131,16 @@ rt_dispatch_handlers:
         mov     PTREGS_R15(%r12), %r15
         mov     PTREGS_R12(%r12), %r12
         ret
+
+/* The same for a Go point (KPRW_F_GO): its regs are on the thread's
+ * runtime stack, not below the probed %rsp, their sp filled already
+ * (enter-fast.S); no kretprobe is there (Go functions get no return
+ * point) */
+        .globl  rt_dispatch_handlers_go
+        .hidden rt_dispatch_handlers_go
+rt_dispatch_handlers_go:
+        mov     %rdx, %fs:TH_RUNNING(%rax)
+        jmp     .Lfill_sp
 
 .Lfpu:
         mov     %rsi, %r12

@@ -226,7 +226,9 @@ static bool has_jprobe(struct point *pt)
 }
 
 /* As the kernel's register_jprobe: jp->kp at a function's entry (-EINVAL
- * elsewhere), jp->entry set; one jprobe a point (-EEXIST). */
+ * elsewhere), jp->entry set; one jprobe a point (-EEXIST). Not in Go code
+ * (-EINVAL): its handler would run on the goroutine's stack, which has no
+ * room for C (enter-fast.S). */
 EXPORT int register_jprobe(struct jprobe *jp)
 {
     if (!jp || !jp->entry)
@@ -236,6 +238,8 @@ EXPORT int register_jprobe(struct jprobe *jp)
     int rc = rt_resolve(&jp->kp, &pt, true);
     if (rc == 0 && has_jprobe(pt))
         rc = -EEXIST;
+    if (rc == 0 && (pt->flags & KPRW_F_GO))
+        rc = -EINVAL;
     if (rc == 0) {
         kprobe_pre_handler_t old = jp->kp.pre_handler;
         jp->kp.pre_handler = rt_jprobe_entry;

@@ -12,6 +12,7 @@
 #define PT_ID 24
 #define PT_HANDLERS 56
 #define PT_CPATH 64
+#define PT_MISSED 80
 #define PT_CODE 88
 #define PT_KRET 112
 /* struct kprobe (kprobes.h) */
@@ -39,6 +40,8 @@
 #define TH_LISTED 12
 #define TH_STEAL 48
 #define TH_HOT 56
+#define TH_STACK_TOP 192
+#define TH_STACK_SAVE 200
 /* struct rt_kcache (rt.h), at H_KC_OFF in struct rt_thread */
 #define KC_HOLDER 0
 #define KC_HEAD 8
@@ -57,6 +60,9 @@
 /* constants */
 #define CODE_DISABLED_VALUE 2          /* enum code_state CODE_DISABLED */
 #define KPRW_F_FLAGS_SAVED_VALUE 2     /* abi.h */
+#define KPRW_F_GO_VALUE 128            /* abi.h */
+#define RT_STACK_SIZE 0x40000          /* a thread's runtime stack, for Go points (enter-fast.S) */
+#define RT_STACK_GUARD 0x1000          /* and the inaccessible page below it */
 #define KPROBE_FLAG_DISABLED_VALUE 2   /* kprobes.h */
 #define KC_MAX_VALUE 2                 /* kretprobe.c: cached instances a way */
 #ifndef __ASSEMBLER__

@@ -116,6 +116,13 @@ struct rt_thread {
     struct rt_guard *guard;            /* a pre/post handler with a fault_handler runs
                                           (fault.c) */
     struct rt_jctx *jctx;              /* jprobe.c: the context saved at a jprobe's hit */
+    /* Go points (KPRW_F_GO): C runs for them on this runtime stack, never
+     * on a goroutine's (enter-fast.S), mapped by the thread's first hit
+     * that needs it with raw system calls, the registers kept meanwhile in
+     * stack_save ([0]: busy, being mapped or in use; then di, si, dx, r8,
+     * r9, r10, r11) */
+    uintptr_t stack_top;               /* its top, 0: none yet; unmapped by fold() */
+    uintptr_t stack_save[8];
 };
 /* the list of threads with counters (and instance caches), under rt_lock */
 struct rt_thread *rt_threads(void);
@@ -289,6 +296,7 @@ uint64_t trap_undeliverable(void);
 void trap_block_all(uint64_t *old);    /* the runtime's own threads: all but those */
 void trap_set_mask(const uint64_t *mask);
 void libc_guard_install(void);         /* startup.c: a probed libc's sigaction, pthread_sigmask */
+void go_guard_install(void);           /* startup.c: a probed Go program's runtime.exit (go-guard.c) */
 void trap_index_rebuild(void);         /* under rt_lock, after points change */
 extern pid_t trap_server_tid;          /* the control thread: runs no probed code */
 int trap_checkpoint(bool (*inside)(uintptr_t ip));   /* 0, or -EBUSY/-errno */
@@ -318,6 +326,7 @@ bool rt_on_own_stack(void);
 
 /* ---- startup.c: a process ending (_exit) or replaced (exec): its trace and its report written ---- */
 void rt_before_exit(void);
+void rt_before_go_exit(void);           /* the same, the counts first (go-guard.c) */
 void rt_before_exec(void);
 
 /* ---- ctldir.c: the control directory (ctlfs.c: as FUSE, ctlsock.c: as a socket) ---- */

@@ -162,6 +162,16 @@ void rt_before_exit(void)
     report_once();
 }
 
+/* Go's exit (go-guard.c): the counts first. Go's other threads go on
+ * running (and hitting probes) until exit_group(2) ends them; what they
+ * record after the counts are printed is written with the rest, so the
+ * events written and dropped cover the hits reported. */
+void rt_before_go_exit(void)
+{
+    report_once();
+    trace_env_exit();
+}
+
 void rt_before_exec(void)
 {
     trace_env_exec();
@@ -184,6 +194,7 @@ __attribute__((constructor(101))) static void rt_init(int argc, char **argv, cha
      * looks again for libraries opened later) */
     rt_pools_find_added();
     libc_guard_install();   /* a probed libc's own sigaction and pthread_sigmask */
+    go_guard_install();     /* a probed Go program's exit */
     trace_env_start();
     const char *r = getenv("KPREWRITE_REPORT");
     if (r && *r && strcmp(r, "0") != 0) {
