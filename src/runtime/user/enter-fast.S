@@ -56,18 +56,23 @@ __kprewrite_enter:
  * from their pushed copies -- and straight to the dispatcher's handler
  * part (rt_dispatch_handlers: rdx the point, rsi regs, rax rt_self's
  * offset), which would otherwise look the point up and count again */
-#define REGS_BELOW (128 + PTREGS_SIZE - 8 - ESAVED * 8)   /* from %rsp here (below R and the pushes) to pt_regs */
-#define PUSHED(n) (PTREGS_SIZE + 128 - 8 - 8 * (n))    /* the n-th push (1..3), from pt_regs */
-.Le_handlers:
-        testb   $KPRW_F_GO_VALUE, PT_FLAGS(%rdx)
-        jnz     .Le_go_handlers
-        lea     -REGS_BELOW(%rsp), %rsp
+/* The scratch registers the compact detour did not push, into pt_regs at %rsp. */
+.macro SAVE_SCRATCH
         mov     %rdi, PTREGS_DI(%rsp)
         mov     %rsi, PTREGS_SI(%rsp)
         mov     %r8, PTREGS_R8(%rsp)
         mov     %r9, PTREGS_R9(%rsp)
         mov     %r10, PTREGS_R10(%rsp)
         mov     %r11, PTREGS_R11(%rsp)
+.endm
+
+#define REGS_BELOW (128 + PTREGS_SIZE - 8 - ESAVED * 8)   /* from %rsp here (below R and the pushes) to pt_regs */
+#define PUSHED(n) (PTREGS_SIZE + 128 - 8 - 8 * (n))    /* the n-th push (1..3), from pt_regs */
+.Le_handlers:
+        testb   $KPRW_F_GO_VALUE, PT_FLAGS(%rdx)
+        jnz     .Le_go_handlers
+        lea     -REGS_BELOW(%rsp), %rsp
+        SAVE_SCRATCH
         mov     PUSHED(1)(%rsp), %rdi
         mov     %rdi, PTREGS_AX(%rsp)
         mov     PUSHED(2)(%rsp), %rdi
@@ -162,12 +167,7 @@ __kprewrite_enter:
         mov     %rsp, -8(%rax)                  /* the goroutine stack: rdx, rcx, rax, R */
         mov     %rsp, %rcx
         lea     -(PTREGS_SIZE + 8)(%rax), %rsp  /* pt_regs, 16-aligned */
-        mov     %rdi, PTREGS_DI(%rsp)
-        mov     %rsi, PTREGS_SI(%rsp)
-        mov     %r8, PTREGS_R8(%rsp)
-        mov     %r9, PTREGS_R9(%rsp)
-        mov     %r10, PTREGS_R10(%rsp)
-        mov     %r11, PTREGS_R11(%rsp)
+        SAVE_SCRATCH
         mov     16(%rcx), %rdi
         mov     %rdi, PTREGS_AX(%rsp)
         mov     8(%rcx), %rdi
