@@ -76,6 +76,11 @@ KP --probe 'main.*' -o "$P.main" "$P" >/dev/null 2>&1; ok $? "main.* baked"
 is "0 $(cat "$D/want")" "$rc $(cat "$D/got.all")" "every entry probed: output identical"
 "$P.main" >"$D/got.main" 2>&1
 is "$(cat "$D/want")" "$(cat "$D/got.main")" "main.* probed: output identical"
+# the outside checker (t/reloc/reloc-check, a decoder of its own) on the
+# whole image: every copy, and the jumps back to an entry after
+# runtime.morestack re-pointed to the entry's copy (fixups)
+"$KP_BUILDDIR/t/reloc/reloc-check" -L x "$P" "$P.all" >"$D/reloc" 2>&1
+like ', 0 mismatches' "$(tail -n 1 "$D/reloc")" "reloc-check, every entry of the Go program: $(tail -n 1 "$D/reloc" | sed 's/^reloc-check: x: //')"
 
 # every return: the Go functions' refused, cgo's C functions' probed
 KP --probe '*%return' -o "$P.ret" "$P" >"$D/ret-all.rep" 2>&1

@@ -879,8 +879,11 @@ static void check_entry(struct ctx *c, const struct kprw_table *t, const struct 
                      (unsigned long long)copy_at[j]);
     }
     /* the DCR's instructions after its first, and where their copies are:
-     * a re-pointed branch or table entry must go there */
-    for (unsigned i = 1; opt && i < n; i++) {
+     * a re-pointed branch or table entry must go there; at a Go function's
+     * entry (KPRW_F_GO) the first too: the jump back to the entry after
+     * runtime.morestack goes to the entry's copy (analyze.c, go_reentries:
+     * a stack growth is no second call), which runs the same instructions */
+    for (unsigned i = (e->flags & KPRW_F_GO) ? 0 : 1; opt && i < n; i++) {
         if (c->ninner == c->capinner) {
             c->capinner = c->capinner ? c->capinner * 2 : 1024;
             c->inner = realloc(c->inner, c->capinner * sizeof *c->inner);
