@@ -122,45 +122,34 @@ cases() {
     # an exec of a probed program: it makes its own directory of that name,
     # which the watcher of the old image leaves alone; no fd crosses the exec
     # (the fds but the close-on-exec ones, which end at an exec: the new
-    # image makes its own directory before main)
+    # image makes its own directory before main). Then the same with the
+    # old image's watcher held (a test knob) between finding its dead mount
+    # and unmounting it (a new image's mount made in that window would be
+    # the one unmounted by path: the two hold a lock on the parent
+    # directory, so the new image waits), and held before it takes the lock
+    # (the new image takes the dead mount off, removes the old directory and
+    # mounts its own, which may get the old mount's id: the watcher sees its
+    # directory removed and does nothing)
     fds_kept() { sed -n 's/^fds after exec: //p' | tr ' ' '\n' | grep -v 'c$' | tr '\n' ' '; }
     base_fds=$($AS env KPREWRITE_CTL_DIR="$base" KPREWRITE_CTL_DELAY_MS=0 "$P" fds / | fds_kept)
-    start exec "$W/go" "$P" fds "$W/stop"
-    if until_ mounted "$C"; then
-        touch "$W/go"
-        until_ grep -q 'fds after exec' "$W/out"
-        is "$base_fds" "$(fds_kept <"$W/out")" "$who, an exec of a probed program: it gets no fd of the runtime's ($(grep 'fds after' "$W/out"))"
-        until_ [ "$(mounts_at "$C")" = 1 ]
-        like 'tick\+0x0  \[OPTIMIZED\]  hits' "$($AS env KPREWRITE_CTL_DIR="$base" "$W/kprewrite" ctl $pid list 2>&1)" \
-            "$who, the new image's directory of the same name: one mount ($(mounts_at "$C")), it answers"
-        touch "$W/stop"; wait $pid
-        until_ gone "$C"; ok $? "$who, the new image's directory is removed at its exit"
-    else
-        ok 1 "$who, an exec of a probed program: the directory is mounted first"; kill $pid; wait $pid
-    fi
-    rm -f "$W/go" "$W/stop"
-    # the same, with the old image's watcher held (a test knob) between
-    # finding its dead mount and unmounting it (a new image's mount made in
-    # that window would be the one unmounted by path: the two hold a lock
-    # on the parent directory, so the new image waits), and then held
-    # before it takes the lock (the new image takes the dead mount off,
-    # removes the old directory and mounts its own, which may get the old
-    # mount's id: the watcher sees its directory removed and does nothing)
-    for pause in 400 lock:400; do
-        KPREWRITE_TEST_WATCH_PAUSE_MS=$pause; export KPREWRITE_TEST_WATCH_PAUSE_MS
+    for pause in none 400 lock:400; do
+        how="an exec of a probed program"; [ $pause = none ] || how="$how, the old watcher held ($pause)"
+        [ $pause = none ] || { KPREWRITE_TEST_WATCH_PAUSE_MS=$pause; export KPREWRITE_TEST_WATCH_PAUSE_MS; }
         start exec "$W/go" "$P" fds "$W/stop"
         unset KPREWRITE_TEST_WATCH_PAUSE_MS
         if until_ mounted "$C"; then
             touch "$W/go"
             until_ grep -q 'fds after exec' "$W/out"
+            [ $pause != none ] ||
+                is "$base_fds" "$(fds_kept <"$W/out")" "$who, $how: it gets no fd of the runtime's ($(grep 'fds after' "$W/out"))"
             # the old image's watcher done (its pause over), the new one's left
             until_ [ "$(watchers_of $pid)" = 1 ]
             like 'tick\+0x0  \[OPTIMIZED\]  hits' "$($AS env KPREWRITE_CTL_DIR="$base" "$W/kprewrite" ctl $pid list 2>&1)" \
-                "$who, an exec while the old watcher pauses ($pause): the new image's mount is kept ($(mounts_at "$C") mount), it answers"
+                "$who, $how: the new image's directory of the same name keeps its mount ($(mounts_at "$C")), it answers"
             touch "$W/stop"; wait $pid
-            until_ gone "$C"; ok $? "$who, that new image's directory ($pause) is removed at its exit"
+            until_ gone "$C"; ok $? "$who, $how: the new image's directory is removed at its exit"
         else
-            ok 1 "$who, an exec of a probed program (watcher paused $pause): the directory is mounted first"; kill $pid; wait $pid
+            ok 1 "$who, $how: the directory is mounted first"; kill $pid; wait $pid
         fi
         rm -f "$W/go" "$W/stop"
     done
