@@ -12,7 +12,9 @@
 #include "addpool-plan.h"
 #include "bake.h"
 #include "facts.h"
+#include "golang.h"
 #include "kind-user.h"
+#include "libc-guard.h"
 #include "../runtime/static/blob.h"
 
 #include <stdio.h>
@@ -79,11 +81,21 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
     return 0;
 }
 
+/* The runtime library's guard points: a probed glibc's own signal, exit
+ * and exec calls (libc-guard.c), a Go program's runtime.exit (golang.c). */
+static int user_guards(const struct image *img, const struct symbols *sy, struct spec_list *specs, bool check,
+                       char *err, size_t errlen)
+{
+    (void)check;   /* listed by --check too */
+    return libc_guard_add(img, sy, specs, err, errlen) < 0 || go_guard_add(sy, specs, err, errlen) < 0 ? -1 : 0;
+}
+
 const struct kind_hooks kind_linked = {
     .name = "linked",
     USER_RULES,
     .events = true,
     .without_pool = user_without_pool,
+    .guards = user_guards,
     .bake = linked_bake,
 };
 
@@ -92,5 +104,6 @@ const struct kind_hooks kind_prebuilt = {
     USER_RULES,
     .events = true,
     .adds_pool = true,
+    .guards = user_guards,
     .bake = prebuilt_bake,
 };

@@ -84,8 +84,8 @@ struct kind_hooks {
 
     /* --- the hooks --- */
     /* run.c: probes the kind adds to what was asked (its runtime's guard
-     * points); 0, or -1 with err. NULL: none */
-    int (*guards)(const struct image *img, const struct symbols *sy, struct spec_list *specs, char *err,
+     * points; check: kprewrite --check); 0, or -1 with err. NULL: none */
+    int (*guards)(const struct image *img, const struct symbols *sy, struct spec_list *specs, bool check, char *err,
                   size_t errlen);
     /* resolve.c: is name the symbol of a function's padding, no entry a
      * glob names (a kernel's __pfx_, __cfi_)? NULL: there is none */

@@ -15,7 +15,6 @@
 #include "defs.h"
 #include "image.h"
 #include "kinds.h"
-#include "libc-guard.h"
 #include "report.h"
 #include "resolve.h"
 #include "run.h"
@@ -175,9 +174,7 @@ static int probe(struct run *r)
 {
     struct run_opts *o = r->o;
     const struct kind_hooks *k = r->img.hooks;
-    if (libc_guard_add(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0 ||
-        (!o->check && k->guards && k->guards(&r->img, &r->sy, o->specs, r->err, sizeof r->err) < 0) ||
-        go_guard_add(&r->sy, o->specs, r->err, sizeof r->err) < 0 ||
+    if ((k->guards && k->guards(&r->img, &r->sy, o->specs, o->check, r->err, sizeof r->err) < 0) ||
         probes_resolve(o->specs, &r->img, &r->sy, &r->probes, r->err, sizeof r->err) < 0 ||
         (o->removes && o->removes->n &&
          remove_probes(&r->img, &r->sy, o->removes, &r->probes, r->err, sizeof r->err) < 0) ||
