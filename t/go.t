@@ -23,9 +23,9 @@ P=$D/prog
 if ! command -v go >/dev/null 2>&1; then
     ok 1 "go is installed (scripts/install-deps.sh: golang-go)"; done_testing
 fi
-mkdir -p "$D/src" && cp "$S/main.go" "$D/src/"
+mkdir -p "$D/src" && cp "$S"/*.go "$D/src/"
 if (cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
-        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -ldflags='-s -w' -o "$P" main.go) >"$D/go.err" 2>&1; then
+        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -ldflags='-s -w' -o "$P" .) >"$D/go.err" 2>&1; then
     ok 0 "the Go fixture builds ($(go version | cut -d' ' -f3), stripped, cgo)"
 else
     ok 1 "the Go fixture builds ($(head -n 1 "$D/go.err"))"; done_testing
@@ -169,11 +169,65 @@ is "handlers: register_jprobe main.leaf -22" "$(cat "$D/jp.err")" "a jprobe on a
 missed=$(awk '$3 == "k" && $4 ~ /^runtime\.sig/ { for (i = 5; i < NF; i++) if ($i == "nmissed") n += $(i + 1) } END { print n + 0 }' "$D/spin.err")
 echo "# hits of runtime.sig* functions missed (signals during handlers): $missed"
 
-# 7. A PIE (-buildmode=pie): the external linker leaves no .gopclntab
+# 7. A static Go executable (CGO_ENABLED=0: nocgo.go's sum; no libc, no
+#    loader): the static runtime (t/static.t has the C ones). Go's runtime
+#    takes SIGTRAP with its own system call, so no int3 is baked there
+#    (go-sigtrap); the report is printed at runtime.exit, on the runtime's
+#    own stack
+G=$D/prog-static
+if (cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
+        GO111MODULE=off GOFLAGS= CGO_ENABLED=0 go build -ldflags='-s -w' -o "$G" .) >"$D/go.err" 2>&1; then
+    ok 0 "the fixture builds static (cgo off)"
+else
+    ok 1 "the fixture builds static ($(head -n 1 "$D/go.err"))"; done_testing
+fi
+ok $(readelf -lW "$G" | grep -q INTERP; [ $? -ne 0 ]; echo $?) "it is static: no interpreter"
+"$G" >"$D/swant" 2>&1
+is "$(cat "$D/want")" "$(cat "$D/swant")" "it prints what the cgo build prints"
+"$KPREWRITE" --probe '*' -o "$G.all" "$G" >"$D/sall.rep" 2>"$D/sall.err"; rc=$?
+ok $([ $rc -le 3 ] && [ -x "$G.all" ]; echo $?) "'*' baked (exit $rc: $(tail -n 1 "$D/sall.err"))"
+like 'the static runtime' "$(tail -n 1 "$D/sall.err")" "... with the static runtime"
+is 0 "$(grep -c '\[INT3\]' "$D/sall.rep")" "no int3 probe baked ($(grep -c '\[OPTIMIZED\]' "$D/sall.rep") jumps)"
+KPREWRITE_REPORT=all "$G.all" >"$D/sgot" 2>"$D/sreport"; rc=$?
+is "0 $(cat "$D/want")" "$rc $(cat "$D/sgot")" "every entry probed: output identical"
+rhits() { awk -v s="$1+0x0" '$4 == s { print $6 }' "$D/sreport"; }
+is "1000 12004 30 50 1" "$(rhits main.leaf) $(rhits main.grow) $(rhits main.safeCall) $(rhits main.callbackBody) $(rhits runtime.exit)" \
+    "KPREWRITE_REPORT at runtime.exit: exact counts (main.leaf, grow, safeCall, callbackBody)"
+soff=$("$KPREWRITE" --check --disasm --probe main.grow "$G" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
+like '^refused: go-sigtrap \(an int3 here: go-stack \(not at the entry\)\)' \
+    "$("$KPREWRITE" --check --probe "0x$soff" "$G" | sed 's/^.*  k  [^ ]*  //')" \
+    "a point past a Go function's entry: refused (go-sigtrap), not int3"
+like '^refused: go-sigtrap \(an int3 here: go-stack \(detours not compact\)\)' \
+    "$("$KPREWRITE" --check --detours inline --probe main.leaf "$G" | sed 's/^.*0x0  //')" \
+    "--detours inline: refused (go-sigtrap)"
+# while it serves: ctl through /proc/PID/mem
+rm -f "$D/sin" && mkfifo "$D/sin"
+KPREWRITE_REPORT=1 "$G.all" serve <"$D/sin" >"$D/slive.out" 2>"$D/slive.err" &
+pid=$!
+exec 3>"$D/sin"
+wait_lines "$D/slive.out" 10
+shits() { awk -v s="$1+0x0" '$3 == s { for (i = 4; i < NF; i++) if ($i == "hits") print $(i + 1) }' "$D/slist"; }
+"$KPREWRITE" ctl $pid list >"$D/slist" 2>&1
+is "1000 12004" "$(shits main.leaf) $(shits main.grow)" "ctl list: exact counts while it runs"
+echo go >&3; wait_lines "$D/slive.out" 11
+"$KPREWRITE" ctl $pid disable main.tick; ok $? "ctl disable main.tick"
+echo go >&3; wait_lines "$D/slive.out" 12
+"$KPREWRITE" ctl $pid list >"$D/slist" 2>&1
+is "100 200" "$(shits main.tick) $(shits 'main.(*counter).add')" "disabled: not counted, its neighbour counting on"
+"$KPREWRITE" ctl $pid enable main.tick; ok $? "ctl enable main.tick"
+like "unoptimize main.tick: 1 of the points it names need an int3, .*a Go program.s runtime has" \
+    "$("$KPREWRITE" ctl $pid unoptimize main.tick 2>&1)" "ctl unoptimize: refused, saying why"
+echo go >&3; wait_lines "$D/slive.out" 13
+exec 3>&-
+wait $pid; rc=$?
+is "0 200 300" "$rc $(awk '$4 == "main.tick+0x0" { print $6 }' "$D/slive.err") $(awk '$4 == "main.(*counter).add+0x0" { print $6 }' "$D/slive.err")" \
+    "exit 0; its report agrees (main.tick 200, add 300)"
+
+# 8. A PIE (-buildmode=pie): the external linker leaves no .gopclntab
 #    section (the table is inside .data.rel.ro, its textStart 0 in the file
 #    and relocated at load): found by its header, the base by its relocation
 if (cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
-        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -buildmode=pie -ldflags='-s -w' -o "$P-pie" main.go) >"$D/go.err" 2>&1; then
+        GO111MODULE=off GOFLAGS= CGO_ENABLED=1 go build -buildmode=pie -ldflags='-s -w' -o "$P-pie" .) >"$D/go.err" 2>&1; then
     ok 0 "the fixture builds as a PIE"
 else
     ok 1 "the fixture builds as a PIE ($(head -n 1 "$D/go.err"))"; done_testing

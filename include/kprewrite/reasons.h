@@ -37,7 +37,8 @@
     X(UNPROVEN_ENTRY,     "unproven-entry",           "the function has no symbol and its start (from an FDE) is not proven an instruction boundary: a linear decode from the preceding symbol or section start runs through it") \
     X(GO_RUNTIME,         "go-runtime",               "a Go runtime function that switches stacks or runs without a goroutine's frame (morestack, mcall, systemstack, gogo, asmcgocall, cgocallback, rt0_go, sigtramp, goexit, ...), or a Go function that Go marks SPWRITE (or a runtime one TOPFRAME): no room for a detour below its SP") \
     X(GO_RETURN,          "go-return",                "a return probe on a Go function: Go copies goroutine stacks as they grow, and its unwinder (tracebacks, panics, stack growth, the GC) rejects a return address it does not know") \
-    X(GO_STACK,           "go-stack",                 "a probe in a Go function other than a kprobe at its entry with a compact detour (the default): any other detour saves its registers below a 128-byte red zone on the goroutine stack, past what Go's stack guard leaves free; an int3 runs on the signal stack")
+    X(GO_STACK,           "go-stack",                 "a probe in a Go function other than a kprobe at its entry with a compact detour (the default): any other detour saves its registers below a 128-byte red zone on the goroutine stack, past what Go's stack guard leaves free; an int3 runs on the signal stack") \
+    X(GO_SIGTRAP,         "go-sigtrap",               "a probe that needs an int3 in a static Go executable: Go's runtime installs its own SIGTRAP handler with a system call of its own (no libc to interpose), so a trap would end the program; only jumps are baked there")
 
 enum kp_reason {
 #define KP_REASON_ENUM(id, name, text) KP_R_##id,

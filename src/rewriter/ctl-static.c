@@ -130,6 +130,12 @@ static int sproc_open(long pid, struct sproc *s)
                 "says\n", pid);
         return -1;
     }
+    if (s->h.version != KPRS_VERSION) {   /* its area is laid out another way */
+        fprintf(stderr, "kprewrite: ctl %ld: a static program baked by another kprewrite (its static runtime's "
+                "version %u; this kprewrite reads version %u): use that kprewrite's ctl\n", pid, s->h.version,
+                KPRS_VERSION);
+        return -1;
+    }
     s->table = s->head + (uint64_t)s->h.table_rel;
     s->area = s->head + (uint64_t)s->h.area_rel;
     if (rd(s, s->area, &s->a, sizeof s->a) < 0 || s->a.magic != KPRS_AREA_MAGIC ||
@@ -261,7 +267,8 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
     enum kprw_ctl_result r = kprw_ctl_result(op, matched, can_jump);
     if (r == KPRW_CTL_OK && lost) {
         fprintf(stderr, "kprewrite: ctl %ld: %s %s: %zu of the points it names need an int3, and the program has a "
-                "SIGTRAP handler of its own: the static runtime put its int3s back (the rest done)\n", s->pid, verb,
+                "SIGTRAP handler of its own (a Go program's runtime has): the static runtime has no int3 there (the rest "
+                "done)\n", s->pid, verb,
                 spec, lost);
         return 1;
     }

@@ -79,6 +79,24 @@ void go_detours(struct probe_list *pl, const struct symbols *sy, bool compact)
     }
 }
 
+/* A static Go executable: Go's runtime installs a handler for every
+ * signal with its own rt_sigaction system call, SIGTRAP's too, and no libc
+ * sigaction is there to keep the static runtime's: an int3 would end the
+ * program in Go's handler (SIGTRAP: trace trap). Every probe left int3 is
+ * refused; the jumps stay. */
+void go_no_traps(struct probe_list *pl)
+{
+    for (size_t i = 0; i < pl->n; i++) {
+        struct probe *p = &pl->v[i];
+        if (p->verdict != V_INT3)
+            continue;
+        char was[sizeof p->detail + 128], rb[128];
+        snprintf(was, sizeof was, p->detail[0] ? "an int3 here: %s (%s)" : "an int3 here: %s",
+                 probe_reason(p, rb, sizeof rb), p->detail);
+        probe_set(p, V_REFUSED, KP_R_GO_SIGTRAP, "%s", was);
+    }
+}
+
 /* Go ends a process by runtime.exit, its own exit_group(2), never by
  * libc's exit or _exit, which the runtime interposes to write the trace
  * rings and KPREWRITE_REPORT's counts: a probe there (the runtime's guard,

@@ -21,4 +21,6 @@ struct probe_list;
  * (go-stack) where their detour would not be a compact one at the entry
  * (compact: the detours are, at call entries). */
 void go_detours(struct probe_list *pl, const struct symbols *sy, bool compact);
+/* A static Go executable's probes: each left int3 refused (go-sigtrap). */
+void go_no_traps(struct probe_list *pl);
 #endif

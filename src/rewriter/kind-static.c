@@ -88,6 +88,11 @@ static int static_guards(const struct image *img, const struct symbols *sy, stru
 {
     if (check)   /* kprewrite --check lists what was asked, these not among it */
         return 0;
+    if (sy->ngo) {   /* Go ends a process by runtime.exit, its own exit_group(2), and has no libc */
+        const struct name_ent *ne = symbols_lookup(sy, "runtime.exit");
+        return ne && ne->func != SIZE_MAX && sy->funcs[ne->func].go_name ? add_guard(specs, "runtime.exit", err, errlen)
+                                                                          : 0;
+    }
     static const char *const guards[] = { "_exit", "_Exit" };
     bool named = false;
     for (size_t i = 0; i < sizeof guards / sizeof guards[0]; i++)
@@ -114,7 +119,7 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
     }
     struct bake_result br;
     size_t grown = 0;
-    struct added_rt rt = { NULL, static_blob, static_blob_size, sigaction_fn(j->img, j->sy) };
+    struct added_rt rt = { NULL, static_blob, static_blob_size, j->sy->ngo ? 0 : sigaction_fn(j->img, j->sy) };
     if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown, err,
                         errlen) < 0)
         return -1;
@@ -123,28 +128,28 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
     return 0;
 }
 
-/* Go's runtime installs its own handler for every signal, SIGTRAP too:
- * the static runtime's int3 probes would end the program (Go programs are
- * another piece of work, issue 37). */
+#define STATIC_HOOKS \
+    USER_RULES, \
+    .events = false, \
+    .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits " \
+                      "only (bake the point alone: --probe SPEC)", \
+    .adds_pool = true, \
+    .guards = static_guards, \
+    .bake = static_bake
+
+const struct kind_hooks kind_static = { .name = "static", STATIC_HOOKS };
+
+/* Go's runtime installs its own handler for every signal, SIGTRAP's too,
+ * with its own system call: no int3 (go_no_traps); its exit guard is
+ * runtime.exit, and it has no libc sigaction to guard. */
+static const struct kind_hooks kind_static_go = { .name = "static", STATIC_HOOKS, .no_traps = true };
+
 const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     for (size_t i = 1; i < img->nsecs; i++)
         if (img->secs[i].name && (!strcmp(img->secs[i].name, ".gopclntab") ||
-                                  !strcmp(img->secs[i].name, ".note.go.buildid"))) {
-            snprintf(err, errlen, "%s: a static Go executable: the static runtime does not take Go programs yet "
-                     "(Go's runtime takes SIGTRAP, which its int3 probes need)", img->path);
-            return NULL;
-        }
+                                  !strcmp(img->secs[i].name, ".note.go.buildid")))
+            return &kind_static_go;
     return &kind_static;
 }
-
-const struct kind_hooks kind_static = {
-    .name = "static",
-    USER_RULES,
-    .events = false,
-    .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits "
-                      "only (bake the point alone: --probe SPEC)",
-    .adds_pool = true,
-    .guards = static_guards,
-    .bake = static_bake,
-};

@@ -81,6 +81,10 @@ struct kind_hooks {
     /* run.c: why a definition is refused when events is false (NULL: the
      * kernel's words, "user-space only for now") */
     const char *events_refused;
+    /* run.c: no int3 can be baked: a probe the analysis leaves int3 is
+     * refused (go-sigtrap: a static Go executable, whose runtime takes
+     * SIGTRAP with a system call of its own; golang.c go_no_traps) */
+    bool no_traps;
 
     /* --- the hooks --- */
     /* run.c: probes the kind adds to what was asked (its runtime's guard

@@ -135,6 +135,15 @@ static int prepare(struct run *r)
     }
     if (!r->o->check && k->reads_back && take_baked_probes(r) < 0)
         return -1;
+    if (r->o->check && k->without_pool) {   /* the verdicts a bake would give: the kind it would bake as */
+        struct pool_sections ps;
+        char err[sizeof r->err];
+        if (pool_find(&r->img, &ps, err, sizeof err) == -2) {
+            const struct kind_hooks *as = k->without_pool(&r->img, err, sizeof err);
+            if (as)   /* (one a bake refuses is checked as it is) */
+                r->img.hooks = as;
+        }
+    }
     /* (the kind as the pool made it: a static executable's has no events) */
     return !r->img.hooks->events ? events_refused(r) : 0;
 }
@@ -183,6 +192,8 @@ static int probe(struct run *r)
         return EXIT_ERROR;
     }
     go_detours(&r->probes, &r->sy, o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT);
+    if (k->no_traps)
+        go_no_traps(&r->probes);
     report(r);
     if (!o->check && r->img.hooks->events &&
         defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {

@@ -4,12 +4,14 @@
  * server that reads commands from a pipe so that the test steers it
  * without sleeping. tick() and raw_getpid() are called a known number of
  * times; raw_getpid's first instructions hold a syscall, so that its
- * probe is an int3 probe; trap makes a SIGTRAP of the program's own. */
+ * probe is an int3 probe; trap makes a SIGTRAP of the program's own;
+ * tinystack ends the program on a stack of a few hundred bytes. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +132,23 @@ static int ap_ownsig(int argc, char **argv)
     return 0;
 }
 
+/* _exit(7) on a stack of 640 bytes above a page nothing may touch, as a
+ * goroutine's stack may be when a Go program exits: the runtime's report
+ * at _exit must not run on it (it needs more) */
+static void exit_now(void) { _exit(7); }
+
+static int ap_tinystack(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    fflush(stdout);
+    char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m, 4096, PROT_NONE) != 0)
+        return 1;
+    char *top = m + 4096 + 640;   /* 16-aligned */
+    __asm__ volatile("mov %0, %%rsp\n\tcall *%1" : : "r"(top), "r"(exit_now) : "memory");
+    __builtin_unreachable();
+}
+
 /* Reads "tick N", "ownsig" (a SIGTRAP handler of its own) and "quit"
  * from stdin; answers each line once it is done. */
 static int ap_serve(int argc, char **argv)
@@ -157,7 +176,7 @@ static const struct applet {
 } applets[] = {
     { "echo", ap_echo }, { "cat", ap_cat }, { "count", ap_count }, { "opts", ap_opts },
     { "spawn", ap_spawn }, { "sig", ap_sig }, { "rawpid", ap_rawpid }, { "serve", ap_serve },
-    { "trap", ap_trap }, { "ownsig", ap_ownsig },
+    { "trap", ap_trap }, { "ownsig", ap_ownsig }, { "tinystack", ap_tinystack },
 };
 
 int main(int argc, char **argv)

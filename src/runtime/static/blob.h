@@ -10,13 +10,21 @@
  */
 #ifndef KPREWRITE_STATIC_BLOB_H
 #define KPREWRITE_STATIC_BLOB_H
-#include <stdint.h>
 
 #define KPRS_SEC_RT ".kprewrite.rt"
 #define KPRS_HEAD_MAGIC 0x5350524bu      /* "KRPS" */
 #define KPRS_AREA_MAGIC 0x4145524bu      /* "KREA" */
-#define KPRS_VERSION 2
+#define KPRS_VERSION 3
 #define KPRS_EXITS 2                     /* report points the head names */
+#define KPRS_GUARD_STACK 16384           /* the guards' stack, after the area's arrays */
+
+/* Offsets start-x86.S uses (init.c asserts them). */
+#define KPRS_HEAD_AREA_REL 24
+#define KPRS_AREA_STACK_BUSY 20
+#define KPRS_AREA_STACK_TOP 24
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
 
 /* At the blob's first byte (start-x86.S lays it out). */
 struct kprs_head {
@@ -63,14 +71,25 @@ struct kprs_area {
     uint8_t report_all;                  /* KPREWRITE_REPORT=all */
     uint8_t reported;
     uint8_t trap_byte;                   /* what ctl unoptimize writes over a site's first byte (int3) */
-    uint8_t trap_taken;                  /* the program took SIGTRAP: no int3 of the runtime's is left */
-    uint8_t pad[4];
+    uint8_t trap_taken;                  /* the program took SIGTRAP (or is Go's, whose runtime
+                                            takes it): no int3 of the runtime's is left */
+    uint8_t stack_busy;                  /* a guard runs on the guards' stack (start-x86.S) */
+    uint8_t pad[3];
+    uint64_t stack_top;                  /* the guards' stack: a guard's C runs there, never on the
+                                            program's stack, which may be a goroutine's few KiB */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
      * indices sorted by site (the SIGTRAP handler's search) */
 };
 
-static inline uint64_t kprs_area_size(uint32_t n)
+/* The area's arrays, then (16-aligned) the guards' stack. */
+static inline uint64_t kprs_area_arrays(uint32_t n)
 {
     return sizeof(struct kprs_area) + (uint64_t)n * (sizeof(struct kprs_point) + sizeof(uint32_t));
 }
+
+static inline uint64_t kprs_area_size(uint32_t n)
+{
+    return ((kprs_area_arrays(n) + 15) & ~(uint64_t)15) + KPRS_GUARD_STACK;
+}
+#endif /* __ASSEMBLER__ */
 #endif

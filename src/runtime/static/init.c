@@ -74,6 +74,21 @@ static void report_setup(struct kprs_area *a, uint64_t *sp)
     a->report_fd = fd >= 0 ? (int32_t)fd : 2;
 }
 
+_Static_assert(__builtin_offsetof(struct kprs_head, area_rel) == KPRS_HEAD_AREA_REL, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, stack_busy) == KPRS_AREA_STACK_BUSY, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, stack_top) == KPRS_AREA_STACK_TOP, "start-x86.S's offsets");
+
+/* A Go program's: its runtime installs its own SIGTRAP handler with a
+ * system call of its own, so kprewrite baked no int3 (go-sigtrap), and
+ * there is none for kprewrite ctl unoptimize to write either. */
+static bool is_go(const struct kprs_rt *r)
+{
+    for (uint32_t i = 0; i < r->t->nentries; i++)
+        if (r->e[i].flags & KPRW_F_GO)
+            return true;
+    return false;
+}
+
 void kprs_init(uint64_t *sp)
 {
     struct kprs_rt r;
@@ -89,6 +104,7 @@ void kprs_init(uint64_t *sp)
     a->nentries = t->nentries;
     a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
     a->trap_byte = 0xcc;   /* int3 */
+    a->stack_top = (uint64_t)(uintptr_t)a + kprs_area_size(t->nentries);
     report_setup(a, sp);
     for (uint32_t i = 0; i < t->nentries; i++)
         if (kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {   /* (names: any) */
@@ -103,15 +119,17 @@ void kprs_init(uint64_t *sp)
         r.state[i].rt = &r.pt[i];
     }
     if (a->report_fd >= 0 && !guards)
-        note("KPREWRITE_REPORT: kprewrite found no _exit in this executable: no report at exit; "
-             "kprewrite ctl PID list shows the counts while it runs");
+        note("KPREWRITE_REPORT: kprewrite baked no report point in this executable (no _exit or runtime.exit "
+             "found, or its probe refused): no report at exit; kprewrite ctl PID list shows the counts while it runs");
     if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
         note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
              "its probes count hits only");
     if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
         note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
     kprs_sort_sites(&r);
-    if (kprs_trap_install() < 0) {
+    if (is_go(&r))
+        a->trap_taken = 1;
+    else if (kprs_trap_install() < 0) {
         kprs_int3_restore(&r);   /* the jumps count; nothing would run the int3 probes */
         note("cannot install its SIGTRAP handler: the int3 probes are put back");
     }

@@ -19,6 +19,8 @@
  *                run at the return, as in the user runtime
  *   kprs_sigreturn the restorer of the SIGTRAP handler
  */
+#include "runtime/static/blob.h"
+
 #define PT_HITS 0
 #define PT_DISABLED 8
 #define PT_GUARD 10
@@ -29,7 +31,7 @@
         .hidden kprs_head
 kprs_head:
         .long   0x5350524b                      /* KPRS_HEAD_MAGIC */
-        .long   2                               /* KPRS_VERSION */
+        .long   KPRS_VERSION
         .long   kprs_start - kprs_head
         .long   0
         .quad   0                               /* table_rel */
@@ -108,7 +110,9 @@ kprs_enter:
         pop     %rax
         ret
 2:      /* a guard: C (point, the probed function's first two arguments),
-         * every caller-saved register kept */
+         * every caller-saved register kept, on the guards' stack unless
+         * another guard holds it (another thread's, or this one's that a
+         * signal handler interrupted): then on the program's */
         push    %rcx
         push    %rsi
         push    %rdi
@@ -117,14 +121,28 @@ kprs_enter:
         push    %r10
         push    %r11
         push    %rbp
+        push    %rbx
         mov     %rsp, %rbp
-        and     $-16, %rsp
+        lea     kprs_head(%rip), %rcx
+        add     KPRS_HEAD_AREA_REL(%rcx), %rcx  /* the area */
+        mov     $1, %ebx
+        xchgb   %bl, KPRS_AREA_STACK_BUSY(%rcx)
+        xor     $1, %ebx                        /* 1: this guard took the stack */
+        jz      3f
+        mov     KPRS_AREA_STACK_TOP(%rcx), %rsp
+3:      and     $-16, %rsp
         mov     %rdx, %rax                      /* (rax is saved) */
         mov     %rsi, %rdx
         mov     %rdi, %rsi
         mov     %rax, %rdi
         call    kprs_guard
         mov     %rbp, %rsp
+        test    %ebx, %ebx
+        jz      4f
+        lea     kprs_head(%rip), %rcx
+        add     KPRS_HEAD_AREA_REL(%rcx), %rcx
+        movb    $0, KPRS_AREA_STACK_BUSY(%rcx)  /* (a store releases on x86) */
+4:      pop     %rbx
         pop     %rbp
         pop     %r11
         pop     %r10

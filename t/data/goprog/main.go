@@ -1,23 +1,12 @@
 // t/go.t's Go program: goroutines, recursion deep enough to grow (copy)
 // goroutine stacks many times, panics recovered, a channel pipeline and
-// cgo both ways (Go calls C, C calls back into Go). Its output is
+// cgo both ways (Go calls C, C calls back into Go: cgo.go; nocgo.go does
+// the same sum in Go when cgo is off, for a static build). Its output is
 // deterministic, and it prints how many times it called the functions
 // whose entry probes t/go.t counts. With the argument "serve" it then
 // reads lines from stdin until EOF, calling tick 100 times for each and
 // printing a line (t/go.t reads and steers its probes meanwhile).
 package main
-
-/*
-#include <stdint.h>
-extern int64_t goCallback(int64_t);
-static int64_t c_sum(int64_t n) {
-	int64_t s = 0;
-	for (int64_t i = 0; i < n; i++)
-		s += goCallback(i);
-	return s;
-}
-*/
-import "C"
 
 import (
 	"bufio"
@@ -35,11 +24,8 @@ const (
 	nCallbacks = 50
 )
 
-//export goCallback
-func goCallback(x C.int64_t) C.int64_t { return callbackBody(int64(x)) }
-
 //go:noinline
-func callbackBody(x int64) C.int64_t { return C.int64_t(x * 3) }
+func callbackBody(x int64) int64 { return x * 3 }
 
 //go:noinline
 func leaf(i int) int { return i*7 + 1 }
@@ -132,7 +118,7 @@ func main() {
 	}
 	fmt.Println("recovered", recovered)
 	fmt.Println("pipeline", pipeline())
-	fmt.Println("cgo", int64(C.c_sum(nCallbacks)))
+	fmt.Println("cgo", cSum(nCallbacks))
 	fmt.Println("calls main.leaf", nLeaf)
 	fmt.Println("calls main.grow", nWorkers*(depth+1))
 	fmt.Println("calls main.safeCall", nPanics)
