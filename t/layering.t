@@ -39,4 +39,20 @@ is "" "$(hits '#include "\.\./arch/x86/(psabi|elfrel|kernel-tables|krelocs|site)
    "no rewriter file includes x86's ELF facts, kernel tables or site forms"
 is "" "$(hits '#include ".*rewriter/' "$A"/*.c "$A"/*.h "$A"/x86/*.c "$A"/x86/*.h)" \
    "src/arch/ includes nothing of the rewriter's"
+
+# the runtime core is shared by the user, kernel and static runtimes; the
+# static one is a blob copied as bytes, with no relocation (build-blob.sh):
+# each core file compiles freestanding with the blob's flags and holds no
+# absolute address (a table of pointers would need one)
+W=$(tmpdir layering)
+for f in "$KP_SRCDIR"/src/runtime/core/*.c; do
+    o=$W/$(basename "$f" .c).o
+    if $CC -std=gnu11 -O2 -ffreestanding -nostdlib -fPIE -fvisibility=hidden -mgeneral-regs-only -fno-stack-protector \
+            -fno-builtin -fno-tree-loop-distribute-patterns -ffunction-sections -fdata-sections \
+            -I"$KP_SRCDIR/include" -I"$KP_SRCDIR/src" -c -o "$o" "$f" 2>"$W/cc.err"; then
+        is 0 "$(readelf -rW "$o" | grep -c 'R_X86_64_64 ')" "core/$(basename "$f"): freestanding, no absolute address"
+    else
+        ok 1 "core/$(basename "$f") compiles freestanding ($(head -n 1 "$W/cc.err"))"
+    fi
+done
 done_testing

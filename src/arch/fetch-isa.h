@@ -10,7 +10,7 @@
 #define KPREWRITE_FETCH_ISA_H
 
 struct kprw_reg_name {
-    const char *name;
+    char name[8];                /* (an array: a table of them holds no address to relocate) */
     unsigned char slot;          /* index of an 8-byte slot of pt_regs */
 };
 

@@ -26,4 +26,10 @@ struct analysis_stats {
  * proof that it leaves its function (taken.c). */
 int analyze_probes(const struct image *img, const struct symbols *sy, const struct kfacts *kf, bool strict_indirect,
                    struct probe_list *probes, struct analysis_stats *st, char *err, size_t errlen);
+
+/* After the verdicts changed past the analysis (go_detours, go_no_traps):
+ * the windows evicted for trampolines that no jump-optimized probe uses any
+ * more are dropped (they would be rewritten for nothing); their count
+ * taken off st->evictions. */
+void evictions_prune(struct probe_list *probes, struct analysis_stats *st);
 #endif

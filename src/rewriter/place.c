@@ -276,3 +276,36 @@ int place_tactics(struct state *s, struct probe_list *probes)
     free(r.busy);
     return 0;
 }
+
+void evictions_prune(struct probe_list *probes, struct analysis_stats *st)
+{
+    if (!probes->nev)
+        return;
+    /* the trampolines jump-optimized probes use: their rel8 jumps', and
+     * the rel8 branches' they re-point */
+    uint64_t *t = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < probes->n; i++) {
+        const struct probe *p = &probes->v[i];
+        if (p->verdict != V_OPTIMIZED)
+            continue;
+        if ((p->notes & NOTE_JUMP8) && !ARRAY_PUSH(t, n, cap, p->tramp))
+            goto keep_all;
+        for (size_t k = 0; k < p->nretargets; k++)
+            if (p->retargets[k].tramp && !ARRAY_PUSH(t, n, cap, p->retargets[k].tramp))
+                goto keep_all;
+    }
+    sort_array(t, n, sizeof *t, cmp_u64);
+    size_t kept = 0;
+    for (size_t w = 0; w < probes->nev; w++) {
+        const struct eviction *ev = &probes->ev[w];
+        size_t a = LOWER_BOUND(n, m, t[m] <= ev->at);
+        if (a < n && t[a] < ev->at + ev->len)
+            probes->ev[kept++] = *ev;
+        else
+            st->evictions--;
+    }
+    probes->nev = kept;
+keep_all:   /* (out of memory: every window stays, as before) */
+    free(t);
+}

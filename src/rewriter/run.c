@@ -194,6 +194,7 @@ static int probe(struct run *r)
     go_detours(&r->probes, &r->sy, o->detours == DETOURS_DEFAULT || o->detours == DETOURS_COMPACT);
     if (k->no_traps)
         go_no_traps(&r->probes);
+    evictions_prune(&r->probes, &r->st);
     report(r);
     if (!o->check && r->img.hooks->events &&
         defs_collect(o->specs, &r->sy, &r->probes, r->img.isa->fetch, o->image, o->msg, r->err, sizeof r->err) < 0) {

@@ -17,7 +17,7 @@ static bool word_is(const char *w, size_t n, const char *lit)
 
 bool kprw_ctl_parse(const char *line, size_t len, enum kprw_op *op, const char **spec, size_t *spec_len)
 {
-    static const char *const verbs[] = { "enable", "disable", "optimize", "unoptimize" };
+    static const char verbs[][12] = {   /* (arrays: no address to relocate) */ "enable", "disable", "optimize", "unoptimize" };
     const char *w[3];
     size_t n[3], words = 0, i = 0;
     while (i < len && words < 3) {

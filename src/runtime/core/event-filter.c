@@ -63,7 +63,7 @@ static const struct kprw_fnode *parse_or(struct fcur *c);
 static bool parse_op(struct fcur *c, uint8_t *op)
 {
     static const struct {
-        const char *tok;
+        char tok[3];    /* (an array: no address to relocate, for the static runtime) */
         uint8_t op;
     } ops[] = {   /* two-character operators first */
         { "==", KPRW_FO_EQ }, { "!=", KPRW_FO_NE }, { "<=", KPRW_FO_LE }, { ">=", KPRW_FO_GE },

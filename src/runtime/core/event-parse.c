@@ -358,7 +358,7 @@ static bool parse_fetch(struct cur *c, size_t i, size_t end, struct fetch_ctx *x
 static bool parse_type(struct cur *c, size_t i, size_t end, struct kprw_farg *f)
 {
     static const struct {
-        const char *name;
+        char name[8];   /* (an array: no address to relocate, for the static runtime) */
         uint8_t type, size;
     } types[] = {
         { "u8", KPRW_FT_U, 1 }, { "u16", KPRW_FT_U, 2 }, { "u32", KPRW_FT_U, 4 }, { "u64", KPRW_FT_U, 8 },

@@ -90,5 +90,5 @@ static inline unsigned kprw_entry_faults(const struct kprw_entry *x, uint32_t st
             (dyn & ((uint64_t)(name & ~KPRW_NAME_DYN) >= dynspan))) << 3 * s |
            (((uint64_t)x->orig_off + len > strings_size) & !(x->flags & KPRW_F_ORIG_AT_COPY)) << 4 * s;
 }
-extern const char *const kprw_entry_fault_names[5];
+extern const char kprw_entry_fault_names[5][48];   /* (arrays, not pointers: no address to relocate) */
 #endif

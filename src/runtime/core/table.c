@@ -5,7 +5,7 @@
  */
 #include "kprw-core.h"
 
-const char *const kprw_entry_fault_names[5] = {
+const char kprw_entry_fault_names[5][48] = {
     "unknown kind",
     "unknown verdict",
     "site length out of range",

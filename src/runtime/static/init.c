@@ -94,6 +94,8 @@ void kprs_init(uint64_t *sp)
     struct kprs_rt r;
     kprs_rt_get(&r);
     const struct kprw_table *t = r.t;
+    if (t->magic == 0)   /* never filled: every probe asked for was refused */
+        return;
     if (kprw_table_fault(t, KPRW_T_KNOWN) != KPRW_TF_NONE || (t->flags & ~KPRS_T_READS) ||
         !(t->flags & KPRW_T_ADDED_POOL) || t->slot_rel == 0 ||
         ((t->flags & KPRW_T_KRET_ENTRY) && !(t->flags & KPRW_T_KRET_R11))) {
