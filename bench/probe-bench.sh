@@ -19,6 +19,15 @@ $cc -O2 -o "$w/plain" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" $rt
 # a prebuilt image: linked without the pool, which kprewrite adds (default detours)
 $cc -O2 -o "$w/plain_nopool" "$src/bench/probe-bench.c" "$src/bench/bench-probed.S" -I"$src/include" -L"$build/.libs" -lkprewrite-rt -lpthread
 "$build/kprewrite" --runtime "$build/.libs/libkprewrite-rt.so.0" --probe bench_probed -o "$w/probed_prebuilt" "$w/plain_nopool" >/dev/null 2>&1
+# a static executable (the static runtime): count-only and events, an
+# event's string in %rsi (static-bench.c); N_STATIC_EVENT records a sample,
+# every sample's in its 4 MiB ring (none dropped)
+N_STATIC_EVENT=${N_STATIC_EVENT:-12000}
+$cc -O2 -static -mno-red-zone -o "$w/static" "$src/bench/static-bench.c" "$src/bench/bench-probed.S"
+"$build/kprewrite" --probe bench_probed -o "$w/static_count" "$w/static" >/dev/null 2>&1
+"$build/kprewrite" --probe 'p:b bench_probed a=%di b=%bx' -o "$w/static_ev2" "$w/static" >/dev/null 2>&1
+"$build/kprewrite" --probe 'p:b bench_probed a=%di b=%bx c=+0(%sp):u64 s=+0(%si):string' -o "$w/static_ev4" "$w/static" \
+    >/dev/null 2>&1
 ref=$src/../shared/reference/detour-floor
 [ -d "$ref" ] || ref=$(cd "$src/.." && pwd)/shared/reference/detour-floor
 have_ref=false
@@ -59,6 +68,9 @@ for round in $(seq 1 "$ROUNDS"); do
     "$w/probed" event_floor_rdtsc "$N" "$REPS" >>"$w/all"
     "$w/probed" event_floor_clock_gettime "$N" "$REPS" >>"$w/all"
     BENCH_HANDLER=1 "$w/probed_shared" shared_empty_handler "$N" "$REPS" >>"$w/all"
+    "$w/static_count" static_count_only "$N" "$REPS" >>"$w/all"
+    "$w/static_ev2" static_event_2regs "$N_STATIC_EVENT" "$REPS" >>"$w/all"
+    "$w/static_ev4" static_event_4args "$N_STATIC_EVENT" "$REPS" >>"$w/all"
     # int3 and disabled probes: need the control directory (FUSE)
     # (the control directory at once: by default it comes 20 ms after start-up)
     BENCH_STATE=disabled KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
@@ -107,5 +119,8 @@ r() { echo "scale=2; $1 / $2" | bc; }
 keh=$(med event_4args_hot); kieh=$(med inline_event_4args_hot); ke0=$(med event_0args_hot); rdf=$(med event_floor_rdtsc)
 [ -n "$keh" ] && [ -n "$rdf" ] && printf 'event with 4 args, buffers in cache (medians): %s ns compact, %s ns inline; no argument %s ns; the timestamp alone %s ns; 4 args / (empty handler + timestamp): %s\n' \
     "$keh" "${kieh:--}" "${ke0:--}" "$rdf" "$(r "$keh" "$(echo "$kp + $rdf" | bc)")"
+sc=$(med static_count_only); s2=$(med static_event_2regs); s4=$(med static_event_4args)
+[ -n "$sc" ] && [ -n "$kc" ] && printf 'static runtime (medians): count only %s ns (runtime library %s: a shared counter, lock add); event with 2 registers %s ns, with 4 args (a dereference and a string: a system call each) %s ns\n' \
+    "$sc" "$kc" "$s2" "$s4"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"

@@ -193,6 +193,17 @@ is "0 $(cat "$D/want")" "$rc $(cat "$D/sgot")" "every entry probed: output ident
 rhits() { awk -v s="$1+0x0" '$4 == s { print $6 }' "$D/sreport"; }
 is "1000 12004 30 50 1" "$(rhits main.leaf) $(rhits main.grow) $(rhits main.safeCall) $(rhits main.callbackBody) $(rhits runtime.exit)" \
     "KPREWRITE_REPORT at runtime.exit: exact counts (main.leaf, grow, safeCall, callbackBody)"
+# an event on main.grow, every entry probed: its C runs on the runtime's
+# stacks (a goroutine's is copied meanwhile, and has no room for it)
+"$KPREWRITE" --probe '*' --probe 'p:gr main.grow n=%ax:s64' -o "$G.ev" "$G" >/dev/null 2>&1
+KPREWRITE_REPORT=all KPREWRITE_TRACE="$D/sgo.trace" "$G.ev" >"$D/sev.out" 2>"$D/sev.err"; rc=$?
+is "0 $(cat "$D/want")" "$rc $(cat "$D/sev.out")" "an event on main.grow: output identical"
+w=$(grep -c ': gr: (main\.grow+0x0) n=' "$D/sgo.trace")
+d=$(awk '$4 == "main.grow+0x0" { for (i = 5; i < NF; i++) if ($i == "dropped") print $(i + 1) }' "$D/sev.err")
+is 12004 $((w + ${d:-0})) "KPREWRITE_TRACE at runtime.exit: $w events written + ${d:-0} dropped = main.grow's hits"
+is 0 "$(awk '{ v = $NF; sub(/^n=/, "", v); if (v + 0 < 0 || v + 0 > 3000) bad++ } END { print bad + 0 }' "$D/sgo.trace")" \
+    "each with its argument n (0..3000, from %ax: Go's register ABI)"
+echo "# threads in the static Go trace: $(sed 's/^ *[^ ]*-\([0-9]*\) .*/\1/' "$D/sgo.trace" | sort -u | wc -l)"
 soff=$("$KPREWRITE" --check --disasm --probe main.grow "$G" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
 like '^refused: go-sigtrap \(an int3 here: go-stack \(not at the entry\)\)' \
     "$("$KPREWRITE" --check --probe "0x$soff" "$G" | sed 's/^.*  k  [^ ]*  //')" \

@@ -24,6 +24,15 @@ run_all() { # PROGRAM
     (ulimit -c 0; "$1" trap int3; echo "own int3: rc $?") 2>/dev/null; (ulimit -c 0; "$1" trap raise; echo "raised: rc $?") 2>/dev/null
 }
 
+# the events every probed box carries: registers, dereferences (nested),
+# strings, a filter (word's n == 3 left out), $comm, and one on the int3
+# point raw_getpid
+WD='p:wd word s=+0(%di):string n=%si:s64 pn=+0(%dx):s64 pw=+0(+8(%dx)):string if n != 3'
+TK='p:tk tick x=%di:s64 cm=$comm'
+RP='p:rp raw_getpid'
+# events FILE: its lines from the event's name on (no thread, CPU or time)
+events() { sed 's/^.*[0-9]: \([a-z][a-z]*: (\)/\1/' "$1"; }
+
 # serve_check KIND PROGRAM: ctl on the running server
 serve_check() {
     k=$1 P=$2
@@ -33,7 +42,14 @@ serve_check() {
     pid=$!
     exec 3>"$D/in" 4<"$D/out"
     ask() { echo "$1" >&3; read -r answer <&4; }
+    # ctl trace follows the events from outside (the program has no thread for it)
+    "$KPREWRITE" ctl $pid trace >"$D/ctl.trace" 2>"$D/ctl.trace.err" &
+    tpid=$!
     ask "tick 5"
+    wait_lines "$D/ctl.trace" 5
+    kill -INT $tpid; wait $tpid
+    is "0 1 2 3 4|$(basename "$P" | cut -c 1-15)" "$(events "$D/ctl.trace" | sed -n 's/^tk: (tick+0x0) x=\([0-9]*\) .*/\1/p' | tr '\n' ' ' | sed 's/ $//')|$(sed -n '1s/^ *\(.*\)-[0-9]* .*/\1/p' "$D/ctl.trace")" \
+        "$k: ctl trace: tick's 5 events, as they happen, the thread's name (15 bytes, the kernel's comm) first"
     "$KPREWRITE" ctl $pid list >"$D/l1" 2>&1
     is "5 [OPTIMIZED]" "$(hits "$D/l1" tick) $(state "$D/l1" tick)" "$k: ctl list: tick hit 5 times, jump-optimized"
     like '^[0-9a-f]{16}  k  main\+0x0  \[OPTIMIZED\]  hits 1  nmissed 0$' "$(grep '  main+0x0  ' "$D/l1")" \
@@ -55,8 +71,8 @@ serve_check() {
         "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
     like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's guards" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
         "$k: the report's guard stays enabled"
-    like "ctl $pid: trace: a static program's runtime .* has list, enable, disable" \
-        "$("$KPREWRITE" ctl $pid trace 2>&1)" "$k: what it has not: one line"
+    like "ctl $pid: hist: a static program's runtime .* has list, enable, disable, optimize, unoptimize and trace" \
+        "$("$KPREWRITE" ctl $pid hist 2>&1)" "$k: what it has not: one line"
     ask ownsig
     "$KPREWRITE" ctl $pid list >"$D/l5"
     is "[DISABLED] [OPTIMIZED]" "$(state "$D/l5" raw_getpid) $(state "$D/l5" tick)" \
@@ -79,9 +95,9 @@ check_kind() { # KIND COMPILER FLAGS...
         return
     fi
     cp "$B" "$B.orig"
-    "$KPREWRITE" --probe '*' -o "$B.p" "$B" >"$D/$k.report" 2>"$D/$k.err"; rc=$?
+    "$KPREWRITE" --probe '*' --probe "$WD" --probe "$TK" --probe "$RP" -o "$B.p" "$B" >"$D/$k.report" 2>"$D/$k.err"; rc=$?
     ok $([ $rc -eq 0 ] || [ $rc -eq 2 ] || [ $rc -eq 3 ]; echo $?) \
-        "$k: every function entry baked (exit $rc: $(tail -n 1 "$D/$k.err"))"
+        "$k: every function entry baked, with three events (exit $rc: $(tail -n 1 "$D/$k.err"))"
     cmp -s "$B" "$B.orig"; ok $? "$k: the input untouched (-o)"
     like "the static runtime" "$(tail -n 1 "$D/$k.err")" "$k: the static runtime added"
     is "1" "$(readelf -SW "$B.p" | grep -c '\.kprewrite\.rt ')" "$k: in its own section, .kprewrite.rt"
@@ -91,6 +107,23 @@ check_kind() { # KIND COMPILER FLAGS...
     cmp -s "$D/$k.want" "$D/$k.got"; ok $? "$k: output identical ($(wc -l <"$D/$k.want") lines)"
     KPREWRITE_REPORT=1 "$B.p" count 1000 >/dev/null 2>"$D/$k.hits"
     is "1000 1" "$(hits "$D/$k.hits" tick) $(hits "$D/$k.hits" main)" "$k: exact hits (tick 1000, main 1)"
+    # the events, written at exit (KPREWRITE_TRACE)
+    KPREWRITE_TRACE="$D/$k.trace" "$B.p" words alpha be gamma delta >/dev/null
+    is "wd: (word+0x0) s=\"alpha\" n=1 pn=1 pw=\"alpha\"
+wd: (word+0x0) s=\"be\" n=2 pn=2 pw=\"be\"
+wd: (word+0x0) s=\"delta\" n=4 pn=4 pw=\"delta\"
+wd: (word+0x0) s=(fault) n=-1 pn=(fault) pw=(fault)" "$(events "$D/$k.trace")" \
+        "$k: KPREWRITE_TRACE: fetch-args, a filter and a fault, written at exit"
+    like "^ *$(basename "$B.p" | cut -c 1-15 | sed 's/\./\\./g')-[0-9]+ +\\[[0-9]{3}\\] [0-9]+\\.[0-9]{6}: wd: " "$(head -n 1 "$D/$k.trace")" \
+        "$k: ... each line as ftrace's, COMM-TID [CPU] SECS.USECS: first"
+    KPREWRITE_TRACE=- KPREWRITE_REPORT=1 "$B.p" rawpid 4 >/dev/null 2>"$D/$k.rp"
+    is "4 4" "$(grep -c ': rp: (raw_getpid+0x0)$' "$D/$k.rp") $(hits "$D/$k.rp" raw_getpid)" \
+        "$k: an event on the int3 point: 4 hits, 4 events (KPREWRITE_TRACE=-: stderr)"
+    KPREWRITE_TRACE="$D/$k.small" KPREWRITE_TRACE_BUFFER=4 KPREWRITE_REPORT=1 "$B.p" count 400 >/dev/null 2>"$D/$k.drop"
+    w=$(grep -c ': tk: (tick+0x0) x=' "$D/$k.small")
+    dr=$(awk '$4 == "tick+0x0" { for (i = 5; i < NF; i++) if ($i == "dropped") print $(i + 1) }' "$D/$k.drop")
+    is "400 yes" "$((w + ${dr:-0})) $([ "${dr:-0}" -gt 0 ] && echo yes)" \
+        "$k: a 4 KiB ring (KPREWRITE_TRACE_BUFFER=4): $w written + ${dr:-0} dropped = tick's 400 hits"
     KPREWRITE_REPORT=1 "$B.p" tinystack >/dev/null 2>"$D/$k.hits"
     is "7 1" "$? $(hits "$D/$k.hits" main)" "$k: _exit on a 640-byte stack: exit 7, the report printed (on the runtime's own stack)"
     KPREWRITE_REPORT=all "$B.p" rawpid 7 >/dev/null 2>"$D/$k.hits"
@@ -116,6 +149,19 @@ check_kind() { # KIND COMPILER FLAGS...
 }
 
 check_kind glibc-static "$CC" -static
+
+# the same definitions on the same program built dynamic, traced by the
+# runtime library: the same lines from the event's name on
+use_runtime
+if $CC -O2 -o "$D/box-dyn" "$SRC" 2>"$D/cc.err" &&
+   "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe "$WD" -o "$D/box-dyn.p" "$D/box-dyn" \
+       >/dev/null 2>&1; then
+    (cd "$D" && env -u LD_PRELOAD KPREWRITE_TRACE="$D/dyn.trace" ./box-dyn.p words alpha be gamma delta >/dev/null)
+    is "$(events "$D/glibc-static.trace")" "$(events "$D/dyn.trace")" \
+        "the static runtime's lines are the runtime library's (the same definition, the program built dynamic)"
+else
+    ok 1 "the dynamic box builds and bakes ($(head -n 1 "$D/cc.err"))"
+fi
 check_kind glibc-static-pie "$CC" -static-pie
 check_kind musl-static musl-gcc -static
 
@@ -142,13 +188,16 @@ is "r 400 r 6" "$(awk '$4 == "tick+0x0" { print $3, $6 }' "$D/ret.hits") $(awk '
     "return probes: exact counts, jump (tick 400) and int3 (raw_getpid 6)"
 
 # what the static runtime has not: one line each, exit 1, nothing written
-out=$("$KPREWRITE" --probe 'p:tk tick x=%di' -o "$D/ev.p" "$B" 2>&1); rc=$?
-is "1 absent" "$rc $([ -e "$D/ev.p" ] && echo written || echo absent)" "an event definition: exit 1, nothing written"
-like "box-glibc-static: .*fetch-arg events in a static executable" "$out" "an event definition: one line saying why"
-is 1 "$(printf '%s\n' "$out" | wc -l)" "... one line"
+for def in 'r:tr tick ret=$retval' 'p:tr tick%return'; do
+    out=$("$KPREWRITE" --probe "$def" -o "$D/ev.p" "$B" 2>&1); rc=$?
+    is "1 absent 1" "$rc $([ -e "$D/ev.p" ] && echo written || echo absent) $(printf '%s\n' "$out" | wc -l)" \
+        "a return event ($def): exit 1, nothing written, one line"
+    like "box-glibc-static: .*a return event in a static executable: its runtime .* does not hook returns" "$out" \
+        "... saying why"
+done
 KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
-like "static runtime: KPREWRITE_EVENTS .*counts hits only; ignored" "$(cat "$D/ev.err")" \
-    "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+like "static runtime: KPREWRITE_EVENTS: a static executable's events are those kprewrite baked .*; ignored" \
+    "$(cat "$D/ev.err")" "KPREWRITE_EVENTS at run time: one line saying it is ignored"
 LD_PRELOAD=/nonexistent/handlers.so "$B.p" echo >/dev/null 2>"$D/pre.err"
 like "static runtime: LD_PRELOAD: .*handlers need a dynamic program" "$(cat "$D/pre.err")" \
     "a handler library preloaded: one line saying handlers need a dynamic program"

@@ -19,6 +19,7 @@
  * the site sees either the old or the new instruction, never a mix.
  */
 #include "ctl.h"
+#include "ctl-static.h"
 #include "../runtime/core/kprw-core.h"
 #include "../runtime/static/blob.h"
 
@@ -30,20 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct sproc {
-    long pid;
-    int mem;
-    uint64_t head, table, area;
-    struct kprs_head h;
-    struct kprw_table t;
-    struct kprs_area a;
-    struct kprw_entry *e;
-    char *strings;
-    struct kprs_point *pt;
-    uint32_t *sorted;
-};
-
-static int rd(const struct sproc *s, uint64_t at, void *buf, size_t n)
+int sproc_rd(const struct sproc *s, uint64_t at, void *buf, size_t n)
 {
     return pread(s->mem, buf, n, (off_t)at) == (ssize_t)n ? 0 : -1;
 }
@@ -93,10 +81,10 @@ static int read_state(struct sproc *s)
     if (!s->e || !s->pt || !s->sorted || !s->strings)
         return -1;
     uint64_t pts = s->area + sizeof(struct kprs_area);
-    return rd(s, s->table + sizeof s->t, s->e, n * sizeof *s->e) < 0 ||
-                   rd(s, pts, s->pt, n * sizeof *s->pt) < 0 ||
-                   rd(s, pts + n * sizeof *s->pt, s->sorted, n * sizeof *s->sorted) < 0 ||
-                   rd(s, s->table + s->t.strings_off, s->strings, s->t.strings_size) < 0
+    return sproc_rd(s, s->table + sizeof s->t, s->e, n * sizeof *s->e) < 0 ||
+                   sproc_rd(s, pts, s->pt, n * sizeof *s->pt) < 0 ||
+                   sproc_rd(s, pts + n * sizeof *s->pt, s->sorted, n * sizeof *s->sorted) < 0 ||
+                   sproc_rd(s, s->table + s->t.strings_off, s->strings, s->t.strings_size) < 0
                ? -1 : 0;
 }
 
@@ -124,7 +112,7 @@ static int sproc_open(long pid, struct sproc *s)
     }
     uint64_t start = at_entry(pid);
     s->head = rt + (start - entry);   /* the load bias: 0 unless a static-pie */
-    if (!start || rd(s, s->head, &s->h, sizeof s->h) < 0 || s->h.magic != KPRS_HEAD_MAGIC ||
+    if (!start || sproc_rd(s, s->head, &s->h, sizeof s->h) < 0 || s->h.magic != KPRS_HEAD_MAGIC ||
         s->h.start_off != entry - rt) {
         fprintf(stderr, "kprewrite: ctl %ld: a static program, but its static runtime is not where its executable "
                 "says\n", pid);
@@ -138,8 +126,8 @@ static int sproc_open(long pid, struct sproc *s)
     }
     s->table = s->head + (uint64_t)s->h.table_rel;
     s->area = s->head + (uint64_t)s->h.area_rel;
-    if (rd(s, s->area, &s->a, sizeof s->a) < 0 || s->a.magic != KPRS_AREA_MAGIC ||
-        rd(s, s->table, &s->t, sizeof s->t) < 0 || s->t.nentries != s->a.nentries) {
+    if (sproc_rd(s, s->area, &s->a, sizeof s->a) < 0 || s->a.magic != KPRS_AREA_MAGIC ||
+        sproc_rd(s, s->table, &s->t, sizeof s->t) < 0 || s->t.nentries != s->a.nentries) {
         fprintf(stderr, "kprewrite: ctl %ld: a static program whose runtime has not set itself up (just started, or "
                 "its probe table was refused: see its stderr)\n", pid);
         return -1;
@@ -161,7 +149,7 @@ static void sproc_close(struct sproc *s)
 }
 
 /* Entry i's name, as the runtime spells it. */
-static void name_of(const struct sproc *s, uint32_t i, char *buf, size_t size)
+void sproc_name(const struct sproc *s, uint32_t i, char *buf, size_t size)
 {
     const struct kprw_entry *e = &s->e[i];
     if (KPRW_NAME_BY_ADDR(e->name_off)) {
@@ -180,7 +168,7 @@ static void name_of(const struct sproc *s, uint32_t i, char *buf, size_t size)
     }
 }
 
-static uint64_t site_of(const struct sproc *s, uint32_t i)
+uint64_t sproc_site(const struct sproc *s, uint32_t i)
 {
     return s->table + (uint64_t)(int64_t)s->e[i].site_rel;
 }
@@ -195,11 +183,14 @@ static int static_list(const struct sproc *s)
         if (i >= s->t.nentries)
             continue;
         const struct kprs_point *pt = &s->pt[i];
-        name_of(s, i, name, sizeof name);
-        printf("%016llx  %c  %s+0x%x  %s%s  hits %llu  nmissed 0\n", (unsigned long long)site_of(s, i), s->e[i].kind,
+        sproc_name(s, i, name, sizeof name);
+        printf("%016llx  %c  %s+0x%x  %s%s  hits %llu  nmissed 0", (unsigned long long)sproc_site(s, i), s->e[i].kind,
                name, s->e[i].offset, pt->disabled ? "[DISABLED]" : "",
                s->e[i].verdict == KPRW_OPTIMIZED && !pt->unoptimized ? "[OPTIMIZED]" : "",
                (unsigned long long)pt->hits);
+        if (pt->dropped)   /* as the runtime library's list: the events a full ring lost */
+            printf("  dropped %llu", (unsigned long long)pt->dropped);
+        putchar('\n');
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -219,9 +210,9 @@ static int apply(const struct sproc *s, uint32_t i, enum kprw_op op)
         return wr(s, rec + offsetof(struct kprs_point, disabled), op == KPRW_OP_DISABLE);
     case KPRW_OP_UNOPTIMIZE:   /* the record first: the handler resumes at the copy either way */
         return wr(s, rec + offsetof(struct kprs_point, unoptimized), 1) < 0 ||
-                       wr(s, site_of(s, i), s->a.trap_byte) < 0 ? -1 : 0;
+                       wr(s, sproc_site(s, i), s->a.trap_byte) < 0 ? -1 : 0;
     case KPRW_OP_OPTIMIZE:     /* the jump's first byte, as the runtime found it at start-up */
-        return wr(s, site_of(s, i), s->pt[i].site0) < 0 ||
+        return wr(s, sproc_site(s, i), s->pt[i].site0) < 0 ||
                        wr(s, rec + offsetof(struct kprs_point, unoptimized), 0) < 0 ? -1 : 0;
     }
     return -1;
@@ -241,9 +232,9 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
     }
     for (uint32_t i = 0; i < s->t.nentries; i++) {
         const struct kprw_entry *e = &s->e[i];
-        name_of(s, i, name, sizeof name);
+        sproc_name(s, i, name, sizeof name);
         uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
-        if (!kprw_spec_matches_entry(sp, splen, name, e->offset, site_of(s, i), skipped))
+        if (!kprw_spec_matches_entry(sp, splen, name, e->offset, sproc_site(s, i), skipped))
             continue;
         if (s->pt[i].guard && op == KPRW_OP_DISABLE) {   /* the report is printed there */
             guards++;
@@ -291,7 +282,12 @@ int ctl_static_main(long pid, int argc, char **argv)
     const char *cmd = argv[2];
     int rc = 0;
     if (!strcmp(cmd, "list")) {
+        if (s.a.pid != pid)   /* a fork's child that did not exec: the area is its parent's copy */
+            fprintf(stderr, "kprewrite: ctl %ld: forked by %d, no exec since: its counts include %d's from before "
+                    "the fork\n", pid, (int)s.a.pid, (int)s.a.pid);
         rc = static_list(&s);
+    } else if (!strcmp(cmd, "trace") && (argc == 3 || (argc == 4 && !strcmp(argv[3], "--format=text")))) {
+        rc = sproc_trace(&s);
     } else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable") || !strcmp(cmd, "optimize") ||
                !strcmp(cmd, "unoptimize")) {
         if (argc < 4) {
@@ -302,7 +298,7 @@ int ctl_static_main(long pid, int argc, char **argv)
             rc |= static_control(&s, cmd, argv[i]);
     } else {
         fprintf(stderr, "kprewrite: ctl %ld: %s: a static program's runtime (the static runtime) has list, enable, "
-                "disable, optimize and unoptimize only\n", pid, cmd);
+                "disable, optimize, unoptimize and trace (text) only\n", pid, cmd);
         rc = 1;
     }
     sproc_close(&s);

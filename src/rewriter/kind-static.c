@@ -8,8 +8,9 @@
  * them without handlers), runs the int3 probes and prints
  * KPREWRITE_REPORT at _exit, and puts its int3s back when the program
  * takes SIGTRAP (at __libc_sigaction); kprewrite ctl steers it from outside
- * (ctl-static.c). It has no handlers and no events: definitions are
- * refused. --runtime, which
+ * (ctl-static.c). It records entry events (definitions baked in the table,
+ * src/runtime/static/events.c); it has no handlers, and return events are
+ * refused (no return is hooked). --runtime, which
  * names a runtime library, does not apply (nothing would load one).
  */
 #include "kinds.h"
@@ -130,9 +131,9 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
 
 #define STATIC_HOOKS \
     USER_RULES, \
-    .events = false, \
-    .events_refused = "fetch-arg events in a static executable: its runtime (the static runtime) counts hits " \
-                      "only (bake the point alone: --probe SPEC)", \
+    .events = true, \
+    .return_events_refused = "a return event in a static executable: its runtime (the static runtime) does not " \
+                             "hook returns (an entry event, p:, works; the return probe alone counts calls)", \
     .adds_pool = true, \
     .guards = static_guards, \
     .bake = static_bake

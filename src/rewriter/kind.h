@@ -81,6 +81,9 @@ struct kind_hooks {
     /* run.c: why a definition is refused when events is false (NULL: the
      * kernel's words, "user-space only for now") */
     const char *events_refused;
+    /* run.c: why a return event (r:, SYM%return) is refused where events
+     * is true (NULL: return events are taken) */
+    const char *return_events_refused;
     /* run.c: no int3 can be baked: a probe the analysis leaves int3 is
      * refused (go-sigtrap: a static Go executable, whose runtime takes
      * SIGTRAP with a system call of its own; golang.c go_no_traps) */

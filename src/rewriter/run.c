@@ -107,16 +107,23 @@ static int take_baked_probes(struct run *r)
     return 0;
 }
 
-/* An event definition for an image whose runtime has no events: refused
- * (the first, in one line); -1. */
+/* Is a definition a return event's (r[N][:...] SPEC, or SPEC%return)? */
+static bool return_event(const struct probe_spec *sp)
+{
+    const char *d = sp->def;
+    return sp->is_return || (d[0] == 'r' && (d[1] == ':' || d[1] == ' ' || d[1] == '\t' || (d[1] >= '0' && d[1] <= '9')));
+}
+
+/* An event definition for an image whose runtime has no events (or no
+ * return events): refused (the first, in one line); -1. */
 static int events_refused(const struct run *r)
 {
     for (size_t i = 0; i < r->o->specs->n; i++) {
         const struct probe_spec *sp = &r->o->specs->v[i];
-        if (!sp->def)
+        if (!sp->def || (r->img.hooks->events && !(r->img.hooks->return_events_refused && return_event(sp))))
             continue;
         char why[1400];
-        const char *refused = r->img.hooks->events_refused;
+        const char *refused = r->img.hooks->events ? r->img.hooks->return_events_refused : r->img.hooks->events_refused;
         spec_error(sp, 1, refused ? refused : "fetch-arg events are user-space only for now (bake the point alone: "
                    "--probe SPEC)", why, sizeof why);
         fprintf(r->o->msg, "kprewrite: %s: %s\n", r->o->image, why);
@@ -144,8 +151,8 @@ static int prepare(struct run *r)
                 r->img.hooks = as;
         }
     }
-    /* (the kind as the pool made it: a static executable's has no events) */
-    return !r->img.hooks->events ? events_refused(r) : 0;
+    /* (the kind as the pool made it: a static executable's has no return events) */
+    return events_refused(r);
 }
 
 /* The report of the verdicts, as the options ask. */

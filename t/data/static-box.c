@@ -24,6 +24,15 @@ static volatile sig_atomic_t got;
 
 __attribute__((noinline)) long tick(long x) { return x * 3 + 1; }
 
+/* word(w, n, p): w's length (p holds n and w again), or n when n < 0 (w
+ * and p are not read then: the words applet passes an address nothing
+ * maps, for an event's (fault)) */
+struct pair { long n; const char *w; };
+__attribute__((noinline)) long word(const char *w, long n, const struct pair *p)
+{
+    return n < 0 ? n : (long)strlen(p->w) + (p->n - n) + (long)(w - p->w);
+}
+
 static int ap_echo(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -149,6 +158,20 @@ static int ap_tinystack(int argc, char **argv)
     __builtin_unreachable();
 }
 
+/* words W...: word() on each (its length, its index, a pair), then once
+ * on an address nothing maps */
+static int ap_words(int argc, char **argv)
+{
+    long total = 0;
+    for (int i = 1; i < argc; i++) {
+        struct pair p = { i, argv[i] };
+        total += word(argv[i], i, &p);
+    }
+    total += word((const char *)16, -1, NULL);
+    printf("words %d letters %ld\n", argc - 1, total + 1);
+    return 0;
+}
+
 /* Reads "tick N", "ownsig" (a SIGTRAP handler of its own) and "quit"
  * from stdin; answers each line once it is done. */
 static int ap_serve(int argc, char **argv)
@@ -177,6 +200,7 @@ static const struct applet {
     { "echo", ap_echo }, { "cat", ap_cat }, { "count", ap_count }, { "opts", ap_opts },
     { "spawn", ap_spawn }, { "sig", ap_sig }, { "rawpid", ap_rawpid }, { "serve", ap_serve },
     { "trap", ap_trap }, { "ownsig", ap_ownsig }, { "tinystack", ap_tinystack },
+    { "words", ap_words },
 };
 
 int main(int argc, char **argv)

@@ -31,8 +31,11 @@ static const struct kprw_reg_name x86_reg_names[] = {
  * 7th at $stack1 at the function's entry ($stack0: the return address). */
 static const unsigned char x86_arg_slots[] = { X86_DI, X86_SI, X86_DX, X86_CX, X86_R8, X86_R9 };
 
-static const struct kprw_fetch_isa x86_fetch_isa = {
-    x86_reg_names, sizeof x86_reg_names / sizeof x86_reg_names[0],
-    x86_arg_slots, sizeof x86_arg_slots, X86_AX, X86_SP, X86_IP, X86_NSLOTS, 8, 4,
-};
+/* (an initializer of its own: the static runtime, which may hold no
+ * stored address, builds one at run time) */
+#define X86_FETCH_ISA_INIT { \
+    x86_reg_names, sizeof x86_reg_names / sizeof x86_reg_names[0], \
+    x86_arg_slots, sizeof x86_arg_slots, X86_AX, X86_SP, X86_IP, X86_NSLOTS, 8, 4, \
+}
+static const struct kprw_fetch_isa x86_fetch_isa = X86_FETCH_ISA_INIT;
 #endif

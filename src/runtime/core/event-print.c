@@ -239,6 +239,19 @@ void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, u
             b->p[i] = '_';
 }
 
+void kprw_event_point_name(const struct kprw_event *ev, const char *sym, uint32_t offset, uint32_t skipped,
+                           uint64_t addr, struct kprw_sbuf *b)
+{
+    if (ev->name) {
+        kprw_sb_str(b, ev->name);
+        return;
+    }
+    bool plus = false;
+    for (uint32_t c = 0; c < ev->spec_len; c++)
+        plus |= ev->spec[c] == '+';
+    kprw_event_default_name(ev->is_return, sym, skipped && skipped == offset && !plus ? 0 : offset, addr, b);
+}
+
 /* ---- histograms ---- */
 
 /* 2^p as bpftrace writes bucket bounds: 1, 2, ..., 512, 1K, ... 8E. */

@@ -258,6 +258,12 @@ void kprw_event_json_args(const struct kprw_event *ev, const uint8_t *rec, const
 /* The event name the kernel would give a definition without one:
  * p_SYM_OFF / r_SYM_OFF, or p_0xADDR (non-alphanumerics become '_'). */
 void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, uint64_t addr, struct kprw_sbuf *b);
+/* An event's name on a point named SYM+offset (skipped: the bytes of an
+ * endbr64 a SYM+0 point was placed past, else 0): the definition's, or the
+ * kernel's default, where such a point is SYM+0 unless the spec says
+ * SYM+OFF. */
+void kprw_event_point_name(const struct kprw_event *ev, const char *sym, uint32_t offset, uint32_t skipped,
+                           uint64_t addr, struct kprw_sbuf *b);
 
 /* ---- histograms: log2 buckets, as bpftrace's hist() ---- */
 #define KPRW_HIST_BUCKETS 65        /* [0], [1], [2,4) ... [2^63, 2^64) */

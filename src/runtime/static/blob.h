@@ -16,12 +16,21 @@
 #define KPRS_AREA_MAGIC 0x4145524bu      /* "KREA" */
 #define KPRS_VERSION 3
 #define KPRS_EXITS 2                     /* report points the head names */
-#define KPRS_GUARD_STACK 16384           /* the guards' stack, after the area's arrays */
+#define KPRS_STACKS 8                    /* the runtime's stacks, after the area's arrays */
+#define KPRS_STACK_SHIFT 14              /* each 16 KiB */
+#define KPRS_ARENA (256 * 1024)          /* with events: what their definitions parse into */
+#define KPRS_RING (4u << 20)             /* with events: the ring of records (a power of 2) */
 
 /* Offsets start-x86.S uses (init.c asserts them). */
 #define KPRS_HEAD_AREA_REL 24
-#define KPRS_AREA_STACK_BUSY 20
-#define KPRS_AREA_STACK_TOP 24
+#define KPRS_AREA_STACK_BUSY 24
+#define KPRS_AREA_STACKS 32
+#define KPRS_PT_HITS 0
+#define KPRS_PT_DISABLED 8
+#define KPRS_PT_GUARD 10
+#define KPRS_PT_EV 12
+#define KPRS_PT_GO 14
+#define KPRS_PT_DROPPED 16
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -52,16 +61,23 @@ struct kprs_point {
     uint8_t guard;                       /* enum kprs_guard: the runtime acts there */
     uint8_t site0;                       /* the site's first byte as baked (the jump's): ctl optimize
                                             writes it back */
-    uint8_t pad[4];
+    uint16_t ev;                         /* the event definition bound here + 1 (0: none; events.c) */
+    uint8_t go;                          /* a Go function's (KPRW_F_GO): its C runs on the runtime's
+                                            stacks only, never on the goroutine's */
+    uint8_t pad;
+    uint64_t dropped;                    /* its events lost: the ring full, or no stack free */
 };
 
 /* Points where the runtime acts, besides counting. */
 enum kprs_guard {
     KPRS_GUARD_NONE,
-    KPRS_GUARD_EXIT,                     /* _exit (the head's exit_rel): KPREWRITE_REPORT is printed */
+    KPRS_GUARD_EXIT,                     /* _exit (the head's exit_rel): KPREWRITE_REPORT is printed,
+                                            KPREWRITE_TRACE written */
     KPRS_GUARD_SIGACTION,                /* libc's sigaction (the head's): a handler for SIGTRAP
                                             takes the int3 probes' signal, so they are put back */
 };
+
+#define KPRS_REC_PAD 0xffffffffu         /* a record's id: padding to the ring's end */
 
 struct kprs_area {
     uint32_t magic;                      /* KPRS_AREA_MAGIC once the blob set itself up */
@@ -73,23 +89,42 @@ struct kprs_area {
     uint8_t trap_byte;                   /* what ctl unoptimize writes over a site's first byte (int3) */
     uint8_t trap_taken;                  /* the program took SIGTRAP (or is Go's, whose runtime
                                             takes it): no int3 of the runtime's is left */
-    uint8_t stack_busy;                  /* a guard runs on the guards' stack (start-x86.S) */
-    uint8_t pad[3];
-    uint64_t stack_top;                  /* the guards' stack: a guard's C runs there, never on the
-                                            program's stack, which may be a goroutine's few KiB */
+    int32_t trace_fd;                    /* KPREWRITE_TRACE: where the events go at exit, or -1 */
+    uint64_t stack_busy;                 /* bit k: the runtime's stack k is in use (start-x86.S) */
+    uint64_t stacks;                     /* the stacks' lowest address: stack k's top is
+                                            stacks + (k + 1) << KPRS_STACK_SHIFT. A guard's or an
+                                            event's C runs there, never on the program's stack,
+                                            which may be a goroutine's few KiB */
+    /* events (events.c): 0 without */
+    uint64_t ring;                       /* the ring's address */
+    uint64_t ring_size;                  /* its bytes in use (a power of 2, <= KPRS_RING) */
+    uint64_t events;                     /* the parsed definitions (struct kprw_event[nevents]) */
+    uint32_t nevents;
+    uint32_t pad;
+    uint64_t tsc0, ns0;                  /* the clock at start-up: a record's TSC to nanoseconds */
+    uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
+    uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
-     * indices sorted by site (the SIGTRAP handler's search) */
+     * indices sorted by site (the SIGTRAP handler's search); the stacks;
+     * with events, the arena and the ring */
 };
 
-/* The area's arrays, then (16-aligned) the guards' stack. */
-static inline uint64_t kprs_area_arrays(uint32_t n)
-{
-    return sizeof(struct kprs_area) + (uint64_t)n * (sizeof(struct kprs_point) + sizeof(uint32_t));
-}
+/* Where the area's parts are, from its start; events: the table has
+ * definitions. */
+struct kprs_layout {
+    uint64_t points, sorted, stacks, arena, ring, size;
+};
 
-static inline uint64_t kprs_area_size(uint32_t n)
+static inline struct kprs_layout kprs_area_layout(uint32_t n, int events)
 {
-    return ((kprs_area_arrays(n) + 15) & ~(uint64_t)15) + KPRS_GUARD_STACK;
+    struct kprs_layout l;
+    l.points = sizeof(struct kprs_area);
+    l.sorted = l.points + (uint64_t)n * sizeof(struct kprs_point);
+    l.stacks = (l.sorted + (uint64_t)n * sizeof(uint32_t) + 63) & ~(uint64_t)63;
+    l.arena = l.stacks + ((uint64_t)KPRS_STACKS << KPRS_STACK_SHIFT);
+    l.ring = events ? l.arena + KPRS_ARENA : l.arena;
+    l.size = events ? l.ring + KPRS_RING : l.ring;
+    return l;
 }
 #endif /* __ASSEMBLER__ */
 #endif

@@ -1,6 +1,7 @@
 /*
  * The static runtime's guard points, where it acts besides counting:
- *   _exit             KPREWRITE_REPORT is printed (report.c), once, by the
+ *   _exit             KPREWRITE_REPORT is printed (report.c), then
+ *                     KPREWRITE_TRACE written (events.c), once, by the
  *                     process that set the runtime up
  *   sigaction         glibc's and musl's __libc_sigaction, which
  *                     sigaction, signal and the like go through (kprewrite
@@ -14,6 +15,7 @@
  *                     says so. A one-byte store, as kprewrite ctl makes.
  */
 #include "rt.h"
+#include "events.h"
 
 #define SYS_mprotect 10
 #define PROT_RX 5
@@ -75,8 +77,9 @@ void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1)
         return;
     }
     struct kprs_area *a = r.area;
-    if (a->report_fd < 0 || kprs_sys(SYS_getpid, 0, 0, 0, 0) != a->pid ||
-        __atomic_exchange_n(&a->reported, 1, __ATOMIC_RELAXED))
+    if (kprs_sys(SYS_getpid, 0, 0, 0, 0) != a->pid || __atomic_exchange_n(&a->reported, 1, __ATOMIC_RELAXED))
         return;
-    kprs_report(&r);
+    if (a->report_fd >= 0)   /* the counts first: other threads run on until the process ends */
+        kprs_report(&r);
+    kprs_trace_flush(&r);
 }

@@ -7,6 +7,7 @@
  * its displaced instructions uncounted (the thunks skip an empty slot).
  */
 #include "rt.h"
+#include "events.h"
 #include "../core/kprw-core.h"
 #include "kprewrite/ptrace.h"
 
@@ -14,7 +15,7 @@
  * kprs_kret_enter only when they save %r11 around it (KPRW_T_KRET_R11);
  * they never jump to the return slot, as no call is taken. */
 #define KPRS_T_READS (KPRW_T_ADDED_POOL | KPRW_T_ENTER | KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | \
-                      KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11)
+                      KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_EVENTS)
 
 static void say(const char *what)
 {
@@ -24,11 +25,24 @@ static void say(const char *what)
     kprs_sys(SYS_write, 2, (long)tail, (long)kprs_strlen(tail), 0);
 }
 
+void kprs_note3(const char *a, const char *b, size_t n, const char *c)
+{
+    char line[600];
+    size_t len = 0;
+    const char *parts[3] = { "kprewrite: static runtime: ", a, c };
+    for (int k = 0; k < 3; k++) {
+        for (const char *p = parts[k]; *p && len < sizeof line - 1; p++)
+            line[len++] = *p;
+        for (size_t i = 0; k == 1 && i < n && len < sizeof line - 1; i++)
+            line[len++] = b[i];
+    }
+    line[len++] = '\n';
+    kprs_write_all(2, line, len);   /* one write: a line never torn by another's */
+}
+
 static void note(const char *what)
 {
-    kprs_sys(SYS_write, 2, (long)"kprewrite: static runtime: ", 27, 0);
-    kprs_sys(SYS_write, 2, (long)what, (long)kprs_strlen(what), 0);
-    kprs_sys(SYS_write, 2, (long)"\n", 1, 0);
+    kprs_note3(what, "", 0, "");
 }
 
 static const char *getenv_sp(uint64_t *sp, const char *name)
@@ -76,7 +90,14 @@ static void report_setup(struct kprs_area *a, uint64_t *sp)
 
 _Static_assert(__builtin_offsetof(struct kprs_head, area_rel) == KPRS_HEAD_AREA_REL, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, stack_busy) == KPRS_AREA_STACK_BUSY, "start-x86.S's offsets");
-_Static_assert(__builtin_offsetof(struct kprs_area, stack_top) == KPRS_AREA_STACK_TOP, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, stacks) == KPRS_AREA_STACKS, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, hits) == KPRS_PT_HITS, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, disabled) == KPRS_PT_DISABLED, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, guard) == KPRS_PT_GUARD, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, ev) == KPRS_PT_EV, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, go) == KPRS_PT_GO, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, dropped) == KPRS_PT_DROPPED, "start-x86.S's offsets");
+_Static_assert(KPRS_STACKS <= 32, "start-x86.S takes a stack's bit from a 32-bit mask");
 
 /* A Go program's: its runtime installs its own SIGTRAP handler with a
  * system call of its own, so kprewrite baked no int3 (go-sigtrap), and
@@ -87,6 +108,33 @@ static bool is_go(const struct kprs_rt *r)
         if (r->e[i].flags & KPRW_F_GO)
             return true;
     return false;
+}
+
+/* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text
+ * only. Definitions come from the table only (kprewrite --probe DEF):
+ * KPREWRITE_EVENTS would need a symbol table and an allocator. */
+static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
+{
+    const char *path = getenv_sp(sp, "KPREWRITE_TRACE"), *fmt = getenv_sp(sp, "KPREWRITE_TRACE_FORMAT");
+    if (getenv_sp(sp, "KPREWRITE_EVENTS"))
+        note("KPREWRITE_EVENTS: a static executable's events are those kprewrite baked (--probe 'p:EVENT SPEC "
+             "ARGS'); ignored");
+    if (!path || !*path)
+        return;
+    if (!r->area->ring) {
+        note("KPREWRITE_TRACE: kprewrite baked no event into this executable (--probe 'p:EVENT SPEC ARGS'); ignored");
+        return;
+    }
+    if (fmt && *fmt && kprs_strcmp(fmt, "text"))
+        note("KPREWRITE_TRACE_FORMAT: a static executable writes text only");
+    long fd = path[0] == '-' && !path[1] ? kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0)
+                                         : kprs_sys(SYS_openat, -100 /* AT_FDCWD */, (long)path,
+                                                    01 | 0100 | 01000 | 02000000 /* WRONLY CREAT TRUNC CLOEXEC */,
+                                                    0644);
+    if (fd < 0)
+        kprs_note3("KPREWRITE_TRACE: cannot open ", path, kprs_strlen(path), "; the events stay in the ring");
+    else
+        r->area->trace_fd = (int32_t)fd;
 }
 
 void kprs_init(uint64_t *sp)
@@ -103,10 +151,11 @@ void kprs_init(uint64_t *sp)
         return;
     }
     struct kprs_area *a = r.area;
+    a->trace_fd = -1;
     a->nentries = t->nentries;
     a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
     a->trap_byte = 0xcc;   /* int3 */
-    a->stack_top = (uint64_t)(uintptr_t)a + kprs_area_size(t->nentries);
+    a->stacks = (uint64_t)(uintptr_t)a + kprs_area_layout(t->nentries, (t->flags & KPRW_T_EVENTS) != 0).stacks;
     report_setup(a, sp);
     for (uint32_t i = 0; i < t->nentries; i++)
         if (kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {   /* (names: any) */
@@ -118,7 +167,7 @@ void kprs_init(uint64_t *sp)
         r.pt[i].guard = guard_of(&r, i);
         guards += r.pt[i].guard == KPRS_GUARD_EXIT;
         r.pt[i].site0 = *(const uint8_t *)kprs_site(&r, i);
-        r.state[i].rt = &r.pt[i];
+        r.pt[i].go = (r.e[i].flags & KPRW_F_GO) != 0;
     }
     if (a->report_fd >= 0 && !guards)
         note("KPREWRITE_REPORT: kprewrite baked no report point in this executable (no _exit or runtime.exit "
@@ -126,8 +175,10 @@ void kprs_init(uint64_t *sp)
     if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
         note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
              "its probes count hits only");
-    if (getenv_sp(sp, "KPREWRITE_EVENTS") || getenv_sp(sp, "KPREWRITE_TRACE"))
-        note("KPREWRITE_EVENTS and KPREWRITE_TRACE: a static executable's runtime counts hits only; ignored");
+    kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"));
+    trace_setup(&r, sp);
+    for (uint32_t i = 0; i < t->nentries; i++)   /* (the points complete: the detours may count now) */
+        r.state[i].rt = &r.pt[i];
     kprs_sort_sites(&r);
     if (is_go(&r))
         a->trap_taken = 1;
@@ -136,22 +187,37 @@ void kprs_init(uint64_t *sp)
         note("cannot install its SIGTRAP handler: the int3 probes are put back");
     }
     void **slot = (void **)((char *)t + t->slot_rel);
-    slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch;
+    slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch_entry;
     slot[KPRW_SLOT_ENTER] = (void *)kprs_enter;
     slot[KPRW_SLOT_KRET_ENTER] = (void *)kprs_kret_enter;
     __atomic_store_n(&a->magic, KPRS_AREA_MAGIC, __ATOMIC_RELEASE);   /* kprewrite ctl may read it now */
 }
 
-/* Inline and shared detours: the state in %rdi; the detour saved the
- * caller-saved registers and the flags. */
+/* Inline and shared detours (through kprs_dispatch_entry, which stored
+ * the callee-saved registers and sp): the state in %rdi; the detour saved
+ * the caller-saved registers and the flags. */
 uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
 {
     struct kprs_point *pt = st->rt;
     if (pt && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
-        const uint64_t *r = regs;   /* pt_regs: the detour filled the caller-saved ones */
-        if (pt->guard)
-            kprs_guard(pt, r[PTREGS_DI / 8], r[PTREGS_SI / 8]);
+        if (pt->guard || pt->ev)
+            kprs_hit(pt, regs);
     }
     return 0;
+}
+
+/* A guard's or an event's point hit (counted): the event first (an event
+ * on _exit is written by its guard), then the guard. */
+void kprs_hit(struct kprs_point *pt, void *regs)
+{
+    struct kprs_rt r;
+    kprs_rt_get(&r);
+    uint32_t i = (uint32_t)(pt - r.pt);
+    struct pt_regs *p = regs;
+    p->ip = kprs_site(&r, i);
+    if (pt->ev)
+        kprs_event(&r, i, p);
+    if (pt->guard)
+        kprs_guard(pt, p->di, p->si);
 }

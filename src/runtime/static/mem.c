@@ -33,3 +33,16 @@ int kprs_strcmp(const char *a, const char *b)
         a++, b++;
     return (unsigned char)*a - (unsigned char)*b;
 }
+
+void kprs_write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        long k = kprs_sys(SYS_write, fd, (long)s, (long)n, 0);
+        if (k == -4)   /* EINTR */
+            continue;
+        if (k <= 0)
+            return;
+        s += k;
+        n -= (size_t)k;
+    }
+}

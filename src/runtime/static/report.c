@@ -31,15 +31,19 @@ static void put_num(struct line *l, uint64_t v, unsigned base, int width)
         l->s[l->n++] = d[n];
 }
 
-static void name_of(struct line *l, const struct kprs_rt *r, const struct kprw_entry *e)
+void kprs_entry_name(const struct kprs_rt *r, const struct kprw_entry *e, char *buf, size_t size)
 {
+    struct line l = { .n = 0 };
     const char *name = kprs_name(r, e);
     if (name) {
-        put(l, name);
-        return;
+        put(&l, name);
+    } else {
+        put(&l, e->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX);
+        put_num(&l, r->t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset, 16, 0);
     }
-    put(l, e->name_off == KPRW_NAME_FDE ? KPRW_FDE_PREFIX : KPRW_FOUND_PREFIX);
-    put_num(l, r->t->link_addr + (uint64_t)(int64_t)e->site_rel - e->offset, 16, 0);
+    size_t n = l.n < size - 1 ? l.n : size - 1;
+    memcpy(buf, l.s, n);
+    buf[n] = 0;
 }
 
 static void report_line(const struct kprs_rt *r, int fd, uint32_t i)
@@ -50,12 +54,20 @@ static void report_line(const struct kprs_rt *r, int fd, uint32_t i)
     char kind[5] = { ' ', ' ', (char)r->e[i].kind, ' ', 0 };
     put(&l, kind);
     put(&l, " ");
-    name_of(&l, r, &r->e[i]);
+    char name[300];
+    kprs_entry_name(r, &r->e[i], name, sizeof name);
+    put(&l, name);
     put(&l, "+0x");
     put_num(&l, r->e[i].offset, 16, 0);
     put(&l, "  hits ");
     put_num(&l, __atomic_load_n(&r->pt[i].hits, __ATOMIC_RELAXED), 10, 0);
-    put(&l, "  nmissed 0\n");
+    put(&l, "  nmissed 0");
+    uint64_t dropped = __atomic_load_n(&r->pt[i].dropped, __ATOMIC_RELAXED);
+    if (dropped) {   /* as the runtime library's: the events a full ring lost */
+        put(&l, "  dropped ");
+        put_num(&l, dropped, 10, 0);
+    }
+    put(&l, "\n");
     kprs_sys(SYS_write, fd, (long)l.s, (long)l.n, 0);
 }
 

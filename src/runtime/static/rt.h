@@ -58,6 +58,13 @@ static inline uintptr_t kprs_site(const struct kprs_rt *r, uint32_t i)
 /* init.c */
 void kprs_init(uint64_t *sp) KPRS_HIDDEN;
 uint64_t kprs_dispatch(struct kprw_state *st, void *regs) KPRS_HIDDEN;
+/* init.c: a guard's or an event's hit, with the probed code's pt_regs
+ * (start-x86.S, trap.c, kprs_dispatch) */
+void kprs_hit(struct kprs_point *pt, void *regs) KPRS_HIDDEN;
+/* init.c: "kprewrite: static runtime: " a, b[0..n), c, a newline on stderr */
+void kprs_note3(const char *a, const char *b, size_t n, const char *c) KPRS_HIDDEN;
+/* report.c: an entry's name (by address: fde@0x..., fn@0x...) */
+void kprs_entry_name(const struct kprs_rt *r, const struct kprw_entry *e, char *buf, size_t size) KPRS_HIDDEN;
 /* trap.c */
 int kprs_trap_install(void) KPRS_HIDDEN;
 void kprs_sort_sites(struct kprs_rt *r) KPRS_HIDDEN;
@@ -71,6 +78,7 @@ void kprs_int3_restore(const struct kprs_rt *r) KPRS_HIDDEN;
 void kprs_report(const struct kprs_rt *r) KPRS_HIDDEN;
 /* start-x86.S */
 void kprs_enter(void) KPRS_HIDDEN;
+void kprs_dispatch_entry(void) KPRS_HIDDEN;
 void kprs_kret_enter(void) KPRS_HIDDEN;
 void kprs_sigreturn(void) KPRS_HIDDEN;
 #endif

@@ -12,7 +12,10 @@
  *                else uses yet: no register is spent on it)
  *   kprs_enter   a compact detour's call (the pool's fifth slot):
  *                counts the hit keeping every register but the flags
- *                (dead at a call entry); a guard point calls C
+ *                (dead at a call entry); a guard's or an event's point
+ *                calls C with pt_regs, on one of the runtime's stacks
+ *   kprs_dispatch_entry  inline and shared detours' call (the first
+ *                slot): pt_regs completed, then C (init.c)
  *   kprs_kret_enter  a return probe's detour's call (the third slot): the
  *                hit counted as kprs_enter counts it; the call is never
  *                taken (ZF set): a count-only return probe has nothing to
@@ -21,9 +24,8 @@
  */
 #include "runtime/static/blob.h"
 
-#define PT_HITS 0
-#define PT_DISABLED 8
-#define PT_GUARD 10
+#include "kprewrite/ptrace.h"
+
 #define ENTER_HEAD 10                           /* R - the state word: 4 + 6 (x86_emit_compact_detour) */
 
         .section .kprs.head, "ax"
@@ -101,58 +103,129 @@ kprs_enter:
         mov     (%rdx,%rax), %rdx               /* state->rt: the point */
         test    %rdx, %rdx
         jz      1f                              /* before kprs_init: not counted */
-        cmpb    $0, PT_DISABLED(%rdx)
+        cmpb    $0, KPRS_PT_DISABLED(%rdx)
         jne     1f
-        lock incq PT_HITS(%rdx)
-        cmpb    $0, PT_GUARD(%rdx)
+        lock incq KPRS_PT_HITS(%rdx)
+        cmpb    $0, KPRS_PT_GUARD(%rdx)
+        jne     2f
+        cmpw    $0, KPRS_PT_EV(%rdx)
         jne     2f
 1:      pop     %rdx
         pop     %rax
         ret
-2:      /* a guard: C (point, the probed function's first two arguments),
-         * every caller-saved register kept, on the guards' stack unless
-         * another guard holds it (another thread's, or this one's that a
-         * signal handler interrupted): then on the program's */
-        push    %rcx
-        push    %rsi
-        push    %rdi
-        push    %r8
-        push    %r9
-        push    %r10
-        push    %r11
-        push    %rbp
+
+/* A guard or an event: pt_regs, then C (kprs_hit: the point, pt_regs) on
+ * one of the runtime's stacks, taken with a lock bts on the area's mask.
+ * None free (more threads in C at once than stacks, or a signal handler's
+ * hit meanwhile): on the stack it is on, unless the point is a Go
+ * function's, whose goroutine stack may be a few KiB: then a guard runs
+ * there all the same (the report must be printed), an event is dropped.
+ * What goes on the program's stack: R, 6 words. */
+#define F_BIT 0                                 /* the frame, from %rbx: the stack's bit + 1 (0: none) */
+#define F_PT 8                                  /* the point */
+#define F_RBX 16
+#define F_RCX 24
+#define F_RDX 32
+#define F_RAX 40
+#define F_SP 56                                 /* (R at 48) the probed %rsp */
+2:      push    %rcx
         push    %rbx
-        mov     %rsp, %rbp
+        push    %rdx
+        push    $0
+        mov     %rsp, %rbx
         lea     kprs_head(%rip), %rcx
         add     KPRS_HEAD_AREA_REL(%rcx), %rcx  /* the area */
-        mov     $1, %ebx
-        xchgb   %bl, KPRS_AREA_STACK_BUSY(%rcx)
-        xor     $1, %ebx                        /* 1: this guard took the stack */
-        jz      3f
-        mov     KPRS_AREA_STACK_TOP(%rcx), %rsp
-3:      and     $-16, %rsp
-        mov     %rdx, %rax                      /* (rax is saved) */
-        mov     %rsi, %rdx
-        mov     %rdi, %rsi
-        mov     %rax, %rdi
-        call    kprs_guard
-        mov     %rbp, %rsp
-        test    %ebx, %ebx
-        jz      4f
+3:      mov     KPRS_AREA_STACK_BUSY(%rcx), %rax
+        not     %eax
+        and     $((1 << KPRS_STACKS) - 1), %eax
+        jz      5f
+        bsf     %eax, %eax
+        lock btsq %rax, KPRS_AREA_STACK_BUSY(%rcx)
+        jc      3b                              /* taken meanwhile */
+        lea     1(%rax), %rdx
+        mov     %rdx, F_BIT(%rbx)
+        shl     $KPRS_STACK_SHIFT, %rdx
+        add     KPRS_AREA_STACKS(%rcx), %rdx    /* its top */
+        mov     %rdx, %rsp
+        jmp     6f
+5:      mov     F_PT(%rbx), %rdx
+        cmpb    $0, KPRS_PT_GUARD(%rdx)
+        jne     6f
+        cmpb    $0, KPRS_PT_GO(%rdx)
+        je      6f
+        lock incq KPRS_PT_DROPPED(%rdx)         /* a Go point's event, no stack free */
+        jmp     8f
+6:      and     $-16, %rsp
+        sub     $(PTREGS_SIZE + 8), %rsp
+        mov     %r15, PTREGS_R15(%rsp)
+        mov     %r14, PTREGS_R14(%rsp)
+        mov     %r13, PTREGS_R13(%rsp)
+        mov     %r12, PTREGS_R12(%rsp)
+        mov     %rbp, PTREGS_BP(%rsp)
+        mov     F_RBX(%rbx), %rax
+        mov     %rax, PTREGS_BX(%rsp)
+        mov     %r11, PTREGS_R11(%rsp)
+        mov     %r10, PTREGS_R10(%rsp)
+        mov     %r9, PTREGS_R9(%rsp)
+        mov     %r8, PTREGS_R8(%rsp)
+        mov     F_RAX(%rbx), %rax
+        mov     %rax, PTREGS_AX(%rsp)
+        mov     F_RCX(%rbx), %rax
+        mov     %rax, PTREGS_CX(%rsp)
+        mov     F_RDX(%rbx), %rax
+        mov     %rax, PTREGS_DX(%rsp)
+        mov     %rsi, PTREGS_SI(%rsp)
+        mov     %rdi, PTREGS_DI(%rsp)
+        movq    $-1, PTREGS_ORIG_AX(%rsp)
+        movq    $0, PTREGS_IP(%rsp)             /* (kprs_hit: the point's site) */
+        movq    $0x33, PTREGS_CS(%rsp)
+        pushfq
+        pop     %rax
+        mov     %rax, PTREGS_FLAGS(%rsp)
+        lea     F_SP(%rbx), %rax
+        mov     %rax, PTREGS_SP(%rsp)
+        movq    $0x2b, PTREGS_SS(%rsp)
+        mov     F_PT(%rbx), %rdi
+        mov     %rsp, %rsi
+        call    kprs_hit
+        mov     PTREGS_R11(%rsp), %r11          /* the caller-saved registers C may have used */
+        mov     PTREGS_R10(%rsp), %r10
+        mov     PTREGS_R9(%rsp), %r9
+        mov     PTREGS_R8(%rsp), %r8
+        mov     PTREGS_SI(%rsp), %rsi
+        mov     PTREGS_DI(%rsp), %rdi
+        mov     F_BIT(%rbx), %rax
+        test    %rax, %rax
+        jz      8f
+        dec     %rax
         lea     kprs_head(%rip), %rcx
         add     KPRS_HEAD_AREA_REL(%rcx), %rcx
-        movb    $0, KPRS_AREA_STACK_BUSY(%rcx)  /* (a store releases on x86) */
-4:      pop     %rbx
-        pop     %rbp
-        pop     %r11
-        pop     %r10
-        pop     %r9
-        pop     %r8
-        pop     %rdi
-        pop     %rsi
+        lock btrq %rax, KPRS_AREA_STACK_BUSY(%rcx)
+8:      lea     16(%rbx), %rsp                  /* past the bit and the point */
+        pop     %rbx
         pop     %rcx
         jmp     1b
         .size   kprs_enter, .-kprs_enter
+
+/* An inline or shared detour's call of the dispatcher (the first slot):
+ * %rdi the state, %rsi pt_regs with the caller-saved registers and the
+ * flags stored; the callee-saved ones are stored here (C would keep them
+ * but not show them), then C (init.c) on the stack it is on (a Go
+ * function has no such detour: go-stack) */
+        .globl  kprs_dispatch_entry
+        .hidden kprs_dispatch_entry
+        .type   kprs_dispatch_entry, @function
+kprs_dispatch_entry:
+        mov     %r15, PTREGS_R15(%rsi)
+        mov     %r14, PTREGS_R14(%rsi)
+        mov     %r13, PTREGS_R13(%rsi)
+        mov     %r12, PTREGS_R12(%rsi)
+        mov     %rbp, PTREGS_BP(%rsi)
+        mov     %rbx, PTREGS_BX(%rsi)
+        lea     (PTREGS_SIZE + 128)(%rsi), %rax /* the probed %rsp: above pt_regs and the red zone */
+        mov     %rax, PTREGS_SP(%rsi)
+        jmp     kprs_dispatch
+        .size   kprs_dispatch_entry, .-kprs_dispatch_entry
 
 /* %r11 = the state's address + 1 (the detour saved %r11 and pops it);
  * every other register kept, the flags dead at a function entry */
@@ -164,9 +237,9 @@ kprs_kret_enter:
         mov     (%r11), %r11                    /* state->rt: the point */
         test    %r11, %r11
         jz      1f
-        cmpb    $0, PT_DISABLED(%r11)
+        cmpb    $0, KPRS_PT_DISABLED(%r11)
         jne     1f
-        lock incq PT_HITS(%r11)
+        lock incq KPRS_PT_HITS(%r11)
 1:      xor     %r11d, %r11d                    /* ZF set: not taken */
         ret
         .size   kprs_kret_enter, .-kprs_kret_enter

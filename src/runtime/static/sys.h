@@ -32,6 +32,8 @@ static inline long kprs_sys6(long nr, long a, long b, long c, long d, long e, lo
 #define SYS_rt_sigprocmask 14
 #define SYS_getpid 39
 #define SYS_fcntl 72
+#define SYS_clock_gettime 228
+#define SYS_openat 257
 #define SYS_gettid 186
 #define SYS_tgkill 234
 
@@ -53,5 +55,6 @@ struct kprs_sigaction {
 void *memset(void *s, int c, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 size_t kprs_strlen(const char *s) KPRS_HIDDEN;
+void kprs_write_all(int fd, const char *s, size_t n) KPRS_HIDDEN;
 int kprs_strcmp(const char *a, const char *b) KPRS_HIDDEN;
 #endif

@@ -10,12 +10,25 @@
  * kprobe's: its return is not hooked (count-only, kprs_kret_enter).
  */
 #include "rt.h"
+#include "kprewrite/ptrace.h"
 
-/* ucontext_t (x86-64): uc_mcontext.gregs at 40; REG_RDI 8, REG_RSI 9,
- * REG_RIP 16 */
+/* ucontext_t (x86-64): uc_mcontext.gregs at 40, in the order of
+ * <sys/ucontext.h>'s REG_R8 ... REG_RIP, REG_EFL */
 #define UC_GREG(uc, n) ((uint64_t *)((char *)(uc) + 40) + (n))
-#define UC_RIP(uc) UC_GREG(uc, 16)
+enum { G_R8, G_R9, G_R10, G_R11, G_R12, G_R13, G_R14, G_R15, G_RDI, G_RSI, G_RBP, G_RBX, G_RDX, G_RAX, G_RCX, G_RSP,
+       G_RIP, G_EFL };
+#define UC_RIP(uc) UC_GREG(uc, G_RIP)
 #define SI_KERNEL 0x80
+
+/* The probed code's registers at the int3, for a guard or an event. */
+static void regs_of(void *uc, struct pt_regs *p)
+{
+    const uint64_t *g = UC_GREG(uc, 0);
+    *p = (struct pt_regs){ .r15 = g[G_R15], .r14 = g[G_R14], .r13 = g[G_R13], .r12 = g[G_R12], .bp = g[G_RBP],
+                           .bx = g[G_RBX], .r11 = g[G_R11], .r10 = g[G_R10], .r9 = g[G_R9], .r8 = g[G_R8],
+                           .ax = g[G_RAX], .cx = g[G_RCX], .dx = g[G_RDX], .si = g[G_RSI], .di = g[G_RDI],
+                           .orig_ax = ~0ul, .cs = 0x33, .flags = g[G_EFL], .sp = g[G_RSP], .ss = 0x2b };
+}
 
 /* The entry whose site is addr, or -1 (a binary search of sorted). */
 static long point_at(const struct kprs_rt *r, uintptr_t addr)
@@ -57,8 +70,11 @@ static void on_trap(int sig, void *info, void *uc)
     struct kprs_point *pt = &r.pt[i];
     if (!__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
-        if (pt->guard)
-            kprs_guard(pt, *UC_GREG(uc, 8), *UC_GREG(uc, 9));
+        if (pt->guard || pt->ev) {
+            struct pt_regs regs;
+            regs_of(uc, &regs);
+            kprs_hit(pt, &regs);
+        }
     }
     const struct kprw_entry *e = &r.e[i];
     *rip = (uintptr_t)r.t + (uintptr_t)(intptr_t)e->code_rel + e->ool_off;

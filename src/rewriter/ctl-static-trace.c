@@ -1,0 +1,194 @@
+/*
+ * `kprewrite ctl PID trace` on a static program: its runtime has no
+ * thread to serve trace_pipe, so ctl reads the events from outside, the
+ * way the runtime's exit guard does (src/runtime/static/events.c):
+ * committed records from the ring's tail, printed as text lines with the
+ * runtime core's printer, their bytes zeroed and the tail moved on --
+ * writes into the process through /proc/PID/mem. The definitions are
+ * parsed again from the probe table in its memory; times are the
+ * process's TSC mapped to CLOCK_MONOTONIC by its start-up reading and
+ * ctl's own (one machine, one TSC). It follows until interrupted or
+ * until the process ends. A program that writes its events itself at exit
+ * (KPREWRITE_TRACE) has them read there: two readers would share them.
+ */
+#include "ctl-static.h"
+#include "../arch/x86/regs.h"
+#include "../runtime/core/event.h"
+#include "../runtime/core/kprw-core.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#define REC_MAX 4096          /* the runtime's KPRS_REC_MAX */
+#define ARENA (1024 * 1024)
+
+static volatile sig_atomic_t stop;
+static void on_stop(int sig) { (void)sig; stop = 1; }
+
+struct follow {
+    const struct sproc *s;
+    struct kprw_event *evs;        /* the definitions, by index */
+    uint32_t nevs;
+    uint64_t tsc0, ns0;
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The definitions as the runtime parsed them: from the table in the
+ * process's memory. -1 when they cannot be read. */
+static int parse_defs(struct follow *f, struct kprw_arena *arena)
+{
+    const struct sproc *s = f->s;
+    uint64_t off = kprw_table_events_off(&s->t);
+    if (!(s->t.flags & KPRW_T_EVENTS) || off >= s->t.strings_off)
+        return -1;
+    size_t len = s->t.strings_off - off;
+    char *defs = kprw_arena_alloc(arena, len + 1, 1);
+    if (!defs || sproc_rd(s, s->table + off, defs, len) < 0)
+        return -1;
+    f->nevs = 0;
+    for (size_t at = 0; at < len; at += strlen(defs + at) + 1)
+        f->nevs++;
+    f->evs = kprw_arena_alloc(arena, f->nevs * sizeof *f->evs, 8);
+    if (!f->evs)
+        return -1;
+    uint32_t k = 0;
+    for (size_t at = 0; at < len; at += strlen(defs + at) + 1, k++) {
+        struct kprw_ev_error err = { 0, NULL };
+        if (!kprw_event_parse(&x86_fetch_isa, defs + at, strlen(defs + at), arena, &f->evs[k], &err))
+            memset(&f->evs[k], 0, sizeof f->evs[k]);   /* (the runtime left it out too) */
+    }
+    return 0;
+}
+
+/* A thread's name (its /proc comm), or the process's. */
+static void comm_of(const struct sproc *s, uint32_t tid, char *buf, size_t size)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/proc/%ld/task/%u/comm", s->pid, tid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(path, sizeof path, "/proc/%ld/comm", s->pid);
+        f = fopen(path, "re");
+    }
+    buf[0] = 0;
+    if (f && fgets(buf, (int)size, f))
+        buf[strcspn(buf, "\n")] = 0;
+    if (f)
+        fclose(f);
+}
+
+static bool no_symbols(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
+{
+    (void)ctx, (void)addr, (void)with_off, (void)b;
+    return false;   /* (as the runtime: symbol fields print as addresses) */
+}
+
+/* One record's line on stdout. */
+static void print(const struct follow *f, const uint8_t *rec, uint64_t tsc1, uint64_t ns1)
+{
+    const struct sproc *s = f->s;
+    const struct kprw_rec *h = (const void *)rec;
+    if (h->id >= s->t.nentries || !s->pt[h->id].ev || s->pt[h->id].ev > f->nevs)
+        return;
+    const struct kprw_event *ev = &f->evs[s->pt[h->id].ev - 1];
+    const struct kprw_entry *e = &s->e[h->id];
+    char name[512], ename[KPRW_EV_NAME_MAX], where[600], comm[32], line[16384];
+    sproc_name(s, h->id, name, sizeof name);
+    struct kprw_sbuf nb = { ename, 0, sizeof ename }, lb = { line, 0, sizeof line };
+    kprw_event_point_name(ev, name, e->offset, e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, h->id),
+                          &nb);
+    kprw_sb_end(&nb);
+    snprintf(where, sizeof where, "%s+0x%x", name, e->offset);
+    comm_of(s, h->tid, comm, sizeof comm);
+    uint64_t ns = f->ns0;
+    if (h->ts > f->tsc0 && tsc1 > f->tsc0)
+        ns += (uint64_t)((unsigned __int128)(h->ts - f->tsc0) * (ns1 - f->ns0) / (tsc1 - f->tsc0));
+    const struct kprw_fmt_env env = { no_symbols, NULL };
+    kprw_event_print_line(ev, rec, ns, comm, ename, where, &env, &lb);
+    fwrite(line, 1, lb.len < lb.cap ? lb.len : lb.cap, stdout);
+}
+
+/* The committed records from the tail: printed, zeroed, the tail moved
+ * on. The records read; -1 when the process cannot be read or written. */
+static long drain(const struct follow *f)
+{
+    const struct sproc *s = f->s;
+    uint64_t head, tail, at = s->area + offsetof(struct kprs_area, ring_head),
+                         tat = s->area + offsetof(struct kprs_area, ring_tail);
+    if (sproc_rd(s, at, &head, 8) < 0 || sproc_rd(s, tat, &tail, 8) < 0)
+        return -1;
+    uint64_t mask = s->a.ring_size - 1, tsc1 = __rdtsc(), ns1 = mono_ns();
+    static const uint8_t zeros[REC_MAX + 8];
+    uint8_t rec[REC_MAX + 8];
+    long n = 0;
+    while (tail < head) {
+        uint64_t where = s->a.ring + (tail & mask);
+        uint32_t size;
+        if (sproc_rd(s, where, &size, 4) < 0)
+            return -1;
+        if (!size)
+            break;   /* not committed yet */
+        if (size > sizeof rec || size % 8)
+            return -1;
+        if (sproc_rd(s, where, rec, size) < 0)
+            return -1;
+        print(f, rec, tsc1, ns1);
+        tail += size;
+        if (pwrite(s->mem, zeros, size, (off_t)where) != (ssize_t)size ||
+            pwrite(s->mem, &tail, 8, (off_t)tat) != 8)
+            return -1;
+        n++;
+    }
+    fflush(stdout);
+    return n;
+}
+
+int sproc_trace(const struct sproc *s)
+{
+    if (!s->a.ring) {
+        fprintf(stderr, "kprewrite: ctl %ld: trace: kprewrite baked no event into this program (--probe 'p:EVENT SPEC "
+                "ARGS')\n", s->pid);
+        return 1;
+    }
+    if (s->a.trace_fd >= 0) {
+        fprintf(stderr, "kprewrite: ctl %ld: trace: the program writes its events itself at exit (KPREWRITE_TRACE is "
+                "set in its environment)\n", s->pid);
+        return 1;
+    }
+    struct follow f = { s, NULL, 0, s->a.tsc0, s->a.ns0 };
+    struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
+    if (!arena.base || parse_defs(&f, &arena) < 0) {
+        fprintf(stderr, "kprewrite: ctl %ld: trace: cannot read its event definitions\n", s->pid);
+        free(arena.base);
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+    while (!stop) {
+        long n = drain(&f);
+        if (n < 0)
+            break;   /* the process ended (or went away meanwhile) */
+        if (n == 0) {
+            struct timespec ts = { 0, 50 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    free(arena.base);
+    return 0;
+}

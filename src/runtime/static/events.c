@@ -1,0 +1,357 @@
+/*
+ * Events in the static runtime: the definitions kprewrite baked into the
+ * table (--probe 'p:EVENT SPEC ARGS [if FILTER]'; runtime/core/event.h),
+ * parsed and bound at start-up with the runtime core's parser, one
+ * definition a point (pt->ev). A hit fetches the arguments into a record
+ * on the stack it runs on (one of the runtime's: start-x86.S), filters it,
+ * and copies it into the process's ring, in the area; a full ring drops
+ * the record and counts it on the point. No lock, no allocation; system
+ * calls: gettid for the record's thread, and one process_vm_readv a read
+ * of the program's memory (a dereference, a string), which cannot fault
+ * the program -- the static runtime has no signal handler of its own for
+ * faults, and a Go program's would not let it have one.
+ *
+ * The ring: many writers (the threads), one reader at a time (the exit
+ * guard writing KPREWRITE_TRACE, or kprewrite ctl PID trace from outside,
+ * through /proc/PID/mem). A writer reserves by compare-and-swap on
+ * ring_head, pads to the ring's end when the record would wrap, writes the
+ * record and then its size (the commit). The reader takes committed
+ * records from ring_tail, zeroes their bytes (a later record may start
+ * anywhere in them: its size must read 0 until committed) and moves
+ * ring_tail on.
+ */
+#include "rt.h"
+#include "events.h"
+#include "arch/x86/regs.h"
+#include "runtime/core/event.h"
+#include "runtime/core/kprw-core.h"
+
+#define SYS_process_vm_readv 310
+#define SYS_prctl 157
+#define PR_GET_NAME 16
+
+/* ---- reads that cannot fault ---- */
+
+static size_t vm_read(void *dst, uintptr_t src, size_t n)
+{
+    struct { void *base; size_t len; } local = { dst, n }, remote = { (void *)src, n };
+    long pid = kprs_sys(SYS_getpid, 0, 0, 0, 0);   /* (not the area's: a forked child reads its own) */
+    long got = kprs_sys6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
+    return got < 0 ? 0 : (size_t)got;
+}
+
+static bool vm_read_word(uint64_t *dst, uintptr_t src)
+{
+    return vm_read(dst, src, 8) == 8;
+}
+
+/* A page at a time: a string may end just before a page nothing maps. */
+static size_t vm_read_str(char *dst, uintptr_t src, size_t max)
+{
+    size_t n = 0;
+    while (n < max - 1) {
+        size_t chunk = 4096 - ((src + n) & 4095);
+        if (chunk > max - 1 - n)
+            chunk = max - 1 - n;
+        size_t got = vm_read(dst + n, src + n, chunk);
+        for (size_t k = 0; k < got; k++)
+            if (!dst[n + k])
+                return n + k + 1;
+        n += got;
+        if (got < chunk) {   /* a fault: none at the start; past it, what was read */
+            if (!n)
+                return 0;
+            break;
+        }
+    }
+    dst[n] = 0;
+    return n + 1;
+}
+
+/* ---- the clock ---- */
+
+static uint64_t tsc_cpu(uint32_t *cpu)
+{
+    uint32_t lo, hi, aux;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+    *cpu = aux & 0xfff;   /* Linux keeps the CPU's number in TSC_AUX */
+    return (uint64_t)hi << 32 | lo;
+}
+
+uint64_t kprs_mono_ns(void)
+{
+    struct { long s, ns; } ts = { 0, 0 };
+    kprs_sys(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, (long)&ts, 0, 0);
+    return (uint64_t)ts.s * 1000000000u + (uint64_t)ts.ns;
+}
+
+void kprs_clock_now(uint64_t *tsc, uint64_t *ns)
+{
+    uint32_t cpu;
+    *tsc = tsc_cpu(&cpu);
+    *ns = kprs_mono_ns();
+}
+
+void kprs_clock_map(struct kprs_clock *c, uint64_t tsc0, uint64_t ns0, uint64_t tsc1, uint64_t ns1)
+{
+    uint64_t dns = ns1 > ns0 ? ns1 - ns0 : 0, dtsc = tsc1 > tsc0 ? tsc1 - tsc0 : 0;
+    unsigned shift = 32;
+    while (shift && dns && (dns >> (64 - shift)))
+        shift--;
+    c->tsc0 = tsc0;
+    c->ns0 = ns0;
+    c->shift = shift;
+    c->mult = dtsc ? (dns << shift) / dtsc : 0;
+}
+
+uint64_t kprs_clock_ns(const struct kprs_clock *c, uint64_t tsc)
+{
+    if (tsc < c->tsc0)
+        return c->ns0;
+    return c->ns0 + (uint64_t)(((unsigned __int128)(tsc - c->tsc0) * c->mult) >> c->shift);
+}
+
+/* ---- recording ---- */
+
+static const struct kprw_event *event_of(const struct kprs_area *a, const struct kprs_point *pt)
+{
+    return &((const struct kprw_event *)(uintptr_t)a->events)[pt->ev - 1];
+}
+
+/* Room for size bytes in the ring: where, or NULL when it is full. */
+static uint8_t *ring_reserve(struct kprs_area *a, uint32_t size)
+{
+    uint8_t *ring = (uint8_t *)(uintptr_t)a->ring;
+    uint64_t mask = a->ring_size - 1, head = __atomic_load_n(&a->ring_head, __ATOMIC_RELAXED), pad;
+    do {
+        uint64_t tail = __atomic_load_n(&a->ring_tail, __ATOMIC_ACQUIRE);
+        pad = (head & mask) + size > a->ring_size ? a->ring_size - (head & mask) : 0;
+        if (head + pad + size - tail > a->ring_size)
+            return 0;
+    } while (!__atomic_compare_exchange_n(&a->ring_head, &head, head + pad + size, true, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    if (pad) {   /* to the ring's end: a record of no event */
+        struct kprw_rec *p = (struct kprw_rec *)(ring + (head & mask));
+        p->id = KPRS_REC_PAD;
+        __atomic_store_n(&p->size, (uint32_t)pad, __ATOMIC_RELEASE);
+    }
+    return ring + ((head + pad) & mask);
+}
+
+void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
+{
+    struct kprs_area *a = r->area;
+    struct kprs_point *pt = &r->pt[i];
+    const struct kprw_event *ev = event_of(a, pt);
+    uint8_t rec[KPRS_REC_MAX] __attribute__((aligned(8)));
+    char comm[16] = { 0 };
+    if (ev->uses_comm)
+        kprs_sys(SYS_prctl, PR_GET_NAME, (long)comm, 0, 0);
+    struct kprw_fetch_env env = { (const unsigned long *)regs, 0, comm, vm_read, vm_read_str, vm_read_word, X86_SP };
+    struct kprw_rec *h = (struct kprw_rec *)rec;
+    h->id = i;
+    h->tid = (uint32_t)kprs_sys(SYS_gettid, 0, 0, 0, 0);
+    h->ip = kprs_site(r, i);
+    uint32_t size = kprw_event_fetch(ev, &env, rec);
+    if (ev->filter && !kprw_event_match(ev, rec))
+        return;
+    h->ts = tsc_cpu(&h->cpu);
+    uint8_t *at = ring_reserve(a, size);
+    if (!at) {
+        __atomic_fetch_add(&pt->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    memcpy(at + 4, rec + 4, size - 4);
+    __atomic_store_n((uint32_t *)at, size, __ATOMIC_RELEASE);   /* the commit */
+}
+
+/* ---- start-up ---- */
+
+static bool resolve_entry(void *ctx, const char *sym, uint64_t *addr)
+{
+    const struct kprs_rt *r = ctx;
+    for (uint32_t i = 0; i < r->t->nentries; i++) {
+        const char *name = kprs_name(r, &r->e[i]);
+        uint32_t skipped = r->e[i].flags & KPRW_F_AFTER_ENDBR ? r->e[i].offset : 0;
+        if (name && r->e[i].offset == skipped && !kprs_strcmp(name, sym)) {
+            *addr = kprs_site(r, i) - skipped;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void note_def(const char *def, size_t len, const char *why)
+{
+    kprs_note3("KPREWRITE event '", def, len, why);
+}
+
+/* Does ev bind to entry i (user runtime's point_fits: an entry event, on
+ * what its spec names)? */
+static bool fits(const struct kprs_rt *r, const struct kprw_event *ev, uint32_t i)
+{
+    const struct kprw_entry *e = &r->e[i];
+    uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
+    if (e->kind != KPRW_KIND_K || (ev->uses_args && ev->entry_off && !(skipped && skipped == e->offset)))
+        return false;
+    char name[300];
+    kprs_entry_name(r, e, name, sizeof name);
+    return kprw_spec_matches_entry(ev->spec, ev->spec_len, name, e->offset, kprs_site(r, i), skipped);
+}
+
+/* One definition parsed and bound; the points it took. */
+static uint32_t define(const struct kprs_rt *r, struct kprw_arena *arena, struct kprw_event *ev, uint16_t k,
+                       const char *def, size_t len)
+{
+    struct kprw_fetch_isa isa = X86_FETCH_ISA_INIT;   /* (built here: no stored address) */
+    struct kprw_ev_error err = { 0, 0 };
+    const struct kprw_farg *bad = 0;
+    if (!kprw_event_parse(&isa, def, len, arena, ev, &err)) {
+        note_def(def, len, "': malformed (or no room left to parse it): left out");
+        return 0;
+    }
+    if (ev->is_return) {
+        note_def(def, len, "': return events need the runtime library (a dynamic program): left out");
+        return 0;
+    }
+    if (!kprw_event_bind(ev, resolve_entry, (void *)r, &bad)) {
+        note_def(def, len, "': an @SYM names no probed function (the static runtime knows only those): left out");
+        return 0;
+    }
+    if (ev->max_size > KPRS_REC_MAX) {
+        note_def(def, len, "': its records may exceed 4 KiB: left out");
+        return 0;
+    }
+    uint32_t bound = 0;
+    for (uint32_t i = 0; i < r->t->nentries; i++) {
+        if (!fits(r, ev, i))
+            continue;
+        if (r->pt[i].ev) {
+            note_def(def, len, "': a point of it has an event already (one a point here): not there");
+            continue;
+        }
+        r->pt[i].ev = (uint16_t)(k + 1);
+        bound++;
+    }
+    return bound;
+}
+
+/* The ring's size: KPREWRITE_TRACE_BUFFER KiB, a power of 2 from 4 KiB up
+ * to what kprewrite reserved (KPRS_RING). */
+static uint64_t ring_size(const char *kib)
+{
+    uint64_t want = KPRS_RING, v = 0;
+    for (; kib && *kib >= '0' && *kib <= '9' && v < KPRS_RING; kib++)
+        v = v * 10 + (uint64_t)(*kib - '0');
+    if (v) {
+        want = 4096;
+        while (want < v * 1024 && want < KPRS_RING)
+            want <<= 1;
+    }
+    return want;
+}
+
+void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib)
+{
+    const struct kprw_table *t = r->t;
+    struct kprs_area *a = r->area;
+    if (!(t->flags & KPRW_T_EVENTS))
+        return;
+    struct kprs_layout l = kprs_area_layout(t->nentries, 1);
+    struct kprw_arena arena = { (char *)a + l.arena, KPRS_ARENA, 0 };
+    const char *defs = (const char *)t + kprw_table_events_off(t), *end = (const char *)t + t->strings_off;
+    uint32_t n = 0;
+    for (const char *d = defs; d < end; d += kprs_strlen(d) + 1)
+        n++;
+    struct kprw_event *evs = kprw_arena_alloc(&arena, (size_t)n * sizeof *evs, 8);
+    if (!evs || n > 0xffff) {
+        kprs_note3("KPREWRITE events: ", "", 0, "too many definitions: none recorded");
+        return;
+    }
+    uint16_t k = 0;
+    for (const char *d = defs; d < end; d += kprs_strlen(d) + 1, k++)
+        define(r, &arena, &evs[k], k, d, kprs_strlen(d));
+    a->events = (uint64_t)(uintptr_t)evs;
+    a->nevents = n;
+    a->ring = (uint64_t)(uintptr_t)((char *)a + l.ring);
+    a->ring_size = ring_size(buffer_kib);
+    kprs_clock_now(&a->tsc0, &a->ns0);
+}
+
+/* ---- reading (the exit guard) ---- */
+
+void kprs_event_name(const struct kprs_rt *r, uint32_t i, struct kprw_sbuf *b)
+{
+    const struct kprw_entry *e = &r->e[i];
+    char name[300];
+    kprs_entry_name(r, e, name, sizeof name);
+    kprw_event_point_name(event_of(r->area, &r->pt[i]), name, e->offset,
+                          e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, kprs_site(r, i), b);
+}
+
+static bool no_symbols(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
+{
+    (void)ctx, (void)addr, (void)with_off, (void)b;
+    return false;   /* (the static runtime has no symbol table: symbol fields print as addresses) */
+}
+
+/* One record's line of text into b. */
+static void line_of(const struct kprs_rt *r, const uint8_t *rec, const struct kprs_clock *clk, const char *comm,
+                    struct kprw_sbuf *b)
+{
+    const struct kprw_rec *h = (const struct kprw_rec *)rec;
+    char ename[KPRW_EV_NAME_MAX], where[320];
+    struct kprw_sbuf nb = { ename, 0, sizeof ename }, wb = { where, 0, sizeof where };
+    kprs_event_name(r, h->id, &nb);
+    kprw_sb_end(&nb);
+    kprs_entry_name(r, &r->e[h->id], where, sizeof where - 24);
+    wb.len = kprs_strlen(where);
+    kprw_sb_str(&wb, "+");
+    kprw_sb_hex(&wb, r->e[h->id].offset);
+    kprw_sb_end(&wb);
+    const struct kprw_fmt_env env = { no_symbols, 0 };
+    kprw_event_print_line(event_of(r->area, &r->pt[h->id]), rec, kprs_clock_ns(clk, h->ts), comm, ename, where, &env,
+                          b);
+}
+
+void kprs_trace_flush(const struct kprs_rt *r)
+{
+    struct kprs_area *a = r->area;
+    if (a->trace_fd < 0 || !a->ring)
+        return;
+    struct kprs_clock clk;
+    uint64_t tsc1, ns1;
+    kprs_clock_now(&tsc1, &ns1);
+    kprs_clock_map(&clk, a->tsc0, a->ns0, tsc1, ns1);
+    char comm[16] = { 0 };
+    kprs_sys(SYS_prctl, PR_GET_NAME, (long)comm, 0, 0);   /* (the exiting thread's: no record keeps its own) */
+    const long len = 64 * 1024;
+    char *buf = (char *)kprs_sys6(SYS_mmap, 0, len, 3 /* rw */, 0x22 /* private, anonymous */, -1, 0);
+    if ((unsigned long)buf > -4096UL)
+        return;
+    uint8_t *ring = (uint8_t *)(uintptr_t)a->ring;
+    uint64_t mask = a->ring_size - 1, tail = a->ring_tail, head = __atomic_load_n(&a->ring_head, __ATOMIC_ACQUIRE);
+    size_t used = 0;
+    while (tail < head) {
+        uint8_t *rec = ring + (tail & mask);
+        uint32_t size = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
+        if (!size)
+            break;   /* a record not committed: its thread was ended mid-way */
+        if (((const struct kprw_rec *)rec)->id < r->t->nentries) {
+            struct kprw_sbuf b = { buf + used, 0, (size_t)len - used };
+            line_of(r, rec, &clk, comm, &b);
+            if (b.len >= b.cap) {   /* no room: write what is there, then again */
+                kprs_write_all(a->trace_fd, buf, used);
+                used = 0;
+                b = (struct kprw_sbuf){ buf, 0, (size_t)len };
+                line_of(r, rec, &clk, comm, &b);
+            }
+            used += b.len < b.cap ? b.len : b.cap;
+        }
+        memset(rec, 0, size);
+        tail += size;
+        __atomic_store_n(&a->ring_tail, tail, __ATOMIC_RELEASE);
+    }
+    kprs_write_all(a->trace_fd, buf, used);
+    kprs_sys(SYS_munmap, (long)buf, len, 0, 0);
+}
