@@ -417,6 +417,39 @@ wl_fzf() {
     kp "$p" --filter '^alpha | ^omega !beta' <"$IN/text" | sum
 }
 
+# gofmt, a static Go executable (no cgo, no dynamic loader: the static
+# runtime in its pool, doc/runtime.md): Go's own go/... packages as Debian
+# ships them (golang-1.19-src, which golang-go depends on), every fourth
+# file unindented and its " = " spread for gofmt to mend; the parse errors
+# of their testdata on standard error. gofmt formats files on goroutines
+# and prints in the files' order
+gen_gofmt() {
+    [ -d "$IN/gotree" ] && return
+    g=$(readlink -f /usr/bin/gofmt)
+    rm -rf "$IN/gotree.new"
+    cp -R "${g%/bin/gofmt}/src/go" "$IN/gotree.new" || return
+    (cd "$IN/gotree.new" && find . -type f -name '*.go' | sort | awk 'NR % 4 == 0' | while read -r f; do
+        awk '{ sub(/^\t+/, ""); gsub(/ = /, "  =  "); print }' "$f" >"$f.u" && mv "$f.u" "$f"
+    done) && mv "$IN/gotree.new" "$IN/gotree"
+}
+wl_gofmt() {
+    p=$(bin /usr/bin/gofmt)
+    cp -R "$IN/gotree" tree
+    kperr e "$p" -l tree >l; echo "list: $(wc -l <l) $(sum l), errors: $(wc -l <e) $(sum e)"
+    kp "$p" -d tree | sum
+    kp "$p" -s -d tree/types tree/build | sum
+    kp "$p" -r 'len(a) == 0 -> a == nil' -d tree/printer tree/ast tree/parser | sum
+    kperr e "$p" -e -l tree/types/testdata >/dev/null; echo "all errors: $(wc -l <e) $(sum e)"
+    kp "$p" <tree/printer/nodes.go | sum   # (one of the files unindented)
+    # -w rewrites files in place (through a backup file it removes), -l then lists none
+    s="tree/ast tree/printer tree/parser tree/scanner tree/token tree/format"
+    # shellcheck disable=SC2086
+    kp "$p" -w $s
+    # shellcheck disable=SC2086
+    kp "$p" -l $s | wc -l
+    find tree -type f -name '*.go' | sort | xargs sha256sum | sum
+}
+
 # ---- an SQL shell ---------------------------------------------------------------------------
 
 gen_sqlite() { :; }
