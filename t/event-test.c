@@ -154,6 +154,32 @@ static void test_fetch_forms(void)
     is_string(" r=42", run("f%return r=$retval:u32"), "SYM%%return is a return event");
 }
 
+/* kprw_rec_valid: a reader of another process's ring (kprewrite ctl on a
+ * static program) takes only records the event can have made */
+static void test_rec_valid(void)
+{
+    setup();
+    struct kprw_event ev;
+    struct kprw_ev_error err;
+    ok(parse("f s=+0(%si):string n=%di:u32", &ev, &err), "parsed");
+    memset(rec, 0xa5, sizeof rec);
+    uint32_t size = kprw_event_fetch(&ev, &env, rec);
+    ok(kprw_rec_valid(&ev, rec, size), "a record the event made is valid");
+    ok(!kprw_rec_valid(&ev, rec, ev.fixed - 8), "... not with fewer bytes than its fixed part");
+    ok(!kprw_rec_valid(&ev, rec, ev.max_size + 8), "... nor with more than the event can make");
+    uint32_t loc;
+    memcpy(&loc, rec + ev.args[0].off, 4);
+    uint32_t bad = (loc & 0xffff0000u) | (size - 2);   /* the string running past the record */
+    memcpy(rec + ev.args[0].off, &bad, 4);
+    ok(!kprw_rec_valid(&ev, rec, size), "a string past the record's end: invalid");
+    bad = (loc & 0xffff0000u) | 4;                      /* inside the header */
+    memcpy(rec + ev.args[0].off, &bad, 4);
+    ok(!kprw_rec_valid(&ev, rec, size), "a string inside the fixed part: invalid");
+    memcpy(rec + ev.args[0].off, &loc, 4);
+    rec[(loc & 0xffff) + (loc >> 16) - 1] = 'x';
+    ok(!kprw_rec_valid(&ev, rec, size), "a string without its NUL: invalid");
+}
+
 static void test_faults(void)
 {
     setup();
@@ -481,6 +507,7 @@ int main(void)
     test_kinds();
     test_fetch_forms();
     test_faults();
+    test_rec_valid();
     test_errors();
     test_prefix();
     test_bind();

@@ -95,14 +95,17 @@ static bool no_symbols(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf
     return false;   /* (as the runtime: symbol fields print as addresses) */
 }
 
-/* One record's line on stdout. */
-static void print(const struct follow *f, const uint8_t *rec, uint64_t tsc1, uint64_t ns1)
+/* One record's line on stdout (a record that cannot be the event's --
+ * the process wrote its ring as it liked -- is left out). */
+static void print(const struct follow *f, const uint8_t *rec, uint32_t size, uint64_t tsc1, uint64_t ns1)
 {
     const struct sproc *s = f->s;
     const struct kprw_rec *h = (const void *)rec;
     if (h->id >= s->t.nentries || !s->pt[h->id].ev || s->pt[h->id].ev > f->nevs)
         return;
     const struct kprw_event *ev = &f->evs[s->pt[h->id].ev - 1];
+    if (!ev->spec || !kprw_rec_valid(ev, rec, size))
+        return;
     const struct kprw_entry *e = &s->e[h->id];
     char name[512], ename[KPRW_EV_NAME_MAX], where[600], comm[32], line[16384];
     sproc_name(s, h->id, name, sizeof name);
@@ -144,7 +147,7 @@ static long drain(const struct follow *f)
             return -1;
         if (sproc_rd(s, where, rec, size) < 0)
             return -1;
-        print(f, rec, tsc1, ns1);
+        print(f, rec, size, tsc1, ns1);
         tail += size;
         if (pwrite(s->mem, zeros, size, (off_t)where) != (ssize_t)size ||
             pwrite(s->mem, &tail, 8, (off_t)tat) != 8)

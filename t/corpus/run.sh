@@ -57,9 +57,10 @@ now() { date +%s%N; }
 # mode trace: the event on every point (two registers, a 16-bit one, a
 # stack slot: what every function has), and its output file
 TRACE_DEF='p * a=%di b=%si:s32 c=%dx:u16 ret=$stack0'
-trace_on() { # ROW
+trace_on() { # ROW [static]: a static executable's definition is baked (static_exe)
     rm -f "$W/run/$1.trace"
-    export KPREWRITE_EVENTS="$TRACE_DEF" KPREWRITE_TRACE="$W/run/$1.trace"
+    export KPREWRITE_TRACE="$W/run/$1.trace"
+    [ "${2:-}" = static ] || export KPREWRITE_EVENTS="$TRACE_DEF"
 }
 trace_off() { unset KPREWRITE_EVENTS KPREWRITE_TRACE; }
 # trace_counts ROW LOG: "EVENTS DROPPED HITS MISSED": the trace file's lines
@@ -189,7 +190,7 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
         esac
         # a PIE executable is DYN too, but has no soname
         # a static executable (no interpreter; EXEC, or a static-pie) has
-        # the static runtime: no events, so no trace row
+        # the static runtime: its trace row's definition is baked
         static_exe=0
         if [ -z "$soname" ] && ! readelf -lW "$real" 2>/dev/null | grep -q 'INTERP'; then
             readelf -h "$real" | grep -q 'Type: *EXEC' && static_exe=1
@@ -199,11 +200,6 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
         tag=$base; case " $seen_files " in *" $base "*) tag=$base.$wl ;; esac
         seen_files="$seen_files $base"
         for mode in $modes; do
-            if [ "$static_exe" = 1 ] && [ "$mode" = trace ]; then
-                orig_notes="$orig_notes
-  $base: a static executable: no trace row (its runtime, the static runtime, has no events)"
-                continue
-            fi
             row=$tag.$mode
             spec='*'; [ "$mode" = return ] && spec='*%return'
             if [ -n "$soname" ]; then
@@ -213,7 +209,13 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
             fi
             mkdir -p "${out%/*}"
             t0=$(now)
-            "$KPREWRITE" --summary --runtime "$RT" --probe "$spec" -o "$out" "$real" >"$L/$row.report" 2>"$L/$row.rewrite.log"
+            if [ "$static_exe" = 1 ] && [ "$mode" = trace ]; then   # (its definition baked)
+                "$KPREWRITE" --summary --probe "$spec" --probe "$TRACE_DEF" -o "$out" "$real" >"$L/$row.report" \
+                    2>"$L/$row.rewrite.log"
+            else
+                "$KPREWRITE" --summary --runtime "$RT" --probe "$spec" -o "$out" "$real" >"$L/$row.report" \
+                    2>"$L/$row.rewrite.log"
+            fi
             rrc=$?
             t1=$(now)
             rw=$(awk -v n=$(( (t1 - t0) / 1000000 )) 'BEGIN { printf "%.2f", n / 1000 }')
@@ -234,7 +236,7 @@ for wl in $(awk '!/^#/ && NF >= 3 && !seen[$3]++ { print $3 }' "$here/corpus.lis
                 : >"$W/run/$row.ldd"
                 # the checked run: counts every hit (KPREWRITE_REPORT=all)
                 export KPREWRITE_REPORT=all
-                [ "$mode" = trace ] && trace_on "$row"
+                [ "$mode" = trace ] && trace_on "$row" "$([ "$static_exe" = 1 ] && echo static)"
                 run_once "$wl" "$row" "$L/$row.log"
                 unset KPREWRITE_REPORT; trace_off
                 # (the report lists every probe of each process: keep the hit ones)

@@ -152,6 +152,20 @@ int64_t kprw_rec_value(const struct kprw_event *ev, const uint8_t *rec, unsigned
     return (int64_t)v;
 }
 
+bool kprw_rec_valid(const struct kprw_event *ev, const uint8_t *rec, uint32_t size)
+{
+    if (size < ev->fixed || size > ev->max_size)
+        return false;
+    for (unsigned i = 0; i < ev->nargs; i++) {
+        if (ev->args[i].type != KPRW_FT_STRING)
+            continue;
+        uint32_t loc = (uint32_t)get(rec + ev->args[i].off, 4), len = loc >> 16, at = loc & 0xffff;
+        if (len && (at < ev->fixed || at + len > size || rec[at + len - 1] != 0))
+            return false;
+    }
+    return true;
+}
+
 const char *kprw_rec_string(const struct kprw_event *ev, const uint8_t *rec, unsigned i)
 {
     uint32_t loc = (uint32_t)get(rec + ev->args[i].off, 4);

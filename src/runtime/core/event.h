@@ -215,6 +215,10 @@ static inline bool kprw_rec_fault(const struct kprw_event *ev, const uint8_t *re
 }
 /* An argument's value as a number (element 0 of an array; 0 for a string). */
 int64_t kprw_rec_value(const struct kprw_event *ev, const uint8_t *rec, unsigned i);
+/* Is a record of size bytes one ev can have made (its fixed part there,
+ * each string inside it and NUL-terminated)? For a reader that does not
+ * trust the writer: kprewrite ctl reading another process's ring. */
+bool kprw_rec_valid(const struct kprw_event *ev, const uint8_t *rec, uint32_t size);
 /* A string argument: its bytes (NUL-terminated) or NULL (a fault). */
 const char *kprw_rec_string(const struct kprw_event *ev, const uint8_t *rec, unsigned i);
 

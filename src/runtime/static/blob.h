@@ -25,6 +25,10 @@
 #define KPRS_HEAD_AREA_REL 24
 #define KPRS_AREA_STACK_BUSY 24
 #define KPRS_AREA_STACKS 32
+#define KPRS_AREA_RING_SIZE 48
+#define KPRS_AREA_RING_HEAD 128
+#define KPRS_AREA_RING_TAIL 192
+#define KPRS_REC_MAX 4096                /* an event's record's bytes at most (built on the stack) */
 #define KPRS_PT_HITS 0
 #define KPRS_PT_DISABLED 8
 #define KPRS_PT_GUARD 10

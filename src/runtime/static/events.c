@@ -143,6 +143,13 @@ void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
     struct kprs_area *a = r->area;
     struct kprs_point *pt = &r->pt[i];
     const struct kprw_event *ev = event_of(a, pt);
+    /* a full ring drops at once, before any system call (a racy look: the
+     * reservation below decides) */
+    if (__atomic_load_n(&a->ring_head, __ATOMIC_RELAXED) + ev->max_size -
+            __atomic_load_n(&a->ring_tail, __ATOMIC_RELAXED) > a->ring_size) {
+        __atomic_fetch_add(&pt->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
     uint8_t rec[KPRS_REC_MAX] __attribute__((aligned(8)));
     char comm[16] = { 0 };
     if (ev->uses_comm)
@@ -337,7 +344,8 @@ void kprs_trace_flush(const struct kprs_rt *r)
         uint32_t size = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
         if (!size)
             break;   /* a record not committed: its thread was ended mid-way */
-        if (((const struct kprw_rec *)rec)->id < r->t->nentries) {
+        uint32_t id = ((const struct kprw_rec *)rec)->id;
+        if (id < r->t->nentries && r->pt[id].ev && kprw_rec_valid(event_of(a, &r->pt[id]), rec, size)) {
             struct kprw_sbuf b = { buf + used, 0, (size_t)len - used };
             line_of(r, rec, &clk, comm, &b);
             if (b.len >= b.cap) {   /* no room: write what is there, then again */

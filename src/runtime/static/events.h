@@ -5,7 +5,6 @@
 #include "rt.h"
 #include "kprewrite/ptrace.h"
 
-#define KPRS_REC_MAX 4096                /* a record's bytes at most (built on the stack) */
 
 struct kprw_sbuf;
 

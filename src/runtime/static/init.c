@@ -97,6 +97,9 @@ _Static_assert(__builtin_offsetof(struct kprs_point, guard) == KPRS_PT_GUARD, "s
 _Static_assert(__builtin_offsetof(struct kprs_point, ev) == KPRS_PT_EV, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, go) == KPRS_PT_GO, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, dropped) == KPRS_PT_DROPPED, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, ring_size) == KPRS_AREA_RING_SIZE, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, ring_head) == KPRS_AREA_RING_HEAD, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_area, ring_tail) == KPRS_AREA_RING_TAIL, "start-x86.S's offsets");
 _Static_assert(KPRS_STACKS <= 32, "start-x86.S takes a stack's bit from a 32-bit mask");
 
 /* A Go program's: its runtime installs its own SIGTRAP handler with a
@@ -111,7 +114,8 @@ static bool is_go(const struct kprs_rt *r)
 }
 
 /* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text
- * only. Definitions come from the table only (kprewrite --probe DEF):
+ * only, appended (whole lines: the processes of a workload share a file,
+ * as with the runtime library). Definitions come from the table only (kprewrite --probe DEF):
  * KPREWRITE_EVENTS would need a symbol table and an allocator. */
 static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
 {
@@ -129,7 +133,7 @@ static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
         note("KPREWRITE_TRACE_FORMAT: a static executable writes text only");
     long fd = path[0] == '-' && !path[1] ? kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0)
                                          : kprs_sys(SYS_openat, -100 /* AT_FDCWD */, (long)path,
-                                                    01 | 0100 | 01000 | 02000000 /* WRONLY CREAT TRUNC CLOEXEC */,
+                                                    01 | 0100 | 02000 | 02000000 /* WRONLY CREAT APPEND CLOEXEC */,
                                                     0644);
     if (fd < 0)
         kprs_note3("KPREWRITE_TRACE: cannot open ", path, kprs_strlen(path), "; the events stay in the ring");

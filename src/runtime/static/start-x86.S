@@ -109,10 +109,24 @@ kprs_enter:
         cmpb    $0, KPRS_PT_GUARD(%rdx)
         jne     2f
         cmpw    $0, KPRS_PT_EV(%rdx)
-        jne     2f
+        jne     9f
 1:      pop     %rdx
         pop     %rax
         ret
+/* An event only: with less than a record's most free in the ring, the
+ * event is dropped here, with no stack taken and no C (the ring's words
+ * only read: a full ring costs the threads hitting it no written line) */
+9:      push    %rcx
+        lea     kprs_head(%rip), %rax
+        add     KPRS_HEAD_AREA_REL(%rax), %rax  /* the area */
+        mov     KPRS_AREA_RING_HEAD(%rax), %rcx
+        sub     KPRS_AREA_RING_TAIL(%rax), %rcx
+        add     $KPRS_REC_MAX, %rcx
+        cmp     KPRS_AREA_RING_SIZE(%rax), %rcx
+        pop     %rcx
+        jbe     2f
+        lock incq KPRS_PT_DROPPED(%rdx)
+        jmp     1b
 
 /* A guard or an event: pt_regs, then C (kprs_hit: the point, pt_regs) on
  * one of the runtime's stacks, taken with a lock bts on the area's mask.
