@@ -156,7 +156,9 @@ use_runtime
 if $CC -O2 -o "$D/box-dyn" "$SRC" 2>"$D/cc.err" &&
    "$KPREWRITE" --runtime "$KP_BUILDDIR/.libs/libkprewrite-rt.so.0" --probe "$WD" -o "$D/box-dyn.p" "$D/box-dyn" \
        >/dev/null 2>&1; then
-    (cd "$D" && env -u LD_PRELOAD KPREWRITE_TRACE="$D/dyn.trace" ./box-dyn.p words alpha be gamma delta >/dev/null)
+    # (a sanitizer build's runtime library needs its libasan first; the
+    # static programs must not see LD_PRELOAD: a subshell)
+    (preload_sanitizer; cd "$D" && KPREWRITE_TRACE="$D/dyn.trace" ./box-dyn.p words alpha be gamma delta >/dev/null)
     is "$(events "$D/glibc-static.trace")" "$(events "$D/dyn.trace")" \
         "the static runtime's lines are the runtime library's (the same definition, the program built dynamic)"
 else
