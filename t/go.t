@@ -182,6 +182,20 @@ else
     ok 1 "the fixture builds static ($(head -n 1 "$D/go.err"))"; done_testing
 fi
 ok $(readelf -lW "$G" | grep -q INTERP; [ $? -ne 0 ]; echo $?) "it is static: no interpreter"
+# Go's table gives an ABI wrapper the name of the function it wraps; the
+# ABI0 one of the two is NAME.abi0, as Go's symbol table names it (here
+# read by go tool nm from the same build, not stripped)
+(cd "$D/src" && env -u CC -u CFLAGS -u LDFLAGS -u LD_PRELOAD GOCACHE="$D/gocache" GOPATH="$D/gopath" \
+    GO111MODULE=off GOFLAGS= CGO_ENABLED=0 go build -o "$G-sym" .) >"$D/go.err" 2>&1
+"$KPREWRITE" --check --probe '*' "$G" >"$D/snames" 2>/dev/null
+is "" "$(awk '{ print $3 }' "$D/snames" | sort | uniq -d | head -n 3)" "every function of the stripped program has a name of its own"
+awk '$3 ~ /\.abi0\+0x0$/ { sub(/\+0x0$/, "", $3); print $1, $3 }' "$D/snames" | sort >"$D/abi0.ours"
+go tool nm "$G-sym" | awk '$2 == "T" && $3 ~ /\.abi0$/ { a = $1; while (length(a) < 16) a = "0" a; print a, $3 }' | sort >"$D/abi0.go"
+n=$(wc -l <"$D/abi0.ours")
+is "yes " "$([ "$n" -ge 10 ] && echo yes) $(comm -23 "$D/abi0.ours" "$D/abi0.go" | head -n 3)" \
+    "its $n NAME.abi0 names are Go's own, at the same addresses (go tool nm)"
+like 'refused: go-runtime' "$(grep '  runtime\.asmcgocall\.abi0+0x0  ' "$D/snames")" \
+    "runtime.asmcgocall.abi0 (the assembly one) is refused as runtime.asmcgocall is (go-runtime)"
 "$G" >"$D/swant" 2>&1
 is "$(cat "$D/want")" "$(cat "$D/swant")" "it prints what the cgo build prints"
 "$KPREWRITE" --probe '*' -o "$G.all" "$G" >"$D/sall.rep" 2>"$D/sall.err"; rc=$?

@@ -138,6 +138,10 @@ struct isa {
      * stripped static executable's sigaction: the static runtime's SIGTRAP
      * guard) */
     bool (*sets_signal_action)(const uint8_t *code, size_t len, uint64_t at);
+    /* whether a Go ABI wrapper's first bytes set up Go's register ABI (it
+     * calls a Go function from assembly: the ABI0 one of a pair Go's
+     * table gives one name; gopclntab.c) */
+    bool (*enters_go_abi)(const uint8_t *code, size_t len);
     const struct isa_kernel *kernel;  /* NULL: kprewrite bakes no kernel of the ISA */
     /* tracing's names of its registers, arguments and return value
      * (fetch-isa.h), for event definitions baked with the probes */

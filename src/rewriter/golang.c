@@ -26,8 +26,11 @@ static const char *const special[] = {
 
 static bool special_name(const char *name)
 {
+    size_t n = strlen(name), sfx = sizeof ".abi0" - 1;
+    if (n > sfx && strcmp(name + n - sfx, ".abi0") == 0)
+        n -= sfx;   /* (the ABI0 one of a function and its wrapper: gopclntab.c) */
     for (size_t k = 0; k < sizeof special / sizeof special[0]; k++)
-        if (strcmp(name, special[k]) == 0)
+        if (strlen(special[k]) == n && strncmp(name, special[k], n) == 0)
             return true;
     /* runtime.debugCall32 ... debugCall65536: the debugger injects calls to them */
     return strncmp(name, "runtime.debugCall", 17) == 0 && name[17] >= '1' && name[17] <= '9';

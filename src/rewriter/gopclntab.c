@@ -111,7 +111,7 @@ static bool entry(const struct tab *t, uint64_t i, uint64_t *a)
  * its funcFlag byte, from its record (runtime2.go's _func): nameoff at 8
  * (1.16: after the entry pointer) or 4, the flag after the funcID, at 41
  * (1.16, whose byte there is padding, 0; 1.20: after startLine) or 37. */
-static bool record(struct tab *t, uint64_t i, const char **name, uint8_t *flag, uint64_t *pcsp)
+static bool record(struct tab *t, uint64_t i, const char **name, uint8_t *flag, uint8_t *funcid, uint64_t *pcsp)
 {
     const uint8_t *e = t->b + t->pcln + i * (t->version == 116 ? 16 : 8);
     uint64_t off = t->version == 116 ? le64(e + 8) : le32(e + 4);
@@ -127,6 +127,7 @@ static bool record(struct tab *t, uint64_t i, const char **name, uint8_t *flag, 
         return fail(t, at, "a function's name is empty or runs past the table's end");
     *name = s;
     *flag = f[t->version == 118 ? 37 : 41];
+    *funcid = f[t->version == 118 ? 36 : 40];
     *pcsp = le32(f + (t->version == 116 ? 20 : 16));
     return true;
 }
@@ -175,13 +176,13 @@ static bool functions(struct tab *t, const struct image *img, struct gopclntab *
     for (uint64_t i = 0; i < t->nfunc; i++, start = end) {
         uint64_t at = t->pcln + (i + 1) * (t->version == 116 ? 16 : 8);
         const char *name;
-        uint8_t flag;
+        uint8_t flag, funcid;
         uint64_t pcsp, size;
         if (!entry(t, i + 1, &end))
             return fail(t, at, "an entry runs past the end of the address space");
         if (end < start)
             return fail(t, at, "its functions are not in the order of their entries");
-        if (!record(t, i, &name, &flag, &pcsp))
+        if (!record(t, i, &name, &flag, &funcid, &pcsp))
             return false;
         if (end == start)
             continue;   /* nothing between two entries */
@@ -190,14 +191,83 @@ static bool functions(struct tab *t, const struct image *img, struct gopclntab *
         const struct section *s = image_section_at(img, start);
         if (!s || !(s->flags & SHF_EXECINSTR) || !ck_within(start, end - start, s->addr, s->size))
             return fail(t, at, "a function lies outside the sections of code");
-        g->v[g->n++] = (struct go_func){ start, fend, name, flag };
+        g->v[g->n++] = (struct go_func){ start, fend, name, flag, funcid };
     }
     return true;
+}
+
+static int cmp_by_name(const void *a, const void *b)
+{
+    const struct go_func *x = *(const struct go_func *const *)a, *y = *(const struct go_func *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->start > y->start) - (x->start < y->start);
+}
+
+/* Does a wrapper call a Go function from assembly (it sets up Go's
+ * register ABI: the ISA knows how)? */
+static bool abi0_wrapper(const struct image *img, const struct go_func *w)
+{
+    size_t avail;
+    const uint8_t *c = image_read(img, w->start, &avail);
+    return c && img->isa->enters_go_abi &&
+           img->isa->enters_go_abi(c, w->end - w->start < avail ? w->end - w->start : avail);
+}
+
+/* Go's table names an ABI wrapper (funcID wrapper) as the function it
+ * wraps; Go's symbol table calls the ABI0 one of the two NAME.abi0: the
+ * function in assembly (ASM flag, Go 1.19+), or the wrapper that calls a
+ * Go function from assembly (it sets up the register ABI; where both are
+ * marked wrappers, the one that does). So named here too: every function
+ * has a name of its own, and --probe NAME takes the one Go's tools call
+ * NAME. false: no memory. */
+static bool abi0_names(const struct image *img, struct gopclntab *g)
+{
+    const struct go_func **v = malloc(g->n * sizeof *v + 1);
+    struct go_func **abi0 = malloc(g->n * sizeof *abi0 + 1);
+    size_t n = 0, bytes = 1;
+    if (!v || !abi0) {
+        free(v), free(abi0);
+        return false;
+    }
+    for (size_t i = 0; i < g->n; i++)
+        v[i] = &g->v[i];
+    qsort(v, g->n, sizeof *v, cmp_by_name);
+    for (size_t i = 0; i + 1 < g->n; i++) {
+        if (strcmp(v[i]->name, v[i + 1]->name) || (i + 2 < g->n && !strcmp(v[i]->name, v[i + 2]->name)) ||
+            (i && !strcmp(v[i - 1]->name, v[i]->name)))
+            continue;   /* (a pair of one name, no more) */
+        struct go_func *a = (struct go_func *)v[i], *b = (struct go_func *)v[i + 1];
+        bool wa = a->funcid == GO_FUNCID_WRAPPER, wb = b->funcid == GO_FUNCID_WRAPPER;
+        if (wa && wb) {   /* a function Go counts as a wrapper itself (reflect.callMethod) */
+            bool ea = abi0_wrapper(img, a), eb = abi0_wrapper(img, b);
+            if (ea == eb)
+                continue;
+            abi0[n] = ea ? a : b;
+        } else if (wa != wb) {
+            struct go_func *w = wa ? a : b, *o = wa ? b : a;
+            abi0[n] = (o->flag & GO_FLAG_ASM) || !abi0_wrapper(img, w) ? o : w;
+        } else {
+            continue;   /* not a function and its wrapper */
+        }
+        bytes += strlen(abi0[n++]->name) + sizeof ".abi0";
+    }
+    free(v);
+    char *out = g->abi0_names = malloc(bytes);
+    for (size_t k = 0; out && k < n; k++) {
+        size_t len = strlen(abi0[k]->name) + sizeof ".abi0";
+        snprintf(out, len, "%s.abi0", abi0[k]->name);
+        abi0[k]->name = out;
+        out += len;
+    }
+    free(abi0);
+    return g->abi0_names != NULL;
 }
 
 static bool parse(struct tab *t, const struct image *img, struct gopclntab *g)
 {
     if (header(t, img) && functions(t, img, g)) {
+        if (!abi0_names(img, g))
+            return fail(t, 0, "out of memory");
         g->addr = t->addr;
         g->version = t->version;
         return true;
@@ -269,5 +339,6 @@ int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size
 void gopclntab_free(struct gopclntab *g)
 {
     free(g->v);
+    free(g->abi0_names);
     memset(g, 0, sizeof *g);
 }

@@ -11,11 +11,15 @@
 #define GO_FLAG_TOPFRAME 0x1   /* the top of a stack: goexit, mstart, rt0_go... */
 #define GO_FLAG_SPWRITE  0x2   /* writes SP other than by adding a constant */
 #define GO_FLAG_ASM      0x4   /* written in Go's assembly */
+/* funcID_wrapper (Go 1.18-1.22's runtime/symtab.go, internal/abi): an ABI
+ * wrapper or another generated one */
+#define GO_FUNCID_WRAPPER 21
 
 struct go_func {
     uint64_t start, end;       /* [start, end): end is the next function's entry */
     const char *name;          /* Go's full name, in the table's bytes (NUL-terminated there) */
     uint8_t flag;              /* GO_FLAG_* (0 in Go 1.16's layout) */
+    uint8_t funcid;            /* Go's funcID (GO_FUNCID_WRAPPER: a generated wrapper) */
 };
 
 struct gopclntab {
@@ -23,6 +27,7 @@ struct gopclntab {
     size_t n;
     uint64_t addr;             /* where the table's header is (0: none found) */
     unsigned version;          /* 116, 118 or 120: the layout */
+    char *abi0_names;          /* the NAME.abi0 names given (gopclntab.c abi0_names) */
 };
 
 /* Reads the image's table: the section .gopclntab (or one whose name ends

@@ -464,6 +464,8 @@ int symbols_load(struct symbols *sy, const struct image *img, const char *system
     sy->addrs = addrs.v;
     sy->naddrs = addrs.n;
     sy->fde_names = fde_names;
+    sy->go_names = go.abi0_names;   /* (the functions' names point into it) */
+    go.abi0_names = NULL;
     set_parents(sy);
     free(raws.v);
     free(goalias.v);
@@ -497,6 +499,7 @@ void symbols_free(struct symbols *sy)
     free(sy->addrs);
     free(sy->strings);
     free(sy->fde_names);
+    free(sy->go_names);
     free(sy->sigframes);
     free(sy->doubts);
     free(sy->found_names);

@@ -43,6 +43,7 @@ struct symbols {
     size_t naddrs;
     char *strings;             /* storage for System.map names */
     char *fde_names;           /* storage for fde@ names */
+    char *go_names;            /* storage for Go's NAME.abi0 names (gopclntab.c) */
     size_t nfdes;              /* FDEs seen in .eh_frame */
     struct eh_fde *fdes;       /* them, sorted by start */
     const struct section *eh;  /* .eh_frame, when it has any */

@@ -4,6 +4,7 @@
 #include "detour.h"
 #include "elfrel.h"
 #include "exitfn.h"
+#include "gowrap.h"
 #include "kernel-tables.h"
 #include "leaf.h"
 #include "psabi.h"
@@ -36,6 +37,7 @@ const struct isa isa_x86_64 = {
     .leaf_value = x86_leaf_value,
     .exits_process = x86_exits_process,
     .sets_signal_action = x86_sets_signal_action,
+    .enters_go_abi = x86_enters_go_abi,
     .kernel = &x86_kernel,
     .fetch = &x86_fetch_isa,
 };
