@@ -42,10 +42,12 @@ serve_check() {
     pid=$!
     exec 3>"$D/in" 4<"$D/out"
     ask() { echo "$1" >&3; read -r answer <&4; }
-    # ctl trace follows the events from outside (the program has no thread for it)
+    # ctl trace follows the events from outside (the program has no thread
+    # for it), from the ring's oldest: started once the program answered
+    # (before, /proc/PID/exe may still be the shell's)
+    ask "tick 5"
     "$KPREWRITE" ctl $pid trace >"$D/ctl.trace" 2>"$D/ctl.trace.err" &
     tpid=$!
-    ask "tick 5"
     wait_lines "$D/ctl.trace" 5
     kill -INT $tpid; wait $tpid
     is "0 1 2 3 4|$(basename "$P" | cut -c 1-15)" "$(events "$D/ctl.trace" | sed -n 's/^tk: (tick+0x0) x=\([0-9]*\) .*/\1/p' | tr '\n' ' ' | sed 's/ $//')|$(sed -n '1s/^ *\(.*\)-[0-9]* .*/\1/p' "$D/ctl.trace")" \
