@@ -52,6 +52,7 @@ serve_check() {
     kill -INT $tpid; wait $tpid
     is "0 1 2 3 4|$(basename "$P" | cut -c 1-15)" "$(events "$D/ctl.trace" | sed -n 's/^tk: (tick+0x0) x=\([0-9]*\) .*/\1/p' | tr '\n' ' ' | sed 's/ $//')|$(sed -n '1s/^ *\(.*\)-[0-9]* .*/\1/p' "$D/ctl.trace")" \
         "$k: ctl trace: tick's 5 events, as they happen, the thread's name (15 bytes, the kernel's comm) first"
+    like "(^| )$pid( |\$)" "$("$KPREWRITE" ctl --static-pids | tr '\n' ' ')" "$k: kprewrite ctl --static-pids names it"
     "$KPREWRITE" ctl $pid list >"$D/l1" 2>&1
     is "5 [OPTIMIZED]" "$(hits "$D/l1" tick) $(state "$D/l1" tick)" "$k: ctl list: tick hit 5 times, jump-optimized"
     like '^[0-9a-f]{16}  k  main\+0x0  \[OPTIMIZED\]  hits 1  nmissed 0$' "$(grep '  main+0x0  ' "$D/l1")" \

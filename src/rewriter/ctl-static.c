@@ -23,6 +23,7 @@
 #include "../runtime/core/kprw-core.h"
 #include "../runtime/static/blob.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -303,4 +304,30 @@ int ctl_static_main(long pid, int argc, char **argv)
     }
     sproc_close(&s);
     return rc;
+}
+
+/* kprewrite ctl --static-pids: the running static programs with the static
+ * runtime whose executables this user may read (bash completion). */
+int ctl_static_pids(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "kprewrite: ctl: /proc: %s\n", strerror(errno));
+        return 1;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char *end, path[300];
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        uint64_t entry = 0;
+        if (fd >= 0 && rt_section(fd, &entry))
+            printf("%ld\n", pid);
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(d);
+    return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -20,6 +20,7 @@ static const char ctl_usage[] =
 "       kprewrite ctl PID enable|disable|optimize|unoptimize SPEC...\n"
 "       kprewrite ctl PID trace [--format=text|json|folded] | trace DEFINITION | untrace SPEC...\n"
 "       kprewrite ctl PID hist [SPEC [of NAME] [by NAME]] | events | clear\n"
+"       kprewrite ctl --static-pids     (the running static programs it can steer)\n"
 "SPEC is SYM, SYM+OFF, 0xADDR; SYM may be a glob. DEFINITION is kprobe_events'\n"
 "syntax: [p[:[GRP/]EVENT]|r[:[GRP/]EVENT]] SPEC [NAME=]FETCHARG[:TYPE]... [if FILTER]\n";
 
@@ -116,6 +117,8 @@ static const char *why(int err)
 
 int ctl_main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--static-pids") == 0)
+        return ctl_static_pids();
     if (argc < 3 || strcmp(argv[1], "--help") == 0) {
         fputs(ctl_usage, argc < 3 ? stderr : stdout);
         return argc < 3 ? 1 : 0;

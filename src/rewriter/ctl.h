@@ -19,6 +19,7 @@ int ctl_trace_main(const struct target *t, int argc, char **argv);
 int ctl_main(int argc, char **argv);
 /* ctl on a static program, through /proc/PID/mem (ctl-static.c): the
  * exit status, or -1 when PID does not run the static runtime */
+int ctl_static_pids(void);   /* kprewrite ctl --static-pids; the exit status */
 int ctl_static_main(long pid, int argc, char **argv);   /* argv[0] = "ctl"; returns the exit status */
 /* One request to a control socket: VERB "read" (the text to out) or
  * "write" (data); 0, or the -errno of the write or of the connection. */
