@@ -106,6 +106,8 @@ struct kprs_area {
     uint32_t nevents;
     uint32_t pad;
     uint64_t tsc0, ns0;                  /* the clock at start-up: a record's TSC to nanoseconds */
+    uint64_t self;                       /* a page mapped MADV_WIPEONFORK: its first word caches the
+                                            process's id (a fork's child reads 0 there), 0: none */
     uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
     uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'

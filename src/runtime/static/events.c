@@ -7,8 +7,8 @@
  * and copies it into the process's ring, in the area; a full ring drops
  * the record and counts it on the point. No lock, no allocation; system
  * calls: gettid for the record's thread, and one process_vm_readv a read
- * of the program's memory (a dereference, a string), which cannot fault
- * the program -- the static runtime has no signal handler of its own for
+ * of the program's memory (a dereference, a string; the process's id
+ * cached in a page a fork wipes), which cannot fault the program -- the static runtime has no signal handler of its own for
  * faults, and a Go program's would not let it have one.
  *
  * The ring: many writers (the threads), one reader at a time (the exit
@@ -32,10 +32,27 @@
 
 /* ---- reads that cannot fault ---- */
 
+/* This process's id: cached in a page a fork's child finds zeroed
+ * (MADV_WIPEONFORK), so that a child reads its own memory, never its
+ * parent's; a vfork child shares its parent's memory, and reads it. */
+static long self_pid(void)
+{
+    const struct kprs_head *h = kprs_head_addr();
+    const struct kprs_area *a = (const struct kprs_area *)((const char *)h + h->area_rel);
+    int32_t *cache = (int32_t *)(uintptr_t)a->self;
+    int32_t pid = cache ? __atomic_load_n(cache, __ATOMIC_RELAXED) : 0;
+    if (!pid) {
+        pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
+        if (cache)
+            __atomic_store_n(cache, pid, __ATOMIC_RELAXED);
+    }
+    return pid;
+}
+
 static size_t vm_read(void *dst, uintptr_t src, size_t n)
 {
     struct { void *base; size_t len; } local = { dst, n }, remote = { (void *)src, n };
-    long pid = kprs_sys(SYS_getpid, 0, 0, 0, 0);   /* (not the area's: a forked child reads its own) */
+    long pid = self_pid();
     long got = kprs_sys6(SYS_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
     return got < 0 ? 0 : (size_t)got;
 }
@@ -278,6 +295,9 @@ void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib)
     uint16_t k = 0;
     for (const char *d = defs; d < end; d += kprs_strlen(d) + 1, k++)
         define(r, &arena, &evs[k], k, d, kprs_strlen(d));
+    long page = kprs_sys6(SYS_mmap, 0, 4096, 3 /* rw */, 0x22 /* private, anonymous */, -1, 0);
+    if ((unsigned long)page < -4096UL && kprs_sys(SYS_madvise, page, 4096, 18 /* MADV_WIPEONFORK */, 0) == 0)
+        a->self = (uint64_t)page;   /* (else every read asks getpid) */
     a->events = (uint64_t)(uintptr_t)evs;
     a->nevents = n;
     a->ring = (uint64_t)(uintptr_t)((char *)a + l.ring);

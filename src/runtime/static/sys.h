@@ -28,6 +28,7 @@ static inline long kprs_sys6(long nr, long a, long b, long c, long d, long e, lo
 #define SYS_write 1
 #define SYS_mmap 9
 #define SYS_munmap 11
+#define SYS_madvise 28
 #define SYS_rt_sigaction 13
 #define SYS_rt_sigprocmask 14
 #define SYS_getpid 39
