@@ -218,6 +218,11 @@ is 12004 $((w + ${d:-0})) "KPREWRITE_TRACE at runtime.exit: $w events written + 
 is 0 "$(awk '{ v = $NF; sub(/^n=/, "", v); if (v + 0 < 0 || v + 0 > 3000) bad++ } END { print bad + 0 }' "$D/sgo.trace")" \
     "each with its argument n (0..3000, from %ax: Go's register ABI)"
 echo "# threads in the static Go trace: $(sed 's/^ *[^ ]*-\([0-9]*\) .*/\1/' "$D/sgo.trace" | sort -u | wc -l)"
+# the same event defined at run time on the count-only bake
+KPREWRITE_EVENTS='p:gr main.grow n=%ax:s64' KPREWRITE_REPORT=all KPREWRITE_TRACE="$D/sgo2.trace" "$G.all" >/dev/null 2>"$D/sev2.err"
+w=$(grep -c ': gr: (main\.grow+0x0) n=' "$D/sgo2.trace")
+d=$(awk '$4 == "main.grow+0x0" { for (i = 5; i < NF; i++) if ($i == "dropped") print $(i + 1) }' "$D/sev2.err")
+is 12004 $((w + ${d:-0})) "KPREWRITE_EVENTS on the count-only bake: $w written + ${d:-0} dropped = main.grow's hits"
 soff=$("$KPREWRITE" --check --disasm --probe main.grow "$G" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
 like '^refused: go-sigtrap \(an int3 here: go-stack \(not at the entry\)\)' \
     "$("$KPREWRITE" --check --probe "0x$soff" "$G" | sed 's/^.*  k  [^ ]*  //')" \

@@ -179,8 +179,15 @@ for layout in inline shared; do
     cmp -s "$D/glibc-static.want" "$D/$layout.got"; ok $? "--detours $layout: output identical"
     KPREWRITE_REPORT=1 "$B.$layout" count 1000 >/dev/null 2>"$D/$layout.hits"
     is "1000 1" "$(hits "$D/$layout.hits" tick) $(hits "$D/$layout.hits" main)" "--detours $layout: exact hits"
+    # events defined at run time on a count-only bake, through the
+    # dispatcher these detours call (pt_regs completed by kprs_dispatch_entry)
+    KPREWRITE_EVENTS="$WD;$TK" KPREWRITE_TRACE="$D/env.$layout" "$B.$layout" words alpha be gamma delta >/dev/null
+    is "wd: (word+0x0) s=\"alpha\" n=1 pn=1 pw=\"alpha\"
+wd: (word+0x0) s=\"be\" n=2 pn=2 pw=\"be\"
+wd: (word+0x0) s=\"delta\" n=4 pn=4 pw=\"delta\"
+wd: (word+0x0) s=(fault) n=-1 pn=(fault) pw=(fault)" "$(events "$D/env.$layout")" \
+        "--detours $layout: KPREWRITE_EVENTS at run time on a count-only bake: the baked definitions' lines"
 done
-
 # return probes: counted at the entry (no handler: the call is not hooked),
 # jump-optimized and int3, with every entry probed too
 "$KPREWRITE" --probe '*' --probe '*%return' -o "$B.ret" "$B" >"$D/ret.report" 2>"$D/ret.err"; rc=$?
@@ -192,6 +199,19 @@ KPREWRITE_REPORT=all "$B.ret" rawpid 6 >/dev/null 2>"$D/ret.hits6"
 is "r 400 r 6" "$(awk '$4 == "tick+0x0" { print $3, $6 }' "$D/ret.hits") $(awk '$4 == "raw_getpid+0x0" { print $3, $6 }' "$D/ret.hits6")" \
     "return probes: exact counts, jump (tick 400) and int3 (raw_getpid 6)"
 
+# events defined at run time on compact detours (a count-only bake of
+# every entry and return), with what it cannot take said in one line each
+KPREWRITE_EVENTS="$TK;p:bad nosuch x=%di;p:mal tick x=%zz" KPREWRITE_TRACE="$D/env.compact" "$B.ret" count 3 \
+    >/dev/null 2>"$D/env.err"
+is "tk: (tick+0x0) x=0 cm=\"box-glibc-stati\"
+tk: (tick+0x0) x=1 cm=\"box-glibc-stati\"
+tk: (tick+0x0) x=2 cm=\"box-glibc-stati\"" "$(events "$D/env.compact")" "KPREWRITE_EVENTS, compact detours: tick's 3 events"
+like "KPREWRITE event 'p:bad nosuch x=%di' \(KPREWRITE_EVENTS\): no probed point matches" "$(cat "$D/env.err")" \
+    "... a definition no probed point matches: one line"
+like "KPREWRITE event 'p:mal tick x=%zz': column 15: unknown register: left out" "$(cat "$D/env.err")" \
+    "... a malformed one: one line with its column"
+
+
 # what the static runtime has not: one line each, exit 1, nothing written
 for def in 'r:tr tick ret=$retval' 'p:tr tick%return'; do
     out=$("$KPREWRITE" --probe "$def" -o "$D/ev.p" "$B" 2>&1); rc=$?
@@ -200,9 +220,9 @@ for def in 'r:tr tick ret=$retval' 'p:tr tick%return'; do
     like "box-glibc-static: .*a return event in a static executable: its runtime .* does not hook returns" "$out" \
         "... saying why"
 done
-KPREWRITE_EVENTS='p tick' KPREWRITE_REPORT=1 "$B.p" echo >/dev/null 2>"$D/ev.err"
-like "static runtime: KPREWRITE_EVENTS: a static executable's events are those kprewrite baked .*; ignored" \
-    "$(cat "$D/ev.err")" "KPREWRITE_EVENTS at run time: one line saying it is ignored"
+KPREWRITE_TRACE=- "$B.inline" echo >/dev/null 2>"$D/ev.err"
+like "static runtime: KPREWRITE_TRACE: no event is defined .*; ignored" "$(cat "$D/ev.err")" \
+    "KPREWRITE_TRACE with no event defined: one line saying it is ignored"
 LD_PRELOAD=/nonexistent/handlers.so "$B.p" echo >/dev/null 2>"$D/pre.err"
 like "static runtime: LD_PRELOAD: .*handlers need a dynamic program" "$(cat "$D/pre.err")" \
     "a handler library preloaded: one line saying handlers need a dynamic program"

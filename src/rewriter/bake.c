@@ -123,7 +123,7 @@ int bake_added_pool(const struct image *img, const struct probe_list *probes, co
         sz.rt = rt->blob;
         sz.rt_size = rt->blob_size;
         sz.rt_area_off = (plan.data_size + 63) & ~(size_t)63;
-        sz.data = sz.rt_area_off + kprs_area_layout((uint32_t)plan.nentries, probes->ndefs > 0).size;
+        sz.data = sz.rt_area_off + kprs_area_layout((uint32_t)plan.nentries).size;
     }
     uint8_t *buf;
     size_t size;

@@ -45,17 +45,19 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The definitions as the runtime parsed them: from the table in the
- * process's memory. -1 when they cannot be read. */
+/* The definitions as the runtime parsed them, in its order: the table's,
+ * then KPREWRITE_EVENTS' (kept in its arena), from the process's memory.
+ * -1 when they cannot be read. */
 static int parse_defs(struct follow *f, struct kprw_arena *arena)
 {
     const struct sproc *s = f->s;
     uint64_t off = kprw_table_events_off(&s->t);
-    if (!(s->t.flags & KPRW_T_EVENTS) || off >= s->t.strings_off)
-        return -1;
-    size_t len = s->t.strings_off - off;
+    size_t tlen = (s->t.flags & KPRW_T_EVENTS) && off < s->t.strings_off ? s->t.strings_off - off : 0,
+           len = tlen + s->a.env_defs_len;
     char *defs = kprw_arena_alloc(arena, len + 1, 1);
-    if (!defs || sproc_rd(s, s->table + off, defs, len) < 0)
+    if (!defs || !len || (tlen && sproc_rd(s, s->table + off, defs, tlen) < 0) ||
+        (s->a.env_defs_len && sproc_rd(s, s->a.env_defs, defs + tlen, s->a.env_defs_len) < 0) ||
+        defs[len - 1] != 0)
         return -1;
     f->nevs = 0;
     for (size_t at = 0; at < len; at += strlen(defs + at) + 1)
@@ -161,8 +163,8 @@ static long drain(const struct follow *f)
 int sproc_trace(const struct sproc *s)
 {
     if (!s->a.ring) {
-        fprintf(stderr, "kprewrite: ctl %ld: trace: kprewrite baked no event into this program (--probe 'p:EVENT SPEC "
-                "ARGS')\n", s->pid);
+        fprintf(stderr, "kprewrite: ctl %ld: trace: no event is defined in this program (kprewrite --probe 'p:EVENT "
+                "SPEC ARGS', or KPREWRITE_EVENTS in its environment)\n", s->pid);
         return 1;
     }
     if (s->a.trace_fd >= 0) {

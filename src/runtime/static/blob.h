@@ -108,6 +108,10 @@ struct kprs_area {
     uint64_t tsc0, ns0;                  /* the clock at start-up: a record's TSC to nanoseconds */
     uint64_t self;                       /* a page mapped MADV_WIPEONFORK: its first word caches the
                                             process's id (a fork's child reads 0 there), 0: none */
+    uint64_t env_defs;                   /* KPREWRITE_EVENTS' definitions, NUL-separated, in the
+                                            arena (after the table's, in the event indices) */
+    uint32_t env_defs_len;               /* their bytes */
+    uint32_t pad2;
     uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
     uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
@@ -115,21 +119,22 @@ struct kprs_area {
      * with events, the arena and the ring */
 };
 
-/* Where the area's parts are, from its start; events: the table has
- * definitions. */
+/* Where the area's parts are, from its start. The arena and the ring are
+ * there whether the table has definitions or not (KPREWRITE_EVENTS may
+ * bring some): zero-filled memory, touched only as used. */
 struct kprs_layout {
     uint64_t points, sorted, stacks, arena, ring, size;
 };
 
-static inline struct kprs_layout kprs_area_layout(uint32_t n, int events)
+static inline struct kprs_layout kprs_area_layout(uint32_t n)
 {
     struct kprs_layout l;
     l.points = sizeof(struct kprs_area);
     l.sorted = l.points + (uint64_t)n * sizeof(struct kprs_point);
     l.stacks = (l.sorted + (uint64_t)n * sizeof(uint32_t) + 63) & ~(uint64_t)63;
     l.arena = l.stacks + ((uint64_t)KPRS_STACKS << KPRS_STACK_SHIFT);
-    l.ring = events ? l.arena + KPRS_ARENA : l.arena;
-    l.size = events ? l.ring + KPRS_RING : l.ring;
+    l.ring = l.arena + KPRS_ARENA;
+    l.size = l.ring + KPRS_RING;
     return l;
 }
 #endif /* __ASSEMBLER__ */

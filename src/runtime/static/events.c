@@ -216,48 +216,64 @@ static bool fits(const struct kprs_rt *r, const struct kprw_event *ev, uint32_t 
 {
     const struct kprw_entry *e = &r->e[i];
     uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
-    if (e->kind != KPRW_KIND_K || (ev->uses_args && ev->entry_off && !(skipped && skipped == e->offset)))
-        return false;
+    if (ev->uses_args && ev->entry_off && !(skipped && skipped == e->offset))
+        return false;   /* (a return point, SYM%return baked, serves entry events too) */
     char name[300];
     kprs_entry_name(r, e, name, sizeof name);
     return kprw_spec_matches_entry(ev->spec, ev->spec_len, name, e->offset, kprs_site(r, i), skipped);
 }
 
-/* One definition parsed and bound; the points it took. */
-static uint32_t define(const struct kprs_rt *r, struct kprw_arena *arena, struct kprw_event *ev, uint16_t k,
-                       const char *def, size_t len)
+/* "': column N: MSG: left out" */
+static void note_malformed(const char *def, size_t len, const struct kprw_ev_error *err)
+{
+    char why[200];
+    struct kprw_sbuf b = { why, 0, sizeof why };
+    kprw_sb_str(&b, "': column ");
+    kprw_sb_u64(&b, err->col);
+    kprw_sb_str(&b, ": ");
+    kprw_sb_str(&b, err->msg ? err->msg : "malformed (or no room left to parse it)");
+    kprw_sb_str(&b, ": left out");
+    kprw_sb_end(&b);
+    note_def(def, len, why);
+}
+
+/* One definition parsed and bound; the points its spec names (each taken,
+ * unless another event has it: said), or -1 when it was left out (said on
+ * stderr). */
+static long define(const struct kprs_rt *r, struct kprw_arena *arena, struct kprw_event *ev, uint16_t k,
+                   const char *def, size_t len)
 {
     struct kprw_fetch_isa isa = X86_FETCH_ISA_INIT;   /* (built here: no stored address) */
     struct kprw_ev_error err = { 0, 0 };
     const struct kprw_farg *bad = 0;
     if (!kprw_event_parse(&isa, def, len, arena, ev, &err)) {
-        note_def(def, len, "': malformed (or no room left to parse it): left out");
-        return 0;
+        note_malformed(def, len, &err);
+        memset(ev, 0, sizeof *ev);
+        return -1;
     }
     if (ev->is_return) {
         note_def(def, len, "': return events need the runtime library (a dynamic program): left out");
-        return 0;
+        return -1;
     }
     if (!kprw_event_bind(ev, resolve_entry, (void *)r, &bad)) {
         note_def(def, len, "': an @SYM names no probed function (the static runtime knows only those): left out");
-        return 0;
+        return -1;
     }
     if (ev->max_size > KPRS_REC_MAX) {
         note_def(def, len, "': its records may exceed 4 KiB: left out");
-        return 0;
+        return -1;
     }
-    uint32_t bound = 0;
+    long named = 0;
     for (uint32_t i = 0; i < r->t->nentries; i++) {
         if (!fits(r, ev, i))
             continue;
-        if (r->pt[i].ev) {
+        named++;
+        if (r->pt[i].ev)
             note_def(def, len, "': a point of it has an event already (one a point here): not there");
-            continue;
-        }
-        r->pt[i].ev = (uint16_t)(k + 1);
-        bound++;
+        else
+            r->pt[i].ev = (uint16_t)(k + 1);
     }
-    return bound;
+    return named;
 }
 
 /* The ring's size: KPREWRITE_TRACE_BUFFER KiB, a power of 2 from 4 KiB up
@@ -275,26 +291,55 @@ static uint64_t ring_size(const char *kib)
     return want;
 }
 
-void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib)
+/* KPREWRITE_EVENTS='DEF;DEF...' (or a newline between) into the arena,
+ * NUL-separated, blanks before each left out; their count. */
+static uint32_t env_defs(struct kprs_area *a, struct kprw_arena *arena, const char *env)
+{
+    size_t len = env ? kprs_strlen(env) : 0;
+    char *out = len ? kprw_arena_alloc(arena, len + 1, 1) : 0;
+    uint32_t n = 0;
+    size_t at = 0;
+    for (size_t i = 0; out && i < len;) {
+        while (i < len && (env[i] == ' ' || env[i] == '\t' || env[i] == ';' || env[i] == '\n'))
+            i++;
+        if (i == len)
+            break;
+        while (i < len && env[i] != ';' && env[i] != '\n')
+            out[at++] = env[i++];
+        out[at++] = 0;
+        n++;
+    }
+    a->env_defs = (uint64_t)(uintptr_t)out;
+    a->env_defs_len = (uint32_t)at;
+    return n;
+}
+
+void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const char *env)
 {
     const struct kprw_table *t = r->t;
     struct kprs_area *a = r->area;
-    if (!(t->flags & KPRW_T_EVENTS))
-        return;
-    struct kprs_layout l = kprs_area_layout(t->nentries, 1);
+    struct kprs_layout l = kprs_area_layout(t->nentries);
     struct kprw_arena arena = { (char *)a + l.arena, KPRS_ARENA, 0 };
     const char *defs = (const char *)t + kprw_table_events_off(t), *end = (const char *)t + t->strings_off;
     uint32_t n = 0;
-    for (const char *d = defs; d < end; d += kprs_strlen(d) + 1)
+    for (const char *d = defs; (t->flags & KPRW_T_EVENTS) && d < end; d += kprs_strlen(d) + 1)
         n++;
+    uint32_t nt = n;
+    n += env_defs(a, &arena, env);
+    if (!n)
+        return;
     struct kprw_event *evs = kprw_arena_alloc(&arena, (size_t)n * sizeof *evs, 8);
     if (!evs || n > 0xffff) {
-        kprs_note3("KPREWRITE events: ", "", 0, "too many definitions: none recorded");
+        kprs_note3("KPREWRITE events: ", "", 0, "too many definitions (or too long): none recorded");
         return;
     }
-    uint16_t k = 0;
-    for (const char *d = defs; d < end; d += kprs_strlen(d) + 1, k++)
-        define(r, &arena, &evs[k], k, d, kprs_strlen(d));
+    uint32_t k = 0;
+    for (const char *d = defs; k < nt; d += kprs_strlen(d) + 1, k++)
+        define(r, &arena, &evs[k], (uint16_t)k, d, kprs_strlen(d));
+    for (const char *d = (const char *)(uintptr_t)a->env_defs; k < n; d += kprs_strlen(d) + 1, k++)
+        if (define(r, &arena, &evs[k], (uint16_t)k, d, kprs_strlen(d)) == 0)
+            note_def(d, kprs_strlen(d), "' (KPREWRITE_EVENTS): no probed point matches its spec (kprewrite --probe it "
+                     "first)");
     long page = kprs_sys6(SYS_mmap, 0, 4096, 3 /* rw */, 0x22 /* private, anonymous */, -1, 0);
     if ((unsigned long)page < -4096UL && kprs_sys(SYS_madvise, page, 4096, 18 /* MADV_WIPEONFORK */, 0) == 0)
         a->self = (uint64_t)page;   /* (else every read asks getpid) */

@@ -8,9 +8,10 @@
 
 struct kprw_sbuf;
 
-/* Start-up: the definitions parsed and bound to their points, the ring
- * sized (KPREWRITE_TRACE_BUFFER: KiB, or NULL), the clock read. */
-void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib) KPRS_HIDDEN;
+/* Start-up: the definitions (the table's, then KPREWRITE_EVENTS': env, or
+ * NULL) parsed and bound to their points, the ring sized
+ * (KPREWRITE_TRACE_BUFFER: KiB, or NULL), the clock read. */
+void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const char *env) KPRS_HIDDEN;
 /* A hit of entry i, whose point has an event: its record into the ring. */
 void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs) KPRS_HIDDEN;
 /* The event's name on entry i. */

@@ -115,18 +115,15 @@ static bool is_go(const struct kprs_rt *r)
 
 /* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text
  * only, appended (whole lines: the processes of a workload share a file,
- * as with the runtime library). Definitions come from the table only (kprewrite --probe DEF):
- * KPREWRITE_EVENTS would need a symbol table and an allocator. */
+ * as with the runtime library). */
 static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
 {
     const char *path = getenv_sp(sp, "KPREWRITE_TRACE"), *fmt = getenv_sp(sp, "KPREWRITE_TRACE_FORMAT");
-    if (getenv_sp(sp, "KPREWRITE_EVENTS"))
-        note("KPREWRITE_EVENTS: a static executable's events are those kprewrite baked (--probe 'p:EVENT SPEC "
-             "ARGS'); ignored");
     if (!path || !*path)
         return;
     if (!r->area->ring) {
-        note("KPREWRITE_TRACE: kprewrite baked no event into this executable (--probe 'p:EVENT SPEC ARGS'); ignored");
+        note("KPREWRITE_TRACE: no event is defined (kprewrite --probe 'p:EVENT SPEC ARGS', or KPREWRITE_EVENTS); "
+             "ignored");
         return;
     }
     if (fmt && *fmt && kprs_strcmp(fmt, "text"))
@@ -159,7 +156,7 @@ void kprs_init(uint64_t *sp)
     a->nentries = t->nentries;
     a->pid = (int32_t)kprs_sys(SYS_getpid, 0, 0, 0, 0);
     a->trap_byte = 0xcc;   /* int3 */
-    a->stacks = (uint64_t)(uintptr_t)a + kprs_area_layout(t->nentries, (t->flags & KPRW_T_EVENTS) != 0).stacks;
+    a->stacks = (uint64_t)(uintptr_t)a + kprs_area_layout(t->nentries).stacks;
     report_setup(a, sp);
     for (uint32_t i = 0; i < t->nentries; i++)
         if (kprw_entry_faults(&r.e[i], t->strings_size, 0, 0) & ~(1u << 3)) {   /* (names: any) */
@@ -179,7 +176,7 @@ void kprs_init(uint64_t *sp)
     if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
         note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
              "its probes count hits only");
-    kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"));
+    kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"), getenv_sp(sp, "KPREWRITE_EVENTS"));
     trace_setup(&r, sp);
     for (uint32_t i = 0; i < t->nentries; i++)   /* (the points complete: the detours may count now) */
         r.state[i].rt = &r.pt[i];

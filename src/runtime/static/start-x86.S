@@ -92,31 +92,12 @@ kprs_start:
         jmp     *-8(%rsp)
         .size   kprs_start, .-kprs_start
 
-        .globl  kprs_enter
-        .hidden kprs_enter
-        .type   kprs_enter, @function
-kprs_enter:
-        push    %rax
-        push    %rdx
-        mov     16(%rsp), %rdx                  /* R */
-        movslq  -ENTER_HEAD(%rdx), %rax
-        mov     (%rdx,%rax), %rdx               /* state->rt: the point */
-        test    %rdx, %rdx
-        jz      1f                              /* before kprs_init: not counted */
-        cmpb    $0, KPRS_PT_DISABLED(%rdx)
-        jne     1f
-        lock incq KPRS_PT_HITS(%rdx)
-        cmpb    $0, KPRS_PT_GUARD(%rdx)
-        jne     2f
-        cmpw    $0, KPRS_PT_EV(%rdx)
-        jne     9f
-1:      pop     %rdx
-        pop     %rax
-        ret
-/* An event only: with less than a record's most free in the ring, the
- * event is dropped here, with no stack taken and no C (the ring's words
- * only read: a full ring costs the threads hitting it no written line) */
-9:      push    %rcx
+/* An event only (the point in %rdx, %rax and %rdx pushed): with less than
+ * a record's most free in the ring, the event is dropped here, with no
+ * stack taken and no C (the ring's words only read: a full ring costs the
+ * threads hitting it no written line), and on to \out; else to \full */
+.macro DROP_IF_FULL full, out
+        push    %rcx
         lea     kprs_head(%rip), %rax
         add     KPRS_HEAD_AREA_REL(%rax), %rax  /* the area */
         mov     KPRS_AREA_RING_HEAD(%rax), %rcx
@@ -124,52 +105,60 @@ kprs_enter:
         add     $KPRS_REC_MAX, %rcx
         cmp     KPRS_AREA_RING_SIZE(%rax), %rcx
         pop     %rcx
-        jbe     2f
+        jbe     \full
         lock incq KPRS_PT_DROPPED(%rdx)
-        jmp     1b
+        jmp     \out
+.endm
 
-/* A guard or an event: pt_regs, then C (kprs_hit: the point, pt_regs) on
- * one of the runtime's stacks, taken with a lock bts on the area's mask.
- * None free (more threads in C at once than stacks, or a signal handler's
- * hit meanwhile): on the stack it is on, unless the point is a Go
- * function's, whose goroutine stack may be a few KiB: then a guard runs
- * there all the same (the report must be printed), an event is dropped.
- * What goes on the program's stack: R, 6 words. */
+/* A guard or an event (the point in %rdx; %rax and %rdx pushed below the
+ * detour's return address, and \spoff more bytes above it before the
+ * probed %rsp): pt_regs, then C (kprs_hit: the point, pt_regs) on one of
+ * the runtime's stacks, taken with a lock bts on the area's mask. None
+ * free (more threads in C at once than stacks, or a signal handler's hit
+ * meanwhile): on the stack it is on, unless the point is a Go function's,
+ * whose goroutine stack may be a few KiB: then a guard runs there all the
+ * same (the report must be printed), an event is dropped. Then to \out,
+ * %rax and %rdx still pushed. What goes on the program's stack: the
+ * detour's return address, 6 words. */
 #define F_BIT 0                                 /* the frame, from %rbx: the stack's bit + 1 (0: none) */
 #define F_PT 8                                  /* the point */
 #define F_RBX 16
 #define F_RCX 24
 #define F_RDX 32
 #define F_RAX 40
-#define F_SP 56                                 /* (R at 48) the probed %rsp */
-2:      push    %rcx
+#define F_SP 56                                 /* (the return address at 48) the probed %rsp, + \spoff */
+.macro FULL_PATH spoff, out
+        push    %rcx
         push    %rbx
         push    %rdx
         push    $0
         mov     %rsp, %rbx
         lea     kprs_head(%rip), %rcx
         add     KPRS_HEAD_AREA_REL(%rcx), %rcx  /* the area */
-3:      mov     KPRS_AREA_STACK_BUSY(%rcx), %rax
+.Ltake\@:
+        mov     KPRS_AREA_STACK_BUSY(%rcx), %rax
         not     %eax
         and     $((1 << KPRS_STACKS) - 1), %eax
-        jz      5f
+        jz      .Lnone\@
         bsf     %eax, %eax
         lock btsq %rax, KPRS_AREA_STACK_BUSY(%rcx)
-        jc      3b                              /* taken meanwhile */
+        jc      .Ltake\@                        /* taken meanwhile */
         lea     1(%rax), %rdx
         mov     %rdx, F_BIT(%rbx)
         shl     $KPRS_STACK_SHIFT, %rdx
         add     KPRS_AREA_STACKS(%rcx), %rdx    /* its top */
         mov     %rdx, %rsp
-        jmp     6f
-5:      mov     F_PT(%rbx), %rdx
+        jmp     .Lregs\@
+.Lnone\@:
+        mov     F_PT(%rbx), %rdx
         cmpb    $0, KPRS_PT_GUARD(%rdx)
-        jne     6f
+        jne     .Lregs\@
         cmpb    $0, KPRS_PT_GO(%rdx)
-        je      6f
+        je      .Lregs\@
         lock incq KPRS_PT_DROPPED(%rdx)         /* a Go point's event, no stack free */
-        jmp     8f
-6:      and     $-16, %rsp
+        jmp     .Ldone\@
+.Lregs\@:
+        and     $-16, %rsp
         sub     $(PTREGS_SIZE + 8), %rsp
         mov     %r15, PTREGS_R15(%rsp)
         mov     %r14, PTREGS_R14(%rsp)
@@ -196,7 +185,7 @@ kprs_enter:
         pushfq
         pop     %rax
         mov     %rax, PTREGS_FLAGS(%rsp)
-        lea     F_SP(%rbx), %rax
+        lea     (F_SP + \spoff)(%rbx), %rax
         mov     %rax, PTREGS_SP(%rsp)
         movq    $0x2b, PTREGS_SS(%rsp)
         mov     F_PT(%rbx), %rdi
@@ -210,15 +199,44 @@ kprs_enter:
         mov     PTREGS_DI(%rsp), %rdi
         mov     F_BIT(%rbx), %rax
         test    %rax, %rax
-        jz      8f
+        jz      .Ldone\@
         dec     %rax
         lea     kprs_head(%rip), %rcx
         add     KPRS_HEAD_AREA_REL(%rcx), %rcx
         lock btrq %rax, KPRS_AREA_STACK_BUSY(%rcx)
-8:      lea     16(%rbx), %rsp                  /* past the bit and the point */
+.Ldone\@:
+        lea     16(%rbx), %rsp                  /* past the bit and the point */
         pop     %rbx
         pop     %rcx
-        jmp     1b
+        jmp     \out
+.endm
+
+        .globl  kprs_enter
+        .hidden kprs_enter
+        .type   kprs_enter, @function
+kprs_enter:
+        push    %rax
+        push    %rdx
+        mov     16(%rsp), %rdx                  /* R */
+        movslq  -ENTER_HEAD(%rdx), %rax
+        mov     (%rdx,%rax), %rdx               /* state->rt: the point */
+        test    %rdx, %rdx
+        jz      .Lenter_out                     /* before kprs_init: not counted */
+        cmpb    $0, KPRS_PT_DISABLED(%rdx)
+        jne     .Lenter_out
+        lock incq KPRS_PT_HITS(%rdx)
+        cmpb    $0, KPRS_PT_GUARD(%rdx)
+        jne     .Lenter_full
+        cmpw    $0, KPRS_PT_EV(%rdx)
+        jne     .Lenter_event
+.Lenter_out:
+        pop     %rdx
+        pop     %rax
+        ret
+.Lenter_event:
+        DROP_IF_FULL .Lenter_full, .Lenter_out
+.Lenter_full:
+        FULL_PATH 0, .Lenter_out
         .size   kprs_enter, .-kprs_enter
 
 /* An inline or shared detour's call of the dispatcher (the first slot):
@@ -242,7 +260,11 @@ kprs_dispatch_entry:
         .size   kprs_dispatch_entry, .-kprs_dispatch_entry
 
 /* %r11 = the state's address + 1 (the detour saved %r11 and pops it);
- * every other register kept, the flags dead at a function entry */
+ * every other register kept, the flags dead at a function entry. The call
+ * is never taken (ZF set): a count-only return probe has nothing to run at
+ * the return. A return point serves entry events and guards too: as
+ * kprs_enter's, with the probed %r11 from the detour's push (above the
+ * return address: the probed %rsp 8 bytes further up). */
         .globl  kprs_kret_enter
         .hidden kprs_kret_enter
         .type   kprs_kret_enter, @function
@@ -254,7 +276,25 @@ kprs_kret_enter:
         cmpb    $0, KPRS_PT_DISABLED(%r11)
         jne     1f
         lock incq KPRS_PT_HITS(%r11)
+        cmpb    $0, KPRS_PT_GUARD(%r11)
+        jne     2f
+        cmpw    $0, KPRS_PT_EV(%r11)
+        jne     2f
 1:      xor     %r11d, %r11d                    /* ZF set: not taken */
+        ret
+2:      push    %rax
+        push    %rdx
+        mov     %r11, %rdx                      /* the point */
+        mov     24(%rsp), %r11                  /* the probed %r11 (the detour's push) */
+        cmpb    $0, KPRS_PT_GUARD(%rdx)
+        jne     .Lkret_full
+        DROP_IF_FULL .Lkret_full, .Lkret_out
+.Lkret_full:
+        FULL_PATH 8, .Lkret_out
+.Lkret_out:
+        pop     %rdx
+        pop     %rax
+        xor     %r11d, %r11d                    /* ZF set: not taken (the detour pops %r11) */
         ret
         .size   kprs_kret_enter, .-kprs_kret_enter
 
