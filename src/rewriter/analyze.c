@@ -410,7 +410,7 @@ static bool retargets(struct state *s, struct probe *p, const struct func *fn, c
     size_t n = 0, cap = 0;
     struct retarget *v = NULL;
     const char *why = NULL;
-    const struct ref *end = s->refs.v + s->refs.n;
+    const struct ref *end = s->refs.v ? s->refs.v + s->refs.n : NULL;   /* (no reference at all: none) */
     if (go_reentries(s, p, fn, &v, &n, &cap) < 0)
         return false;
     if (!r && !n)
