@@ -93,7 +93,8 @@ example_ran() {
 # FILE has at least N lines (at most 60 s). The caller's next check says
 # what was missing when the wait ran out.
 wait_file() { _w=0; while [ ! -e "$1" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
-wait_lines() { _w=0; while [ "$(wc -l <"$1")" -lt "$2" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
+# (a file not there yet has 0 lines: a background job may open it later)
+wait_lines() { _w=0; while [ "$( (wc -l <"$1") 2>/dev/null || echo 0)" -lt "$2" ] && [ $_w -lt 600 ]; do sleep 0.1; _w=$((_w + 1)); done; }
 # live_start DIR CMD...: CMD (a probed test program waiting for "go" lines;
 # `env VAR=... PROG ARGS` for its environment) in the background, its
 # control directory DIR/ctl (KPREWRITE_CTL_DIR, exported), its stdin a fifo

@@ -62,15 +62,16 @@ static const char *getenv_sp(uint64_t *sp, const char *name)
 
 /* _exit and libc's sigaction, whose addresses kprewrite
  * writes in the head (each by name, or by its code when stripped;
- * guard.c) */
+ * guard.c): an entry's point, or a return point (SYM%return baked too),
+ * whose entry runs the guard as well (kprs_kret_enter) */
 static uint8_t guard_of(const struct kprs_rt *r, uint32_t i)
 {
     const struct kprs_head *h = kprs_head_addr();
     const struct kprw_entry *e = &r->e[i];
     for (unsigned k = 0; k < KPRS_EXITS; k++)
-        if (h->exit_rel[k] && e->kind == KPRW_KIND_K && kprs_site(r, i) == (uintptr_t)h + (uintptr_t)h->exit_rel[k])
+        if (h->exit_rel[k] && kprs_site(r, i) == (uintptr_t)h + (uintptr_t)h->exit_rel[k])
             return KPRS_GUARD_EXIT;
-    if (h->sigaction_rel && e->kind == KPRW_KIND_K && (e->offset == 0 || (e->flags & KPRW_F_AFTER_ENDBR)) &&
+    if (h->sigaction_rel && (e->offset == 0 || (e->flags & KPRW_F_AFTER_ENDBR)) &&
         kprs_site(r, i) - e->offset == (uintptr_t)h + (uintptr_t)h->sigaction_rel)
         return KPRS_GUARD_SIGACTION;
     return KPRS_GUARD_NONE;
