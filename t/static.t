@@ -208,6 +208,18 @@ is "0 $("$B" ownsig 5)" "$rc $(cat "$D/ret.own")" "every entry and return, a SIG
 like "installs a SIGTRAP handler of its own: the int3 probes are disabled" "$(cat "$D/ret.own.err")" \
     "... the guard at sigaction's return point ran"
 
+# the events' times are CLOCK_MONOTONIC's (as /proc/uptime counts), from
+# the TSC (rdtscp) or, where a CPU has none, from clock_gettime itself
+# (KPREWRITE_TEST_CLOCK=monotonic takes that way here)
+for clock in tsc monotonic; do
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    KPREWRITE_TEST_CLOCK=$clock KPREWRITE_EVENTS="$TK" KPREWRITE_TRACE="$D/clock.$clock" "$B.ret" count 3 >/dev/null
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    is "3 0" "$(grep -c ': tk: ' "$D/clock.$clock") $(sed 's/^.*\] \([0-9.]*\): .*/\1/' "$D/clock.$clock" |
+        awk -v a="$t0" -v b="$t1" '$1 + 0 < a - 0.02 || $1 + 0 > b + 0.02 { bad++ } END { print bad + 0 }')" \
+        "the clock ($clock): 3 events, each stamped between two readings of /proc/uptime ($t0, $t1)"
+done
+
 # events defined at run time on compact detours (a count-only bake of
 # every entry and return), with what it cannot take said in one line each
 KPREWRITE_EVENTS="$TK;p:bad nosuch x=%di;p:mal tick x=%zz" KPREWRITE_TRACE="$D/env.compact" "$B.ret" count 3 \

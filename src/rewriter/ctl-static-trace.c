@@ -134,7 +134,7 @@ static long drain(const struct follow *f)
                          tat = s->area + offsetof(struct kprs_area, ring_tail);
     if (sproc_rd(s, at, &head, 8) < 0 || sproc_rd(s, tat, &tail, 8) < 0)
         return -1;
-    uint64_t mask = s->a.ring_size - 1, tsc1 = __rdtsc(), ns1 = mono_ns();
+    uint64_t mask = s->a.ring_size - 1, ns1 = mono_ns(), tsc1 = s->a.clock_tsc ? __rdtsc() : ns1;
     static const uint8_t zeros[REC_MAX + 8];
     uint8_t rec[REC_MAX + 8];
     long n = 0;

@@ -111,7 +111,9 @@ struct kprs_area {
     uint64_t env_defs;                   /* KPREWRITE_EVENTS' definitions, NUL-separated, in the
                                             arena (after the table's, in the event indices) */
     uint32_t env_defs_len;               /* their bytes */
-    uint32_t pad2;
+    uint8_t clock_tsc;                   /* 1: records' times are TSC ticks (rdtscp, an invariant TSC);
+                                            0: CLOCK_MONOTONIC nanoseconds (a system call each) */
+    uint8_t pad2[3];
     uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
     uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'

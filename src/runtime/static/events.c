@@ -26,6 +26,8 @@
 #include "runtime/core/event.h"
 #include "runtime/core/kprw-core.h"
 
+#include <cpuid.h>
+
 #define SYS_process_vm_readv 310
 #define SYS_prctl 157
 #define PR_GET_NAME 16
@@ -87,14 +89,6 @@ static size_t vm_read_str(char *dst, uintptr_t src, size_t max)
 
 /* ---- the clock ---- */
 
-static uint64_t tsc_cpu(uint32_t *cpu)
-{
-    uint32_t lo, hi, aux;
-    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
-    *cpu = aux & 0xfff;   /* Linux keeps the CPU's number in TSC_AUX */
-    return (uint64_t)hi << 32 | lo;
-}
-
 uint64_t kprs_mono_ns(void)
 {
     struct { long s, ns; } ts = { 0, 0 };
@@ -102,11 +96,41 @@ uint64_t kprs_mono_ns(void)
     return (uint64_t)ts.s * 1000000000u + (uint64_t)ts.ns;
 }
 
-void kprs_clock_now(uint64_t *tsc, uint64_t *ns)
+/* A record's time and CPU: rdtscp (Linux keeps the CPU's number in
+ * TSC_AUX) where the CPU has it and an invariant TSC; else
+ * CLOCK_MONOTONIC and getcpu, system calls (a virtual machine may hide
+ * rdtscp: it would end the program, SIGILL) */
+static uint64_t tsc_cpu(const struct kprs_area *a, uint32_t *cpu)
+{
+    if (a->clock_tsc) {
+        uint32_t lo, hi, aux;
+        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+        *cpu = aux & 0xfff;
+        return (uint64_t)hi << 32 | lo;
+    }
+    unsigned c = 0;
+    kprs_sys(SYS_getcpu, (long)&c, 0, 0, 0);
+    *cpu = c;
+    return kprs_mono_ns();
+}
+
+void kprs_clock_now(const struct kprs_area *a, uint64_t *tsc, uint64_t *ns)
 {
     uint32_t cpu;
-    *tsc = tsc_cpu(&cpu);
-    *ns = kprs_mono_ns();
+    *tsc = tsc_cpu(a, &cpu);
+    *ns = a->clock_tsc ? kprs_mono_ns() : *tsc;   /* (without the TSC, the mapping is one to one) */
+}
+
+/* rdtscp and an invariant TSC (CPUID 0x80000001 EDX 27, 0x80000007 EDX
+ * 8), unless KPREWRITE_TEST_CLOCK=monotonic asks for the other way */
+static uint8_t clock_tsc(const char *test)
+{
+    unsigned a, b, c, d;
+    if (test && !kprs_strcmp(test, "monotonic"))
+        return 0;
+    bool invariant = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+    bool rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
+    return invariant && rdtscp;
 }
 
 void kprs_clock_map(struct kprs_clock *c, uint64_t tsc0, uint64_t ns0, uint64_t tsc1, uint64_t ns1)
@@ -179,7 +203,7 @@ void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
     uint32_t size = kprw_event_fetch(ev, &env, rec);
     if (ev->filter && !kprw_event_match(ev, rec))
         return;
-    h->ts = tsc_cpu(&h->cpu);
+    h->ts = tsc_cpu(a, &h->cpu);
     uint8_t *at = ring_reserve(a, size);
     if (!at) {
         __atomic_fetch_add(&pt->dropped, 1, __ATOMIC_RELAXED);
@@ -314,7 +338,7 @@ static uint32_t env_defs(struct kprs_area *a, struct kprw_arena *arena, const ch
     return n;
 }
 
-void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const char *env)
+void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const char *env, const char *test_clock)
 {
     const struct kprw_table *t = r->t;
     struct kprs_area *a = r->area;
@@ -347,7 +371,8 @@ void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const cha
     a->nevents = n;
     a->ring = (uint64_t)(uintptr_t)((char *)a + l.ring);
     a->ring_size = ring_size(buffer_kib);
-    kprs_clock_now(&a->tsc0, &a->ns0);
+    a->clock_tsc = clock_tsc(test_clock);
+    kprs_clock_now(a, &a->tsc0, &a->ns0);
 }
 
 /* ---- reading (the exit guard) ---- */
@@ -393,7 +418,7 @@ void kprs_trace_flush(const struct kprs_rt *r)
         return;
     struct kprs_clock clk;
     uint64_t tsc1, ns1;
-    kprs_clock_now(&tsc1, &ns1);
+    kprs_clock_now(a, &tsc1, &ns1);
     kprs_clock_map(&clk, a->tsc0, a->ns0, tsc1, ns1);
     char comm[16] = { 0 };
     kprs_sys(SYS_prctl, PR_GET_NAME, (long)comm, 0, 0);   /* (the exiting thread's: no record keeps its own) */

@@ -177,7 +177,8 @@ void kprs_init(uint64_t *sp)
     if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
         note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
              "its probes count hits only");
-    kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"), getenv_sp(sp, "KPREWRITE_EVENTS"));
+    kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"), getenv_sp(sp, "KPREWRITE_EVENTS"),
+                     getenv_sp(sp, "KPREWRITE_TEST_CLOCK"));
     trace_setup(&r, sp);
     for (uint32_t i = 0; i < t->nentries; i++)   /* (the points complete: the detours may count now) */
         r.state[i].rt = &r.pt[i];

@@ -35,6 +35,7 @@ static inline long kprs_sys6(long nr, long a, long b, long c, long d, long e, lo
 #define SYS_fcntl 72
 #define SYS_clock_gettime 228
 #define SYS_openat 257
+#define SYS_getcpu 309
 #define SYS_gettid 186
 #define SYS_tgkill 234
 
