@@ -107,20 +107,14 @@ static int take_baked_probes(struct run *r)
     return 0;
 }
 
-/* Is a definition a return event's (r[N][:...] SPEC, or SPEC%return)? */
-static bool return_event(const struct probe_spec *sp)
-{
-    const char *d = sp->def;
-    return sp->is_return || (d[0] == 'r' && (d[1] == ':' || d[1] == ' ' || d[1] == '\t' || (d[1] >= '0' && d[1] <= '9')));
-}
-
 /* An event definition for an image whose runtime has no events (or no
  * return events): refused (the first, in one line); -1. */
 static int events_refused(const struct run *r)
 {
     for (size_t i = 0; i < r->o->specs->n; i++) {
         const struct probe_spec *sp = &r->o->specs->v[i];
-        if (!sp->def || (r->img.hooks->events && !(r->img.hooks->return_events_refused && return_event(sp))))
+        /* (sp->is_return: SYM%return, or r[N][:EVENT], as the core's parser read the definition: spec.c) */
+        if (!sp->def || (r->img.hooks->events && !(r->img.hooks->return_events_refused && sp->is_return)))
             continue;
         char why[1400];
         const char *refused = r->img.hooks->events ? r->img.hooks->return_events_refused : r->img.hooks->events_refused;
