@@ -180,6 +180,23 @@ static void test_rec_valid(void)
     ok(!kprw_rec_valid(&ev, rec, size), "a string without its NUL: invalid");
 }
 
+/* kprw_clock: clock units to nanoseconds by two readings */
+static void test_clock(void)
+{
+    struct kprw_clock c;
+    kprw_clock_map(&c, 1000, 5000, 2000, 6000);
+    ok(kprw_clock_ns(&c, 1000) == 5000 && kprw_clock_ns(&c, 1500) == 5500 && kprw_clock_ns(&c, 3000) == 7000,
+       "clock: units that are nanoseconds already map one to one");
+    ok(kprw_clock_ns(&c, 10) == 5000, "clock: a time before the first reading is that reading's");
+    /* a 3 GHz TSC, an hour between the readings: within a microsecond at its end */
+    uint64_t t0 = 123456789, ns0 = 987654321, hour = 3600ull * 1000000000u;
+    kprw_clock_map(&c, t0, ns0, t0 + 3 * hour, ns0 + hour);
+    uint64_t got = kprw_clock_ns(&c, t0 + 3 * hour - 3), want = ns0 + hour - 1;
+    ok(got + 1000 >= want && got <= want + 1000, "clock: an hour of a 3 GHz TSC, to within 1 us at its end");
+    ok(kprw_clock_ns(&c, t0 + 3000) == ns0 + 1000 - 1 || kprw_clock_ns(&c, t0 + 3000) == ns0 + 1000,
+       "clock: 3,000 ticks are 1,000 ns (the ratio's fraction truncated at most a nanosecond)");
+}
+
 static void test_faults(void)
 {
     setup();
@@ -508,6 +525,7 @@ int main(void)
     test_fetch_forms();
     test_faults();
     test_rec_valid();
+    test_clock();
     test_errors();
     test_prefix();
     test_bind();

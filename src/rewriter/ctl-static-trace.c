@@ -91,15 +91,9 @@ static void comm_of(const struct sproc *s, uint32_t tid, char *buf, size_t size)
         fclose(f);
 }
 
-static bool no_symbols(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
-{
-    (void)ctx, (void)addr, (void)with_off, (void)b;
-    return false;   /* (as the runtime: symbol fields print as addresses) */
-}
-
 /* One record's line on stdout (a record that cannot be the event's --
  * the process wrote its ring as it liked -- is left out). */
-static void print(const struct follow *f, const uint8_t *rec, uint32_t size, uint64_t tsc1, uint64_t ns1)
+static void print(const struct follow *f, const uint8_t *rec, uint32_t size, const struct kprw_clock *clk)
 {
     const struct sproc *s = f->s;
     const struct kprw_rec *h = (const void *)rec;
@@ -109,19 +103,12 @@ static void print(const struct follow *f, const uint8_t *rec, uint32_t size, uin
     if (!ev->spec || !kprw_rec_valid(ev, rec, size))
         return;
     const struct kprw_entry *e = &s->e[h->id];
-    char name[512], ename[KPRW_EV_NAME_MAX], where[600], comm[32], line[16384];
+    char name[512], comm[32], line[16384];
+    struct kprw_sbuf lb = { line, 0, sizeof line };
     sproc_name(s, h->id, name, sizeof name);
-    struct kprw_sbuf nb = { ename, 0, sizeof ename }, lb = { line, 0, sizeof line };
-    kprw_event_point_name(ev, name, e->offset, e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, h->id),
-                          &nb);
-    kprw_sb_end(&nb);
-    snprintf(where, sizeof where, "%s+0x%x", name, e->offset);
     comm_of(s, h->tid, comm, sizeof comm);
-    uint64_t ns = f->ns0;
-    if (h->ts > f->tsc0 && tsc1 > f->tsc0)
-        ns += (uint64_t)((unsigned __int128)(h->ts - f->tsc0) * (ns1 - f->ns0) / (tsc1 - f->tsc0));
-    const struct kprw_fmt_env env = { no_symbols, NULL };
-    kprw_event_print_line(ev, rec, ns, comm, ename, where, &env, &lb);
+    kprw_event_print_point_line(ev, rec, kprw_clock_ns(clk, h->ts), comm, name, e->offset,
+                                e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, h->id), &lb);
     fwrite(line, 1, lb.len < lb.cap ? lb.len : lb.cap, stdout);
 }
 
@@ -135,6 +122,8 @@ static long drain(const struct follow *f)
     if (sproc_rd(s, at, &head, 8) < 0 || sproc_rd(s, tat, &tail, 8) < 0)
         return -1;
     uint64_t mask = s->a.ring_size - 1, ns1 = mono_ns(), tsc1 = s->a.clock_tsc ? __rdtsc() : ns1;
+    struct kprw_clock clk;
+    kprw_clock_map(&clk, f->tsc0, f->ns0, tsc1, ns1);   /* (the process's reading at start-up, and ours) */
     static const uint8_t zeros[REC_MAX + 8];
     uint8_t rec[REC_MAX + 8];
     long n = 0;
@@ -149,7 +138,7 @@ static long drain(const struct follow *f)
             return -1;
         if (sproc_rd(s, where, rec, size) < 0)
             return -1;
-        print(f, rec, size, tsc1, ns1);
+        print(f, rec, size, &clk);
         tail += size;
         if (pwrite(s->mem, zeros, size, (off_t)where) != (ssize_t)size ||
             pwrite(s->mem, &tail, 8, (off_t)tat) != 8)

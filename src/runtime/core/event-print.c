@@ -252,6 +252,50 @@ void kprw_event_point_name(const struct kprw_event *ev, const char *sym, uint32_
     kprw_event_default_name(ev->is_return, sym, skipped && skipped == offset && !plus ? 0 : offset, addr, b);
 }
 
+void kprw_event_print_point_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
+                                 const char *sym, uint32_t offset, uint32_t skipped, uint64_t addr,
+                                 struct kprw_sbuf *b)
+{
+    char name[KPRW_EV_NAME_MAX], where[320];
+    struct kprw_sbuf nb = { name, 0, sizeof name }, wb = { where, 0, sizeof where };
+    kprw_event_point_name(ev, sym, offset, skipped, addr, &nb);
+    kprw_sb_end(&nb);
+    kprw_sb_str(&wb, sym);
+    kprw_sb_char(&wb, '+');
+    kprw_sb_hex(&wb, offset);
+    kprw_sb_end(&wb);
+    kprw_event_print_line(ev, rec, ts_ns, comm, name, where, NULL, b);
+}
+
+/* ---- a record's time ---- */
+
+/* n / d, the quotient's low 64 bits, by shift and subtract: a runtime with
+ * no libgcc (the static one) has no 128-bit division */
+static uint64_t div128(unsigned __int128 n, uint64_t d)
+{
+    unsigned __int128 q = 0, r = 0;
+    for (int i = 127; i >= 0; i--) {
+        r = r << 1 | (uint64_t)(n >> i & 1);
+        if (r >= d) {
+            r -= d;
+            q |= (unsigned __int128)1 << i;
+        }
+    }
+    return (uint64_t)q;
+}
+
+void kprw_clock_map(struct kprw_clock *c, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1)
+{
+    c->t0 = t0;
+    c->ns0 = ns0;
+    c->mult = t1 > t0 && ns1 > ns0 ? div128((unsigned __int128)(ns1 - ns0) << 32, t1 - t0) : 0;
+}
+
+uint64_t kprw_clock_ns(const struct kprw_clock *c, uint64_t t)
+{
+    return t < c->t0 ? c->ns0 : c->ns0 + (uint64_t)((unsigned __int128)(t - c->t0) * c->mult >> 32);
+}
+
 /* ---- histograms ---- */
 
 /* 2^p as bpftrace writes bucket bounds: 1, 2, ..., 512, 1K, ... 8E. */

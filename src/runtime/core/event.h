@@ -253,6 +253,22 @@ void kprw_event_print_args(const struct kprw_event *ev, const uint8_t *rec, cons
  * ts_ns the record's time in nanoseconds. */
 void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
                            const char *event, const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b);
+/* One line of an entry event on a point named SYM+OFFSET (as
+ * kprw_event_point_name names the event), without a symbol table: symbol
+ * fields print as addresses (the static runtime's exit writer and
+ * kprewrite ctl reading a static program). */
+void kprw_event_print_point_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
+                                 const char *sym, uint32_t offset, uint32_t skipped, uint64_t addr,
+                                 struct kprw_sbuf *b);
+/* A record's time in clock units (TSC ticks, or nanoseconds already) to
+ * nanoseconds, by two readings of both taken apart: ns0 + (t - t0) *
+ * (ns1 - ns0) / (t1 - t0), the ratio kept with 32 fraction bits (no
+ * 128-bit division at each record). */
+struct kprw_clock {
+    uint64_t t0, ns0, mult;
+};
+void kprw_clock_map(struct kprw_clock *c, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1);
+uint64_t kprw_clock_ns(const struct kprw_clock *c, uint64_t t);
 /* A string as a JSON string's contents (quotes and controls escaped). */
 void kprw_sb_json(struct kprw_sbuf *b, const char *s);
 /* The arguments as a JSON object's members: "NAME":VALUE,... (numbers for

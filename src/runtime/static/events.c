@@ -89,7 +89,7 @@ static size_t vm_read_str(char *dst, uintptr_t src, size_t max)
 
 /* ---- the clock ---- */
 
-uint64_t kprs_mono_ns(void)
+static uint64_t kprs_mono_ns(void)
 {
     struct { long s, ns; } ts = { 0, 0 };
     kprs_sys(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, (long)&ts, 0, 0);
@@ -131,25 +131,6 @@ static uint8_t clock_tsc(const char *test)
     bool invariant = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
     bool rdtscp = __get_cpuid(0x80000001, &a, &b, &c, &d) && (d & (1u << 27));
     return invariant && rdtscp;
-}
-
-void kprs_clock_map(struct kprs_clock *c, uint64_t tsc0, uint64_t ns0, uint64_t tsc1, uint64_t ns1)
-{
-    uint64_t dns = ns1 > ns0 ? ns1 - ns0 : 0, dtsc = tsc1 > tsc0 ? tsc1 - tsc0 : 0;
-    unsigned shift = 32;
-    while (shift && dns && (dns >> (64 - shift)))
-        shift--;
-    c->tsc0 = tsc0;
-    c->ns0 = ns0;
-    c->shift = shift;
-    c->mult = dtsc ? (dns << shift) / dtsc : 0;
-}
-
-uint64_t kprs_clock_ns(const struct kprs_clock *c, uint64_t tsc)
-{
-    if (tsc < c->tsc0)
-        return c->ns0;
-    return c->ns0 + (uint64_t)(((unsigned __int128)(tsc - c->tsc0) * c->mult) >> c->shift);
 }
 
 /* ---- recording ---- */
@@ -377,38 +358,16 @@ void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const cha
 
 /* ---- reading (the exit guard) ---- */
 
-void kprs_event_name(const struct kprs_rt *r, uint32_t i, struct kprw_sbuf *b)
-{
-    const struct kprw_entry *e = &r->e[i];
-    char name[300];
-    kprs_entry_name(r, e, name, sizeof name);
-    kprw_event_point_name(event_of(r->area, &r->pt[i]), name, e->offset,
-                          e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, kprs_site(r, i), b);
-}
-
-static bool no_symbols(void *ctx, uint64_t addr, bool with_off, struct kprw_sbuf *b)
-{
-    (void)ctx, (void)addr, (void)with_off, (void)b;
-    return false;   /* (the static runtime has no symbol table: symbol fields print as addresses) */
-}
-
 /* One record's line of text into b. */
-static void line_of(const struct kprs_rt *r, const uint8_t *rec, const struct kprs_clock *clk, const char *comm,
+static void line_of(const struct kprs_rt *r, const uint8_t *rec, const struct kprw_clock *clk, const char *comm,
                     struct kprw_sbuf *b)
 {
     const struct kprw_rec *h = (const struct kprw_rec *)rec;
-    char ename[KPRW_EV_NAME_MAX], where[320];
-    struct kprw_sbuf nb = { ename, 0, sizeof ename }, wb = { where, 0, sizeof where };
-    kprs_event_name(r, h->id, &nb);
-    kprw_sb_end(&nb);
-    kprs_entry_name(r, &r->e[h->id], where, sizeof where - 24);
-    wb.len = kprs_strlen(where);
-    kprw_sb_str(&wb, "+");
-    kprw_sb_hex(&wb, r->e[h->id].offset);
-    kprw_sb_end(&wb);
-    const struct kprw_fmt_env env = { no_symbols, 0 };
-    kprw_event_print_line(event_of(r->area, &r->pt[h->id]), rec, kprs_clock_ns(clk, h->ts), comm, ename, where, &env,
-                          b);
+    const struct kprw_entry *e = &r->e[h->id];
+    char name[300];
+    kprs_entry_name(r, e, name, sizeof name);
+    kprw_event_print_point_line(event_of(r->area, &r->pt[h->id]), rec, kprw_clock_ns(clk, h->ts), comm, name,
+                                e->offset, e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, kprs_site(r, h->id), b);
 }
 
 void kprs_trace_flush(const struct kprs_rt *r)
@@ -416,10 +375,10 @@ void kprs_trace_flush(const struct kprs_rt *r)
     struct kprs_area *a = r->area;
     if (a->trace_fd < 0 || !a->ring)
         return;
-    struct kprs_clock clk;
+    struct kprw_clock clk;
     uint64_t tsc1, ns1;
     kprs_clock_now(a, &tsc1, &ns1);
-    kprs_clock_map(&clk, a->tsc0, a->ns0, tsc1, ns1);
+    kprw_clock_map(&clk, a->tsc0, a->ns0, tsc1, ns1);
     char comm[16] = { 0 };
     kprs_sys(SYS_prctl, PR_GET_NAME, (long)comm, 0, 0);   /* (the exiting thread's: no record keeps its own) */
     const long len = 64 * 1024;
