@@ -307,6 +307,14 @@ static void search(const struct image *img, struct gopclntab *g)
     }
 }
 
+bool gopclntab_go_image(const struct image *img)
+{
+    for (size_t i = 0; i < img->nsecs; i++)
+        if (img->secs[i].name && named_table(img->secs[i].name))
+            return true;
+    return image_section_by_name(img, ".go.buildinfo") || image_section_by_name(img, ".note.go.buildid");
+}
+
 int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size_t errlen)
 {
     memset(g, 0, sizeof *g);
@@ -326,7 +334,7 @@ int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size
      * found, or failed the checks: its Go code would be probed as code
      * nobody named, without the rules Go's code needs (golang.c) */
     const char *go = image_section_by_name(img, ".go.buildinfo") ? ".go.buildinfo"
-                   : image_section_by_name(img, ".note.go.buildid") ? ".note.go.buildid" : NULL;
+                   : image_section_by_name(img, ".note.go.buildid") ? ".note.go.buildid" : NULL;   /* (gopclntab_go_image) */
     if (!g->n && go) {
         snprintf(err, errlen, "%s: %s: a Go image whose function table (.gopclntab) was not found or is not one "
                  "kprewrite reads (Go 1.16+, a Go 1.18+ PIE): its Go code is not probed without Go's rules",

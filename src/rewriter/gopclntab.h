@@ -37,4 +37,7 @@ struct gopclntab {
  * .note.go.buildid) has none that reads: one line in err. */
 int gopclntab_read(struct gopclntab *g, const struct image *img, char *err, size_t errlen);
 void gopclntab_free(struct gopclntab *g);
+/* Is the image Go's: a Go function table by its section's name, or the
+ * Go linker's build info or build ID? */
+bool gopclntab_go_image(const struct image *img);
 #endif

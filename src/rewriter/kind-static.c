@@ -16,6 +16,7 @@
 #include "kinds.h"
 #include "kind-user.h"
 #include "addpool.h"
+#include "gopclntab.h"
 #include "bake.h"
 #include "spec.h"
 #include "symbols.h"
@@ -148,9 +149,5 @@ static const struct kind_hooks kind_static_go = { .name = "static", STATIC_HOOKS
 const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    for (size_t i = 1; i < img->nsecs; i++)
-        if (img->secs[i].name && (!strcmp(img->secs[i].name, ".gopclntab") ||
-                                  !strcmp(img->secs[i].name, ".note.go.buildid")))
-            return &kind_static_go;
-    return &kind_static;
+    return gopclntab_go_image(img) ? &kind_static_go : &kind_static;
 }
