@@ -220,6 +220,8 @@ struct ev_def {
     struct kprw_event ev;
     struct kprw_arena arena;
     struct ev_def *next;
+    kprobe_pre_handler_t recorder;     /* generated (recorder.c), or NULL: on_entry */
+    bool recorder_tried;
 };
 static struct ev_def *defs;            /* under rt_lock */
 
@@ -402,8 +404,13 @@ static int inst_register(struct ev_inst *in)
         in->u.rp.maxactive = ev->maxactive;
         return register_kretprobe(&in->u.rp);
     }
+    struct ev_def *d = (struct ev_def *)((char *)ev - offsetof(struct ev_def, ev));
+    if (!d->recorder_tried) {
+        d->recorder = ev_recorder_make(ev, on_entry);
+        d->recorder_tried = true;
+    }
     in->u.kp.addr = (void *)(uintptr_t)in->addr;
-    in->u.kp.pre_handler = on_entry;
+    in->u.kp.pre_handler = d->recorder ? d->recorder : on_entry;
     return register_kprobe(&in->u.kp);
 }
 
@@ -704,10 +711,11 @@ char *ev_listing(size_t *len)
         const struct kprw_event *ev = in->def;
         const char *args = ev->text + ev->spec_col - 1 + ev->spec_len;
         for (;;) {
-            int k = snprintf(s + n, cap - n, "%c:%s/%s %s%s%s  # dropped %lu filtered %lu\n", in->is_return ? 'r' : 'p',
+            int k = snprintf(s + n, cap - n, "%c:%s/%s %s%s%s  # dropped %lu filtered %lu%s\n", in->is_return ? 'r' : 'p',
                              in->group, in->name, in->is_return ? in->sym : in->where, args,
                              in->gone ? "  [UNTRACED]" : "", (unsigned long)atomic_load(&in->dropped),
-                             (unsigned long)atomic_load(&in->filtered));
+                             (unsigned long)atomic_load(&in->filtered),
+                             !in->is_return && in->u.kp.pre_handler != on_entry ? " compiled" : "");
             if (k >= 0 && n + (size_t)k < cap) {
                 n += (size_t)k;
                 break;

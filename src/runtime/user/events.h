@@ -60,6 +60,12 @@ struct ev_inst {
 
 const struct kprw_fetch_isa *ev_isa(void);
 
+/* ev's generated recorder (recorder.c, src/arch/recorder.h), which hands
+ * what it does not record to fallback; NULL: none here, fallback records. */
+kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_handler_t fallback);
+/* Where a fault at ip in a generated recorder resumes, or 0 (fault.c). */
+uintptr_t ev_recorder_fixup(uintptr_t ip);
+
 /* A definition (kprobe_events' syntax) bound to every point its spec
  * names: the instances made, or -errno (-EINVAL: err says where). */
 int ev_define(const char *text, size_t len, struct kprw_ev_error *err);

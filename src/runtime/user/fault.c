@@ -30,6 +30,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "rt.h"
 #include "safe-read.h"
 #include "rt-offsets.h"
@@ -243,12 +244,15 @@ static void take_up(const struct abandoned *a)
     trap_abandon(a->traps);
 }
 
-/* A fault in an event's read of the program's memory (safe-read-x86.S):
- * the read resumes at its fixup and says it faulted. */
+/* A fault in an event's read of the program's memory (safe-read-x86.S, or
+ * a generated recorder's load: recorder.c): the read resumes at its fixup
+ * and says it faulted. */
 static bool safe_read_fault(ucontext_t *uc)
 {
     greg_t *ip = &uc->uc_mcontext.gregs[REG_RIP];
     uintptr_t fixup = rt_safe_read_fixup((uintptr_t)*ip);
+    if (!fixup)
+        fixup = ev_recorder_fixup((uintptr_t)*ip);
     if (fixup)
         *ip = (greg_t)fixup;
     return fixup != 0;
