@@ -454,6 +454,7 @@ static void test_kinds(void)
         "f s=+0(+24(%si)):string t=+0(+0(%r8)):string u=+0(+8(%si)):string n=%di",
         "f a=%di:u8 b=+0(%r8):u8 c=%si:u16",
         "f a=%di:u8 b=+0(%r8):u64 c=%si:u8",
+        "f s=+0(%si):string t=+24(%si):string u=+0(%r8):string n=%di",
         "f a=%di:u8",
         "f",
     };
@@ -511,11 +512,13 @@ static void test_kinds(void)
     is_string(" a=3 b=(fault) c=0", run("f a=%di:u8 b=+0(%r8):u64 c=%r10:u8"), "a fault in a u64 dereference: 0 and its bit");
     struct kprw_event ev;
     struct kprw_ev_error err;
-    parse("f a=%di b=%si:u32 c=%cx:u16 d=%dx:u8 e=+8(%si):u64 f=@0x1000:u64 s=+0(+24(%si)):string t=+0(@0x1000):string", &ev, &err);
+    parse("f a=%di b=%si:u32 c=%cx:u16 d=%dx:u8 e=+8(%si):u64 f=@0x1000:u64 s=+0(+24(%si)):string t=+0(@0x1000):string "
+          "u=+8(%si):string v=@0x1000:string", &ev, &err);
     const struct kprw_fetch_op *a = ev.ops;
     ok(a[0].kind == KPRW_FK_REG8 && a[1].kind == KPRW_FK_REG4 && a[2].kind == KPRW_FK_REG2 && a[3].kind == KPRW_FK_REG1 &&
        a[4].kind == KPRW_FK_MEM8_REG && a[5].kind == KPRW_FK_MEM8_IMM && a[6].kind == KPRW_FK_STR_REG &&
-       a[7].kind == KPRW_FK_STR_IMM, "kinds: registers by size, u64 dereferences and strings behind pointers");
+       a[7].kind == KPRW_FK_STR_IMM && a[8].kind == KPRW_FK_STRAT_REG && a[9].kind == KPRW_FK_STRAT_IMM,
+       "kinds: registers by size, u64 dereferences, strings behind pointers and at addresses");
 }
 
 int main(void)

@@ -195,20 +195,21 @@ int main(void)
     regs[X86_CX] = 0xfedcba9876543210ul;
     regs[X86_BX] = 0x0102030405060708ul;
     regs[X86_R9] = (unsigned long)(uintptr_t)m - 2147483632ul;
-    regs[X86_R12] = 0x8000ul;
+    regs[X86_R12] = (unsigned long)(uintptr_t)(edge - 5);   /* "wxyz": the page's last bytes */
     regs[X86_SP] = (unsigned long)(uintptr_t)(m + 2048);
     inst = (struct t_inst){ .id = 77, .enabled = 1, .addr = 0x401234 };
 
     char defs[8][1024];
-    snprintf(defs[0], sizeof defs[0], "f c=@0x%lx:u64 g=+0(@0x%lx):string", (unsigned long)(uintptr_t)&global_u64,
-             (unsigned long)(uintptr_t)&global_ptr);
+    snprintf(defs[0], sizeof defs[0], "f c=@0x%lx:u64 g=+0(@0x%lx):string h=@0x%lx:string", (unsigned long)(uintptr_t)&global_u64,
+             (unsigned long)(uintptr_t)&global_ptr, (unsigned long)(uintptr_t)global_str);
     const char *fixed[] = {
         "f a=%di b=%bx c=+0(%di):u64 s=+0(+8(%di)):string",
-        "f a=%cx:u8 b=%cx:s16 c=%cx:u32 d=%cx:x64 e=%bx:s8 f=%r12:x16",
+        "f a=%cx:u8 b=%cx:s16 c=%cx:u32 d=%cx:x64 e=%bx:s8 f=%r12:x16 g=%bp:s32",
         "f s=+0(+8(%di)):string t=+0(+16(%di)):string u=+0(+24(%di)):string v=+0(+32(%di)):string "
             "w=+0(+40(%di)):string x=+0(+64(%di)):string y=+0(+72(%di)):string",
         "f p=+0(+48(%di)):string q=+0(+56(%di)):string r=+0(%dx):u64 z=+0(+0(%dx)):string n=+0(%di):u64",
         "f big=+2147483632(%r9):u64 st=+8(%sp):u64 i=%ip",
+        "f a=+0(%r12):string b=+512(%di):string c=+0(%dx):string d=+8(%r12):string e=+1000(%di):string",
         "f a=%di:u8",
         "f",
     };
@@ -292,7 +293,7 @@ int main(void)
 
     /* definitions it leaves to the C recorder */
     const char *c_only[] = {
-        "f a=%di if a == 1", "f a=$comm", "f a=+0(%di):u32", "f a=+0(+0(%di)):u64", "f a=+0(%di):string",
+        "f a=%di if a == 1", "f a=$comm", "f a=+0(%di):u32", "f a=+0(+0(%di)):u64", "f a=+0(+0(+0(%di))):string",
         "r f ret=$retval", "f a=+0(%di):u8[4]", "f a=$stack0", defs[2],
     };
     for (unsigned i = 0; i < sizeof c_only / sizeof c_only[0]; i++) {

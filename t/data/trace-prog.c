@@ -17,6 +17,7 @@ struct item {
 };
 long trace_global = 0x1234;
 struct item trace_item = { 7, "seven", { 1, 2, 250, 4 }, -5 };
+char trace_name[] = "named";   /* a string at an address (@trace_name:string) */
 
 __attribute__((noinline)) long work(long a, const char *s, struct item *it, long d)
 {

@@ -202,7 +202,7 @@ static bool simple(const struct kprw_event *ev)
         ev->nargs > KPRW_RECORDER_FIXUPS / 2)
         return false;
     for (unsigned k = 0; k < ev->nargs; k++)
-        if (ev->ops[k].kind == KPRW_FK_ANY || ev->ops[k].kind > KPRW_FK_STR_REG)
+        if (ev->ops[k].kind == KPRW_FK_ANY || ev->ops[k].kind > KPRW_FK_STRAT_REG)
             return false;
     return true;
 }
@@ -216,15 +216,24 @@ struct cold {
     size_t have, next;
 };
 
+static bool is_string(const struct kprw_fetch_op *o)
+{
+    return o->kind == KPRW_FK_STR_IMM || o->kind == KPRW_FK_STR_REG || o->kind == KPRW_FK_STRAT_IMM ||
+           o->kind == KPRW_FK_STRAT_REG;
+}
+
 /* A string, in line: its first word copied when it holds the NUL and
- * the page holds the word; else (cold) rt_safe_read_str. */
+ * the page holds the word; else (cold) rt_safe_read_str. STR_*: at a
+ * pointer read first; STRAT_*: at the address itself. */
 static void string_hot(struct buf *b, struct fixups *f, const struct kprw_fetch_op *o, struct cold *c)
 {
-    address(b, o, o->kind == KPRW_FK_STR_REG, REGS, RDX);
+    address(b, o, o->kind == KPRW_FK_STR_REG || o->kind == KPRW_FK_STRAT_REG, REGS, RDX);
     c->fix_first = f->n;
-    load_program(b, f, RDX, RDX);                                    /* the pointer */
-    if (o->d1)
-        alu_imm(b, 0, true, RDX, o->d1);
+    if (o->kind == KPRW_FK_STR_IMM || o->kind == KPRW_FK_STR_REG) {
+        load_program(b, f, RDX, RDX);                                /* the pointer */
+        if (o->d1)
+            alu_imm(b, 0, true, RDX, o->d1);
+    }
     mov_rr(b, false, RAX, RDX);                                      /* a word past the page's end: cold */
     alu_imm(b, 4, false, RAX, 4095);
     alu_imm(b, 7, false, RAX, 4096 - 8);
@@ -304,7 +313,7 @@ size_t kprw_recorder_emit(const struct kprw_event *ev, const struct kprw_recorde
         return 0;
     bool strings = false;
     for (unsigned k = 0; k < ev->nargs; k++)
-        strings |= ev->ops[k].kind == KPRW_FK_STR_IMM || ev->ops[k].kind == KPRW_FK_STR_REG;
+        strings |= is_string(&ev->ops[k]);
     struct cold cold[KPRW_RECORDER_FIXUPS / 2];
     struct fixups f = { fix, 0 };
     /* counted first (out NULL writes nothing), then written */
@@ -410,7 +419,7 @@ size_t kprw_recorder_emit(const struct kprw_event *ev, const struct kprw_recorde
             const struct kprw_fetch_op *o = &ev->ops[k];
             if (o->kind == KPRW_FK_MEM8_IMM || o->kind == KPRW_FK_MEM8_REG)
                 number_cold(&b, &f, ev, k, &cold[k]);
-            else if (o->kind == KPRW_FK_STR_IMM || o->kind == KPRW_FK_STR_REG)
+            else if (is_string(o))
                 string_cold(&b, &f, ev, k, &cold[k], env->read_str);
         }
     }

@@ -84,6 +84,8 @@ void kprw_event_plan(struct kprw_event *ev)
             kind = reg ? KPRW_FK_MEM8_REG : KPRW_FK_MEM8_IMM;
         else if ((reg || imm) && f->nderef == 2 && f->type == KPRW_FT_STRING)
             kind = reg ? KPRW_FK_STR_REG : KPRW_FK_STR_IMM;
+        else if ((reg || imm) && f->nderef == 1 && f->type == KPRW_FT_STRING)
+            kind = reg ? KPRW_FK_STRAT_REG : KPRW_FK_STRAT_IMM;
         struct kprw_fetch_op *o = &ops[k];
         o->kind = (uint8_t)kind;
         o->reg = f->reg;

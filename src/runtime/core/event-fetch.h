@@ -56,6 +56,16 @@ static inline bool kprw_fetch_str_ptr(const struct kprw_fetch_op *o, struct kprw
     return n == 0;
 }
 
+/* A string at p; true on a fault. */
+static inline bool kprw_fetch_str_at(const struct kprw_fetch_op *o, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec,
+                                     uint32_t *dyn)
+{
+    size_t n = fn.read_str((char *)rec + *dyn, p, KPRW_EV_STRING_MAX);
+    kprw_put_data_loc(rec + o->off, n, *dyn);
+    *dyn += (uint32_t)n;
+    return n == 0;
+}
+
 /* A number at p; true on a fault (the field then 0). */
 static inline bool kprw_fetch_mem8(const struct kprw_fetch_op *o, struct kprw_fetch_fns fn, uint64_t p, uint8_t *rec)
 {
@@ -104,6 +114,8 @@ kprw_event_fetch_inline(const struct kprw_event *ev, const struct kprw_fetch_env
         case KPRW_FK_MEM8_REG: fault = kprw_fetch_mem8(o, fn, regs[o->reg] + (uint64_t)o->a, rec); break;
         case KPRW_FK_STR_IMM: fault = kprw_fetch_str_ptr(o, fn, (uint64_t)o->a, rec, &dyn); break;
         case KPRW_FK_STR_REG: fault = kprw_fetch_str_ptr(o, fn, regs[o->reg] + (uint64_t)o->a, rec, &dyn); break;
+        case KPRW_FK_STRAT_IMM: fault = kprw_fetch_str_at(o, fn, (uint64_t)o->a, rec, &dyn); break;
+        case KPRW_FK_STRAT_REG: fault = kprw_fetch_str_at(o, fn, regs[o->reg] + (uint64_t)o->a, rec, &dyn); break;
         default: fault = kprw_event_fetch_any(&ev->args[o->a], env, rec, &dyn); break;
         }
         if (__builtin_expect(fault, 0))

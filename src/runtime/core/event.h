@@ -88,6 +88,8 @@ enum kprw_fkind {
     KPRW_FK_STR_IMM,    /* a string behind a pointer at IMM + an offset, at + a
                            second offset (+0(@name):string) */
     KPRW_FK_STR_REG,    /* the same from REG (+0(+8(%di)):string) */
+    KPRW_FK_STRAT_IMM,  /* a string at IMM + an offset (@SYM:string) */
+    KPRW_FK_STRAT_REG,  /* a string at REG + an offset (+0(%si):string) */
 };
 
 /* What the hot path reads of an argument, 16 bytes (four arguments: one
@@ -98,8 +100,9 @@ struct kprw_fetch_op {
     uint8_t reg;                   /* the pt_regs slot (REGn, MEM8_REG, STR_REG) */
     uint16_t off;                  /* the field's offset in the record */
     int32_t d1;                    /* STR_*: the string's offset from the pointer */
-    int64_t a;                     /* MEM8_IMM, STR_IMM: the address read; MEM8_REG, STR_REG: the
-                                      offset added to the register; ANY: the argument's index */
+    int64_t a;                     /* MEM8_IMM, STR_IMM, STRAT_IMM: the address read; MEM8_REG,
+                                      STR_REG, STRAT_REG: the offset added to the register; ANY:
+                                      the argument's index */
 };
 
 /* A filter: a tree of nodes. */
