@@ -29,6 +29,25 @@
 /* the probed code's %rsp: above pt_regs and the red zone the detour skipped */
 #define FRAME (PTREGS_SIZE + 128)
 
+/* pt_regs at %rsi, its sp filled: the callee-saved registers, ip, orig_ax
+ * and the flags (point %rdx; %rcx taken) */
+.macro FILL_REST
+        mov     %rbx, PTREGS_BX(%rsi)
+        mov     %rbp, PTREGS_BP(%rsi)
+        mov     %r12, PTREGS_R12(%rsi)
+        mov     %r13, PTREGS_R13(%rsi)
+        mov     %r14, PTREGS_R14(%rsi)
+        mov     %r15, PTREGS_R15(%rsi)
+        mov     PT_ADDR(%rdx), %rcx
+        inc     %rcx                            /* addr + 1: as after the kernel's int3 */
+        mov     %rcx, PTREGS_IP(%rsi)
+        movq    $-1, PTREGS_ORIG_AX(%rsi)
+        testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
+        jnz     1f
+        movq    $0x202, PTREGS_FLAGS(%rsi)      /* dead flags: show IF and the fixed bit */
+1:
+.endm
+
         .text
         .globl  __kprewrite_dispatch
         .type   __kprewrite_dispatch, @function
@@ -71,6 +90,10 @@ rt_dispatch_handlers:
         mov     PT_HANDLERS(%rdx), %rcx
         test    %rcx, %rcx
         jz      .Lfill
+        mov     KP_FLAGS(%rcx), %r8d
+        and     $(KPROBE_FLAG_RT_RECORDER_VALUE | KPROBE_FLAG_DISABLED_VALUE), %r8d
+        cmp     $KPROBE_FLAG_RT_RECORDER_VALUE, %r8d
+        je      .Lrecorder
         lea     rt_kretprobe_entry(%rip), %r8
         cmp     %r8, KP_PRE_HANDLER(%rcx)
         jne     .Lfill
@@ -81,25 +104,32 @@ rt_dispatch_handlers:
         mov     %rcx, %rdi
         lea     FRAME(%rsi), %rsi               /* the return slot: the probed %rsp */
         jmp     rt_kretprobe_enter              /* (rp, slot, point, rax): ends the mark */
+/* The point's only handler an event's generated recorder, enabled, no
+ * C path: called alone, with nothing to reload after it (it writes no
+ * register of regs and leaves bx, bp, r12-r15 alone; rt.h) and no
+ * kretprobe to ask about */
+.Lrecorder:
+        cmpq    $0, KP_NEXT(%rcx)
+        jne     .Lfill
+        cmpl    $0, PT_CPATH(%rdx)
+        jne     .Lfill
+        mov     %rcx, %rdi                      /* (FILL_REST takes %rcx) */
+        lea     FRAME(%rsi), %r8
+        mov     %r8, PTREGS_SP(%rsi)
+        FILL_REST
+        push    %rax                            /* rt_self's offset; %rsp 16-aligned */
+        call    *KP_PRE_HANDLER(%rdi)           /* (kp, regs) */
+        pop     %rax
+        movq    $0, %fs:TH_RUNNING(%rax)
+        xor     %eax, %eax                      /* no return probe took the call */
+        ret
 .Lfill:
         lea     FRAME(%rsi), %rcx
         mov     %rcx, PTREGS_SP(%rsi)
 .Lfill_sp:
-        mov     %rbx, PTREGS_BX(%rsi)
-        mov     %rbp, PTREGS_BP(%rsi)
-        mov     %r12, PTREGS_R12(%rsi)
-        mov     %r13, PTREGS_R13(%rsi)
-        mov     %r14, PTREGS_R14(%rsi)
-        mov     %r15, PTREGS_R15(%rsi)
+        FILL_REST
         mov     %rax, %r13                      /* rt_self's offset, for the end */
-        mov     PT_ADDR(%rdx), %rcx
-        inc     %rcx                            /* addr + 1: as after the kernel's int3 */
-        mov     %rcx, PTREGS_IP(%rsi)
-        movq    $-1, PTREGS_ORIG_AX(%rsi)
-        testb   $KPRW_F_FLAGS_SAVED_VALUE, PT_FLAGS(%rdx)
-        jnz     1f
-        movq    $0x202, PTREGS_FLAGS(%rsi)      /* dead flags: show IF and the fixed bit */
-1:      cmpl    $0, PT_CPATH(%rdx)              /* KPROBE_FLAG_FPU, fault_handler: C */
+        cmpl    $0, PT_CPATH(%rdx)              /* KPROBE_FLAG_FPU, fault_handler: C */
         jne     .Lfpu
         mov     %rsi, %r12                      /* bx, r12, r13 come back from regs below */
         mov     PT_HANDLERS(%rdx), %rbx

@@ -411,7 +411,10 @@ static int inst_register(struct ev_inst *in)
     }
     in->u.kp.addr = (void *)(uintptr_t)in->addr;
     in->u.kp.pre_handler = d->recorder ? d->recorder : on_entry;
-    return register_kprobe(&in->u.kp);
+    int rc = register_kprobe(&in->u.kp);
+    if (rc == 0 && d->recorder)   /* (registration keeps no flag of the runtime's) */
+        __atomic_or_fetch(&in->u.kp.flags, KPROBE_FLAG_RT_RECORDER, __ATOMIC_RELEASE);
+    return rc;
 }
 
 /* Bind definition d to every point it names (of table only, unless

@@ -64,6 +64,7 @@
 #define RT_STACK_SIZE 0x40000          /* a thread's runtime stack, for Go points (enter-fast.S) */
 #define RT_STACK_GUARD 0x1000          /* and the inaccessible page below it */
 #define KPROBE_FLAG_DISABLED_VALUE 2   /* kprobes.h */
+#define KPROBE_FLAG_RT_RECORDER_VALUE 0x40000000   /* rt.h */
 #define KC_MAX_VALUE 2                 /* kretprobe.c: cached instances a way */
 #ifndef __ASSEMBLER__
 /* for the C files' compile-time checks of the offsets above */

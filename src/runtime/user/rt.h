@@ -36,8 +36,13 @@
 
 /* The caller's flags that registration keeps (the kernel keeps only
  * KPROBE_FLAG_DISABLED; KPROBE_FLAG_FPU is kprewrite's). The runtime keeps
- * no state of its own in kp->flags. */
+ * one bit of its own in kp->flags, never a caller's: */
 #define KPROBE_CALLER_FLAGS (KPROBE_FLAG_DISABLED | KPROBE_FLAG_FPU)
+/* set by events.c, after registration, on an event's kprobe whose
+ * pre_handler is a generated recorder (recorder.c), which reads regs but
+ * never writes them and leaves bx, bp and r12-r15 alone: the dispatcher
+ * calls it alone with nothing to reload (dispatch.S) */
+#define KPROBE_FLAG_RT_RECORDER 0x40000000u
 
 struct point {
     uintptr_t addr;
