@@ -63,6 +63,12 @@ for round in $(seq 1 "$ROUNDS"); do
         KPREWRITE_TRACE_BUFFER=1024 "$w/probed_inline" inline_event_4args_hot "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     KPREWRITE_EVENTS='p:b bench_probed' BENCH_CLEAR=1 KPREWRITE_CTL_DELAY_MS=0 \
         KPREWRITE_TRACE_BUFFER=1024 "$w/probed" event_0args_hot "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
+    # the same two with the C recorder (KPREWRITE_RECORDER=c) where the
+    # rows above have the generated one (src/arch/x86/recorder.c)
+    KPREWRITE_RECORDER=c KPREWRITE_EVENTS='p:b bench_probed a=%di b=%bx c=@bench_calls:u64 s=+0(@bench_name):string' BENCH_CLEAR=1 \
+        KPREWRITE_CTL_DELAY_MS=0 KPREWRITE_TRACE_BUFFER=1024 "$w/probed" event_4args_hot_c "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
+    KPREWRITE_RECORDER=c KPREWRITE_EVENTS='p:b bench_probed' BENCH_CLEAR=1 KPREWRITE_CTL_DELAY_MS=0 \
+        KPREWRITE_TRACE_BUFFER=1024 "$w/probed" event_0args_hot_c "$N_HOT" "$REPS" >>"$w/all" 2>>"$w/ctl.err" || true
     # a return event (the return value and the latency histogram)
     KPREWRITE_EVENTS='r bench_probed ret=$retval' KPREWRITE_TRACE_BUFFER=65536 "$w/probed_ret" return_event "$N_EVENT" "$REPS" >>"$w/all"
     "$w/probed" event_floor_rdtsc "$N" "$REPS" >>"$w/all"
@@ -119,6 +125,9 @@ r() { echo "scale=2; $1 / $2" | bc; }
 keh=$(med event_4args_hot); kieh=$(med inline_event_4args_hot); ke0=$(med event_0args_hot); rdf=$(med event_floor_rdtsc)
 [ -n "$keh" ] && [ -n "$rdf" ] && printf 'event with 4 args, buffers in cache (medians): %s ns compact, %s ns inline; no argument %s ns; the timestamp alone %s ns; 4 args / (empty handler + timestamp): %s\n' \
     "$keh" "${kieh:--}" "${ke0:--}" "$rdf" "$(r "$keh" "$(echo "$kp + $rdf" | bc)")"
+kehc=$(med event_4args_hot_c); ke0c=$(med event_0args_hot_c)
+[ -n "$keh" ] && [ -n "$kehc" ] && printf 'generated recorder / C recorder (KPREWRITE_RECORDER=c), in cache (medians): 4 args %s (%s vs %s ns), no argument %s (%s vs %s ns)\n' \
+    "$(r "$keh" "$kehc")" "$keh" "$kehc" "$(r "${ke0:-0}" "${ke0c:-1}")" "${ke0:--}" "${ke0c:--}"
 sc=$(med static_count_only); s2=$(med static_event_2regs); s4=$(med static_event_4args)
 [ -n "$sc" ] && [ -n "$kc" ] && printf 'static runtime (medians): count only %s ns (runtime library %s: a shared counter, lock add); event with 2 registers %s ns, with 4 args (a dereference and a string: a system call each) %s ns\n' \
     "$sc" "$kc" "$s2" "$s4"

@@ -455,6 +455,7 @@ static void test_kinds(void)
         "f a=%di:u8 b=+0(%r8):u8 c=%si:u16",
         "f a=%di:u8 b=+0(%r8):u64 c=%si:u8",
         "f s=+0(%si):string t=+24(%si):string u=+0(%r8):string n=%di",
+        "f a=$stack0 b=$stack2 c=$arg7 d=$arg8:u32 e=$stack1:s64",
         "f a=%di:u8",
         "f",
     };

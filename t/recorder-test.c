@@ -208,7 +208,7 @@ int main(void)
         "f s=+0(+8(%di)):string t=+0(+16(%di)):string u=+0(+24(%di)):string v=+0(+32(%di)):string "
             "w=+0(+40(%di)):string x=+0(+64(%di)):string y=+0(+72(%di)):string",
         "f p=+0(+48(%di)):string q=+0(+56(%di)):string r=+0(%dx):u64 z=+0(+0(%dx)):string n=+0(%di):u64",
-        "f big=+2147483632(%r9):u64 st=+8(%sp):u64 i=%ip",
+        "f big=+2147483632(%r9):u64 st=+8(%sp):u64 i=%ip s0=$stack0 s2=$stack2 a7=$arg7:x64",
         "f a=+0(%r12):string b=+512(%di):string c=+0(%dx):string d=+8(%r12):string e=+1000(%di):string",
         "f a=%di:u8",
         "f",
@@ -294,7 +294,7 @@ int main(void)
     /* definitions it leaves to the C recorder */
     const char *c_only[] = {
         "f a=%di if a == 1", "f a=$comm", "f a=+0(%di):u32", "f a=+0(+0(%di)):u64", "f a=+0(+0(+0(%di))):string",
-        "r f ret=$retval", "f a=+0(%di):u8[4]", "f a=$stack0", defs[2],
+        "r f ret=$retval", "f a=+0(%di):u8[4]", "f a=$stack0:u32", defs[2],
     };
     for (unsigned i = 0; i < sizeof c_only / sizeof c_only[0]; i++) {
         struct kprw_event e;

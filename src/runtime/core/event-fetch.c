@@ -75,7 +75,7 @@ void kprw_event_plan(struct kprw_event *ev)
     struct kprw_fetch_op *ops = (struct kprw_fetch_op *)ev->ops;
     for (unsigned k = 0; k < ev->nargs; k++) {
         const struct kprw_farg *f = &ev->args[k];
-        bool reg = f->src == KPRW_FS_REG, imm = f->src == KPRW_FS_IMM;
+        bool reg = f->src == KPRW_FS_REG, imm = f->src == KPRW_FS_IMM, stack = f->src == KPRW_FS_STACK;
         bool number = f->type != KPRW_FT_STRING && f->count == 0;
         enum kprw_fkind kind = KPRW_FK_ANY;
         if (reg && f->nderef == 0 && number)
@@ -86,6 +86,8 @@ void kprw_event_plan(struct kprw_event *ev)
             kind = reg ? KPRW_FK_STR_REG : KPRW_FK_STR_IMM;
         else if ((reg || imm) && f->nderef == 1 && f->type == KPRW_FT_STRING)
             kind = reg ? KPRW_FK_STRAT_REG : KPRW_FK_STRAT_IMM;
+        else if (stack && f->nderef == 0 && number && f->size == 8)
+            kind = KPRW_FK_MEM8_REG;   /* $stackN, $argN past the registers: the word at sp + imm */
         struct kprw_fetch_op *o = &ops[k];
         o->kind = (uint8_t)kind;
         o->reg = f->reg;
@@ -93,7 +95,7 @@ void kprw_event_plan(struct kprw_event *ev)
         o->d1 = f->nderef >= 2 ? f->deref[1] : 0;
         o->a = (int64_t)k;
         if (kind >= KPRW_FK_MEM8_IMM)
-            o->a = (imm ? f->imm : 0) + f->deref[0];
+            o->a = stack ? f->imm : (imm ? f->imm : 0) + f->deref[0];
     }
 }
 

@@ -218,6 +218,7 @@ static bool parse_var(struct cur *c, size_t i, size_t end, struct fetch_ctx *x, 
         if (!kprw_parse_dec(w + 5, n - 5, &v, &bad) || v > 4096)
             return fail(c, i + 5 + bad, "bad $stack number");
         f->src = KPRW_FS_STACK;
+        f->reg = x->isa->sp;   /* (for kprw_event_plan: the word at sp + imm) */
         f->imm = (int64_t)v * x->isa->word;
         return true;
     }
@@ -237,6 +238,7 @@ static bool parse_var(struct cur *c, size_t i, size_t end, struct fetch_ctx *x, 
             f->reg = x->isa->arg_slots[k];
         } else {
             f->src = KPRW_FS_STACK;
+            f->reg = x->isa->sp;
             f->imm = (int64_t)(k - x->isa->narg_regs + 1) * x->isa->word;
         }
         return true;

@@ -65,7 +65,7 @@ struct kprw_farg {
     int64_t imm;
     int32_t deref[KPRW_EV_MAX_DEREF];   /* offsets, innermost first */
     uint8_t src;                   /* enum kprw_fsrc */
-    uint8_t reg;                   /* KPRW_FS_REG: the slot */
+    uint8_t reg;                   /* KPRW_FS_REG: the slot; KPRW_FS_STACK: the stack pointer's */
     uint8_t nderef;
     uint8_t type;                  /* enum kprw_ftype */
     uint8_t size;                  /* bytes of one element (a string: its data_loc, 4) */
