@@ -9,7 +9,9 @@
 #   ring          an event on one point hit once: the thread's ring made
 #                 (its pages written once when made, see doc/tracing.md)
 #   event         an event with 4 fetch-args on every point, recorded into
-#                 the ring (large enough: none dropped; no reader)
+#                 the ring (large enough: none dropped; no reader) by its
+#                 generated recorder (src/arch/x86/recorder.c)
+#   event_c       the same by the C recorder (KPREWRITE_RECORDER=c)
 #   written       the same event written by KPREWRITE_TRACE to a file
 #                 (default ring: the writer formats, full rings drop)
 # and prints (variant - original) / hits, the event's without the ring's
@@ -53,15 +55,17 @@ for r in $(seq 1 "$ROUNDS"); do
     V=original_e run "$w/lua.orig" "$w/s.lua" "$N"
     V=ring KPREWRITE_TRACE_BUFFER=$RING KPREWRITE_EVENTS=$ONE run "$w/lua.probed" "$w/s.lua" "$N"
     V=event KPREWRITE_TRACE_BUFFER=$RING KPREWRITE_EVENTS=$DEF run "$w/lua.probed" "$w/s.lua" "$N"
+    V=event_c KPREWRITE_RECORDER=c KPREWRITE_TRACE_BUFFER=$RING KPREWRITE_EVENTS=$DEF run "$w/lua.probed" "$w/s.lua" "$N"
     rm -f "$w/t.txt"
     V=written KPREWRITE_EVENTS=$DEF KPREWRITE_TRACE=$w/t.txt run "$w/lua.probed" "$w/s.lua" "$N"
     V=original loops "$w/lua.orig" "$w/s.lua" "$NC"
     V=count loops "$w/lua.probed" "$w/s.lua" "$NC"
     V=original_e loops "$w/lua.orig" "$w/s.lua" "$N"
     V=event KPREWRITE_TRACE_BUFFER=$RING KPREWRITE_EVENTS=$DEF loops "$w/lua.probed" "$w/s.lua" "$N"
+    V=event_c KPREWRITE_RECORDER=c KPREWRITE_TRACE_BUFFER=$RING KPREWRITE_EVENTS=$DEF loops "$w/lua.probed" "$w/s.lua" "$N"
 done
 med() { sort -n "$w/$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-o=$(med original); c=$(med count); oe=$(med original_e); g=$(med ring); e=$(med event); t=$(med written)
+o=$(med original); c=$(med count); oe=$(med original_e); g=$(med ring); e=$(med event); ec=$(med event_c); t=$(med written)
 per() { awk -v a="$1" -v b="$2" -v h="$3" 'BEGIN { printf "%.1f", h ? (a - b) * 1000 / h : 0 }'; }
 ms() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1000 }'; }
 printf '\nreal workload: Debian lua5.4, every function entry probed, bench/trace-workload.lua (%s rounds interleaved, median wall ms)\n' "$ROUNDS"
@@ -70,11 +74,14 @@ printf '%-58s %9s %9s %9s %9s\n' "count-only" "$hc" "$(ms "$o")" "$(ms "$c")" "$
 printf '%-58s %9s %9s %9s %9s\n' "one event hit once: the ring made ($RING KiB)" 1 "$(ms "$oe")" "$(ms "$g")" "-"
 printf '%-58s %9s %9s %9s %9s\n' "event, 4 args, every point, recorded ($drop dropped)" "$he" "$(ms "$oe")" "$(ms "$e")" \
     "$(per "$e" "$g" "$he")"
+printf '%-58s %9s %9s %9s %9s\n' "the same by the C recorder (KPREWRITE_RECORDER=c)" "$he" "$(ms "$oe")" "$(ms "$ec")" \
+    "$(per "$ec" "$g" "$he")"
 printf '%-58s %9s %9s %9s %9s\n' "the same written (KPREWRITE_TRACE: $wlines lines, $wdrop dropped)" "$he" "$(ms "$oe")" "$(ms "$t")" \
     "$(per "$t" "$oe" "$he")"
 echo "(the event row: (event - ring made) / hits, a recorded event's cost beside count-only's; the written row: all of it, formatting and drops included)"
-o=$(med original.in); c=$(med count.in); oe=$(med original_e.in); e=$(med event.in)
+o=$(med original.in); c=$(med count.in); oe=$(med original_e.in); e=$(med event.in); ec=$(med event_c.in)
 printf '\nthe same, from the script'"'"'s loops alone (their CPU time, os.clock; median us)\n'
 printf '%-58s %9s %9s %9s %9s\n' variant hits original probed "ns a hit"
 printf '%-58s %9s %9s %9s %9s\n' "count-only" "$((hc - hc0))" "$o" "$c" "$(per "$c" "$o" "$((hc - hc0))")"
 printf '%-58s %9s %9s %9s %9s\n' "event, 4 args, every point, recorded" "$((he - he0))" "$oe" "$e" "$(per "$e" "$oe" "$((he - he0))")"
+printf '%-58s %9s %9s %9s %9s\n' "the same by the C recorder (KPREWRITE_RECORDER=c)" "$((he - he0))" "$oe" "$ec" "$(per "$ec" "$oe" "$((he - he0))")"
