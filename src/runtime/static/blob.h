@@ -143,7 +143,7 @@ struct kprs_area {
     uint8_t fsgsbase;                    /* rdfsbase works (AT_HWCAP2): the thread's %fs base
                                             without a system call (hook.c) */
     uint8_t hook_ok;                     /* calls may be hooked for return events (hook.c) */
-    uint8_t pad2[1];
+    uint8_t trace_json;                  /* KPREWRITE_TRACE_FORMAT=json (trace-json.c) */
     uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
     uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'

@@ -413,11 +413,17 @@ void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const cha
 
 /* ---- reading (the exit guard) ---- */
 
-/* One record's line of text into b. */
+/* One record's line of text (or JSON event, after a ",\n" unless it is
+ * the first) into b. */
 static void line_of(const struct kprs_rt *r, const uint8_t *rec, const struct kprw_clock *clk, const char *comm,
-                    struct kprw_sbuf *b)
+                    bool first, struct kprw_sbuf *b)
 {
     const struct kprw_rec *h = (const struct kprw_rec *)rec;
+    if (r->area->trace_json) {
+        kprw_sb_str(b, first ? "" : ",\n");
+        kprs_json_record(r, event_of(r->area, &r->pt[h->id]), rec, clk, b);
+        return;
+    }
     const struct kprw_entry *e = &r->e[h->id];
     char name[300];
     kprs_entry_name(r, e, name, sizeof name);
@@ -443,6 +449,9 @@ void kprs_trace_flush(const struct kprs_rt *r)
     uint8_t *ring = (uint8_t *)(uintptr_t)a->ring;
     uint64_t mask = a->ring_size - 1, tail = a->ring_tail, head = __atomic_load_n(&a->ring_head, __ATOMIC_ACQUIRE);
     size_t used = 0;
+    bool first = true;
+    if (a->trace_json)
+        kprs_write_all(a->trace_fd, "[\n", 2);
     while (tail < head) {
         uint8_t *rec = ring + (tail & mask);
         uint32_t size = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
@@ -451,19 +460,22 @@ void kprs_trace_flush(const struct kprs_rt *r)
         uint32_t id = ((const struct kprw_rec *)rec)->id;
         if (id < r->t->nentries && r->pt[id].ev && kprw_rec_valid(event_of(a, &r->pt[id]), rec, size)) {
             struct kprw_sbuf b = { buf + used, 0, (size_t)len - used };
-            line_of(r, rec, &clk, comm, &b);
+            line_of(r, rec, &clk, comm, first, &b);
             if (b.len >= b.cap) {   /* no room: write what is there, then again */
                 kprs_write_all(a->trace_fd, buf, used);
                 used = 0;
                 b = (struct kprw_sbuf){ buf, 0, (size_t)len };
-                line_of(r, rec, &clk, comm, &b);
+                line_of(r, rec, &clk, comm, first, &b);
             }
             used += b.len < b.cap ? b.len : b.cap;
+            first = false;
         }
         memset(rec, 0, size);
         tail += size;
         __atomic_store_n(&a->ring_tail, tail, __ATOMIC_RELEASE);
     }
     kprs_write_all(a->trace_fd, buf, used);
+    if (a->trace_json)
+        kprs_write_all(a->trace_fd, "\n]\n", 3);
     kprs_sys(SYS_munmap, (long)buf, len, 0, 0);
 }

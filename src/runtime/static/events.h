@@ -37,6 +37,13 @@ uint64_t kprs_hook(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs) KP
  * given back their return addresses. */
 void kprs_unhook_thread(const struct kprs_rt *r, uint64_t sp) KPRS_HIDDEN;
 
+/* trace-json.c: one record as a JSON trace event into b */
+struct kprw_event;
+struct kprw_clock;
+struct kprw_sbuf;
+void kprs_json_record(const struct kprs_rt *r, const struct kprw_event *ev, const uint8_t *rec,
+                      const struct kprw_clock *clk, struct kprw_sbuf *b) KPRS_HIDDEN;
+
 /* At exit: the ring's records, as text lines, to KPREWRITE_TRACE. */
 void kprs_trace_flush(const struct kprs_rt *r) KPRS_HIDDEN;
 

@@ -132,8 +132,8 @@ static bool is_go(const struct kprs_rt *r)
     return false;
 }
 
-/* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text
- * only, appended (whole lines: the processes of a workload share a file,
+/* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text,
+ * or JSON (KPREWRITE_TRACE_FORMAT=json: trace-json.c), appended (whole lines: the processes of a workload share a file,
  * as with the runtime library). */
 static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
 {
@@ -145,8 +145,10 @@ static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
              "ignored");
         return;
     }
-    if (fmt && *fmt && kprs_strcmp(fmt, "text"))
-        note("KPREWRITE_TRACE_FORMAT: a static executable writes text only");
+    if (fmt && !kprs_strcmp(fmt, "json"))
+        r->area->trace_json = 1;
+    else if (fmt && *fmt && kprs_strcmp(fmt, "text"))
+        note("KPREWRITE_TRACE_FORMAT: a static executable writes text or json only: text it is");
     long fd = path[0] == '-' && !path[1] ? kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0)
                                          : kprs_sys(SYS_openat, -100 /* AT_FDCWD */, (long)path,
                                                     01 | 0100 | 02000 | 02000000 /* WRONLY CREAT APPEND CLOEXEC */,
