@@ -180,6 +180,11 @@ neg: (CALLER <- ret_int) ret=-5" "$(callers "$D/$k.env")" \
     is "1 absent 1" "$rc $([ -e "$B.sp" ] && echo written || echo absent) $(printf '%s\n' "$out" | wc -l)" \
         "$k stripped: a return event: exit 1, nothing written, one line"
     like "a return event in a stripped static executable: kprewrite cannot find its unwinder" "$out" "$k stripped: ... saying why"
+    a=$(nm "$B" | awk '$3 == "ret_int" { sub(/^0+/, "", $1); print $1 }')
+    "$KPREWRITE" --probe "fde@0x$a%return" -o "$B.sc" "$B.s" >/dev/null 2>&1
+    KPREWRITE_EVENTS="r:neg fde@0x$a ret=\$retval:s32" KPREWRITE_TRACE="$D/$k.strace" "$B.sc" types 2 >"$D/$k.sout" 2>"$D/$k.serr"
+    is "$("$B" types 2)|1|0" "$(cat "$D/$k.sout")|$(grep -c "KPREWRITE event 'r:neg fde@0x$a ret=\$retval:s32': a return event where the unwinder's entry points are not all guarded (a stripped program" "$D/$k.serr")|$(cat "$D/$k.strace" 2>/dev/null | wc -l)" \
+        "$k stripped: r: in KPREWRITE_EVENTS on a return point baked count-only: left out in one line, the output identical"
 }
 
 check_kind glibc-static "$CC" -static

@@ -309,8 +309,8 @@ static long define(const struct kprs_rt *r, struct kprw_arena *arena, struct kpr
     if (ev->is_return && !r->area->hook_ok) {
         note_def(def, len, r->t->nentries && (r->e[0].flags & KPRW_F_GO)
                                ? "': a return event in a Go program (goroutine stacks move: no call is hooked): left out"
-                               : "': a return event where kprewrite found no unwinder to guard (a stripped program): "
-                                 "left out");
+                               : "': a return event where the unwinder's entry points are not all guarded (a "
+                                 "stripped program, or one of them refused at bake time): left out");
         return -1;
     }
     if (!kprw_event_bind(ev, resolve_entry, (void *)r, &bad)) {
