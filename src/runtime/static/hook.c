@@ -122,19 +122,28 @@ uint64_t kprs_hook(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
     struct kprs_point *pt = &r->pt[i];
     uint64_t slot = regs->sp, ret = *(const uint64_t *)(uintptr_t)slot, self = thread_id(a);
     struct kprs_hook *tab = table(r), *got = 0;
-    uint32_t at = home(slot);
-    for (uint32_t n = 0; n < KPRS_HOOK_PROBE && !got; n++, at = (at + 1) & (KPRS_HOOKS - 1)) {
-        struct kprs_hook *k = &tab[at];
-        uint64_t key = __atomic_load_n(&k->slot, __ATOMIC_ACQUIRE);
-        if (key == slot) {
-            if (ret == hook_addr(r, k->point))
-                break;   /* a tail call from a hooked call: its return address is the hook */
-            if (claim(k, key, slot))
-                got = k;   /* stale: its frame was left by a longjmp */
-        } else if (key == 0 || (!(key & BUSY) && k->thread == self && !live(r, k, key))) {
-            if (claim(k, key, slot))   /* free, or the thread's own left by a longjmp */
-                got = k;
+    /* a first pass takes a free entry; the second, the thread's own stale
+     * ones too (a system call each to look: rarely needed). An entry of
+     * this slot ends either: the search never passes it, so that a
+     * return finds the newest first. */
+    for (int reclaim = 0; reclaim < 2 && !got; reclaim++) {
+        uint32_t at = home(slot), n = 0;
+        for (; n < KPRS_HOOK_PROBE && !got; n++, at = (at + 1) & (KPRS_HOOKS - 1)) {
+            struct kprs_hook *k = &tab[at];
+            uint64_t key = __atomic_load_n(&k->slot, __ATOMIC_ACQUIRE);
+            if (key == slot) {
+                if (ret == hook_addr(r, k->point))
+                    break;   /* a tail call from a hooked call: its return address is the hook */
+                if (claim(k, key, slot))
+                    got = k;   /* stale: its frame was left by a longjmp */
+                break;
+            }
+            if (key == 0 || (reclaim && !(key & BUSY) && k->thread == self && !live(r, k, key)))
+                if (claim(k, key, slot))   /* free, or the thread's own left by a longjmp */
+                    got = k;
         }
+        if (n < KPRS_HOOK_PROBE && !got)
+            break;   /* (the tail call, or the stale entry taken meanwhile) */
     }
     if (!got) {
         __atomic_fetch_add(&pt->missed, 1, __ATOMIC_RELAXED);
