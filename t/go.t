@@ -223,6 +223,12 @@ KPREWRITE_EVENTS='p:gr main.grow n=%ax:s64' KPREWRITE_REPORT=all KPREWRITE_TRACE
 w=$(grep -c ': gr: (main\.grow+0x0) n=' "$D/sgo2.trace")
 d=$(awk '$4 == "main.grow+0x0" { for (i = 5; i < NF; i++) if ($i == "dropped") print $(i + 1) }' "$D/sev2.err")
 is 12004 $((w + ${d:-0})) "KPREWRITE_EVENTS on the count-only bake: $w written + ${d:-0} dropped = main.grow's hits"
+# a return event stays refused in a static Go program (goroutine stacks
+# move: no call is hooked there), in one line, nothing written
+out=$("$KPREWRITE" --probe 'r:gr main.grow $retval' -o "$G.rev" "$G" 2>&1); rc=$?
+is "1 absent 1" "$rc $([ -e "$G.rev" ] && echo written || echo absent) $(printf '%s\n' "$out" | wc -l)" \
+    "a return event on a static Go program: exit 1, nothing written, one line"
+like 'a return event in a static Go executable: goroutine stacks move' "$out" "... saying why"
 soff=$("$KPREWRITE" --check --disasm --probe main.grow "$G" | awk '/^ +[0-9a-f]+ +[0-9]+ / { n++ } n == 4 { print $1; exit }')
 like '^refused: go-sigtrap \(an int3 here: go-stack \(not at the entry\)\)' \
     "$("$KPREWRITE" --check --probe "0x$soff" "$G" | sed 's/^.*  k  [^ ]*  //')" \

@@ -233,14 +233,7 @@ like "KPREWRITE event 'p:mal tick x=%zz': column 15: unknown register: left out"
     "... a malformed one: one line with its column"
 
 
-# what the static runtime has not: one line each, exit 1, nothing written
-for def in 'r:tr tick ret=$retval' 'p:tr tick%return'; do
-    out=$("$KPREWRITE" --probe "$def" -o "$D/ev.p" "$B" 2>&1); rc=$?
-    is "1 absent 1" "$rc $([ -e "$D/ev.p" ] && echo written || echo absent) $(printf '%s\n' "$out" | wc -l)" \
-        "a return event ($def): exit 1, nothing written, one line"
-    like "box-glibc-static: .*a return event in a static executable: its runtime .* does not hook returns" "$out" \
-        "... saying why"
-done
+# (return events: t/static-return.t)
 KPREWRITE_TRACE=- "$B.inline" echo >/dev/null 2>"$D/ev.err"
 like "static runtime: KPREWRITE_TRACE: no event is defined .*; ignored" "$(cat "$D/ev.err")" \
     "KPREWRITE_TRACE with no event defined: one line saying it is ignored"

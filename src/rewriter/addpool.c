@@ -504,6 +504,7 @@ static int write_static_rt(const struct image *img, const struct layout *L, cons
     h.area_rel = (int64_t)(data + sz->rt_area_off - at);
     h.entry_rel = (int64_t)(img->ehdr.e_entry - at);
     h.sigaction_rel = sz->rt_sigaction ? (int64_t)(sz->rt_sigaction - at) : 0;
+    h.hook_ok = sz->rt_hook_ok;
     for (unsigned k = 0; k < KPRS_EXITS; k++)
         h.exit_rel[k] = sz->rt_exits[k] ? (int64_t)(sz->rt_exits[k] - at) : 0;
     memcpy(blob, &h, sizeof h);

@@ -15,6 +15,7 @@ struct pool_sizes {
     uint64_t rt_size, rt_area_off;
     uint64_t rt_sigaction;     /* the function the runtime guards its SIGTRAP at (0: none) */
     uint64_t rt_exits[2];      /* the report points' sites (0: none; blob.h KPRS_EXITS) */
+    uint32_t rt_hook_ok;       /* the head's hook_ok (blob.h) */
 };
 
 /* Where the pool text will start, before its size is known (the detours'

@@ -114,13 +114,14 @@ int bake_added_pool(const struct image *img, const struct probe_list *probes, co
     struct bake_plan plan;
     if (bake_plan_make(img, &where, probes, &plan, err, errlen) < 0)
         return -1;
-    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size, NULL, 0, 0, rt->sigaction, { 0, 0 } };
+    struct pool_sizes sz = { plan.text_size, plan.table_size, plan.data_size, NULL, 0, 0, rt->sigaction, { 0, 0 }, 0 };
     if (rt->blob) {   /* the static runtime's area after the states, and its report points */
         size_t nexit = 0;
         for (size_t i = 0; i < probes->n && nexit < sizeof sz.rt_exits / sizeof sz.rt_exits[0]; i++)
             if (probes->v[i].exit_guard && !probes->v[i].is_return)
                 sz.rt_exits[nexit++] = probes->v[i].addr;
         sz.rt = rt->blob;
+        sz.rt_hook_ok = rt->hook_ok;
         sz.rt_size = rt->blob_size;
         sz.rt_area_off = (plan.data_size + 63) & ~(size_t)63;
         sz.data = sz.rt_area_off + kprs_area_layout((uint32_t)plan.nentries).size;

@@ -39,6 +39,7 @@ struct added_rt {
     const uint8_t *blob;
     size_t blob_size;
     uint64_t sigaction;   /* the static runtime's SIGTRAP guard (libc's sigaction), or 0 */
+    uint32_t hook_ok;     /* the static runtime's head's (blob.h): may calls be hooked for return events */
 };
 int bake_added_pool(const struct image *img, const struct probe_list *probes, const char *out_path,
                     const struct added_rt *rt, bool shared, bool compact, struct bake_result *res, size_t *grown,

@@ -185,10 +185,10 @@ static int static_list(const struct sproc *s)
             continue;
         const struct kprs_point *pt = &s->pt[i];
         sproc_name(s, i, name, sizeof name);
-        printf("%016llx  %c  %s+0x%x  %s%s  hits %llu  nmissed 0", (unsigned long long)sproc_site(s, i), s->e[i].kind,
-               name, s->e[i].offset, pt->disabled ? "[DISABLED]" : "",
+        printf("%016llx  %c  %s+0x%x  %s%s  hits %llu  nmissed %llu", (unsigned long long)sproc_site(s, i),
+               s->e[i].kind, name, s->e[i].offset, pt->disabled ? "[DISABLED]" : "",
                s->e[i].verdict == KPRW_OPTIMIZED && !pt->unoptimized ? "[OPTIMIZED]" : "",
-               (unsigned long long)pt->hits);
+               (unsigned long long)pt->hits, (unsigned long long)pt->missed);
         if (pt->dropped)   /* as the runtime library's list: the events a full ring lost */
             printf("  dropped %llu", (unsigned long long)pt->dropped);
         putchar('\n');
@@ -269,7 +269,8 @@ static int static_control(const struct sproc *s, const char *verb, const char *s
     fprintf(stderr, "kprewrite: ctl %ld: %s %s: %s\n", s->pid, verb, spec,
             r == KPRW_CTL_CANNOT_JUMP ? "the probes it names can only be int3 probes"
             : guards ? "the probes it names are the static runtime's guards (_exit: its report; __libc_sigaction: "
-                       "its SIGTRAP): they stay enabled"
+                       "its SIGTRAP; _Unwind_*: hooked calls' return addresses given back before an "
+                       "unwind): they stay enabled"
                      : "no baked probe matches");
     return 1;
 }

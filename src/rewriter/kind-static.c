@@ -8,9 +8,14 @@
  * them without handlers), runs the int3 probes and prints
  * KPREWRITE_REPORT at _exit, and puts its int3s back when the program
  * takes SIGTRAP (at __libc_sigaction); kprewrite ctl steers it from outside
- * (ctl-static.c). It records entry events (definitions baked in the table,
- * src/runtime/static/events.c); it has no handlers, and return events are
- * refused (no return is hooked). --runtime, which
+ * (ctl-static.c). It records entry and return events (definitions baked
+ * in the table, src/runtime/static/events.c; a return event's calls are
+ * hooked, hook.c), and has no handlers. A hooked call's return address is
+ * the pool's, which the unwinder cannot read frames through: the
+ * unwinder's entry points the image names are guard points where the
+ * runtime gives the thread's hooked calls their return addresses back; a
+ * stripped image names none that could be found, so return events are
+ * refused there, and in a Go program (its stacks move). --runtime, which
  * names a runtime library, does not apply (nothing would load one).
  */
 #include "kinds.h"
@@ -21,6 +26,7 @@
 #include "spec.h"
 #include "symbols.h"
 #include "../arch/isa.h"
+#include "../runtime/static/blob.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +77,17 @@ static uint64_t sigaction_fn(const struct image *img, const struct symbols *sy)
     return by_code(img, sy, img->isa->sets_signal_action);
 }
 
+/* The unwinder's entry points (libgcc's, which glibc's static libc and
+ * C++ programs link), guarded where a return may be hooked: the runtime
+ * knows them by these names (src/runtime/static/init.c, guard.c) */
+static const char *const unwinders[KPRS_UNWINDERS] = { "_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow",
+                                                       "_Unwind_ForcedUnwind", "_Unwind_Backtrace" };
+
+static bool stripped(const struct image *img)
+{
+    return !image_section_by_name(img, ".symtab");
+}
+
 static int add_guard(struct spec_list *specs, const char *text, char *err, size_t errlen)
 {
     if (spec_add(specs, text, "the static runtime's report", err, errlen) < 0)
@@ -103,6 +120,13 @@ static int static_guards(const struct image *img, const struct symbols *sy, stru
             if (add_guard(specs, guards[i], err, errlen) < 0)
                 return -1;
         }
+    bool returns = false;
+    for (size_t i = 0; i < specs->n; i++)
+        returns |= specs->v[i].is_return;
+    for (size_t i = 0; returns && !stripped(img) && i < KPRS_UNWINDERS; i++)
+        if (symbols_lookup(sy, unwinders[i]) &&
+            spec_add(specs, unwinders[i], "the static runtime's unwinder guard", err, errlen) < 0)
+            return -1;
     char text[32];
     uint64_t sig = sigaction_fn(img, sy);   /* its SIGTRAP guard (src/runtime/static/guard.c) */
     snprintf(text, sizeof text, "0x%llx", (unsigned long long)sig);
@@ -121,7 +145,12 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
     }
     struct bake_result br;
     size_t grown = 0;
-    struct added_rt rt = { NULL, static_blob, static_blob_size, j->sy->ngo ? 0 : sigaction_fn(j->img, j->sy) };
+    struct added_rt rt = { NULL, static_blob, static_blob_size, j->sy->ngo ? 0 : sigaction_fn(j->img, j->sy), 0 };
+    if (!j->sy->ngo && !stripped(j->img)) {   /* 1 + the unwinder's entry points named: each must be guarded */
+        rt.hook_ok = 1;
+        for (size_t i = 0; i < KPRS_UNWINDERS; i++)
+            rt.hook_ok += symbols_lookup(j->sy, unwinders[i]) != NULL;
+    }
     if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown, err,
                         errlen) < 0)
         return -1;
@@ -133,8 +162,6 @@ static int static_bake(const struct bake_job *j, char *err, size_t errlen)
 #define STATIC_HOOKS \
     USER_RULES, \
     .events = true, \
-    .return_events_refused = "a return event in a static executable: its runtime (the static runtime) does not " \
-                             "hook returns (an entry event, p:, works; the return probe alone counts calls)", \
     .adds_pool = true, \
     .guards = static_guards, \
     .bake = static_bake
@@ -144,10 +171,24 @@ const struct kind_hooks kind_static = { .name = "static", STATIC_HOOKS };
 /* Go's runtime installs its own handler for every signal, SIGTRAP's too,
  * with its own system call: no int3 (go_no_traps); its exit guard is
  * runtime.exit, and it has no libc sigaction to guard. */
-static const struct kind_hooks kind_static_go = { .name = "static", STATIC_HOOKS, .no_traps = true };
+static const struct kind_hooks kind_static_go = {
+    .name = "static", STATIC_HOOKS, .no_traps = true,
+    .return_events_refused = "a return event in a static Go executable: goroutine stacks move, so no call is "
+                             "hooked there (an entry event, p:, works; the return probe alone counts calls)",
+};
+
+/* Stripped: its unwinder, if it has one (every glibc static program does),
+ * cannot be found to guard, and an unwind through a hooked call would
+ * stop there. */
+static const struct kind_hooks kind_static_stripped = {
+    .name = "static", STATIC_HOOKS,
+    .return_events_refused = "a return event in a stripped static executable: kprewrite cannot find its unwinder "
+                             "(_Unwind_RaiseException, ...) to guard the calls it would hook (probe the unstripped "
+                             "program; an entry event, p:, works; the return probe alone counts calls)",
+};
 
 const struct kind_hooks *kind_static_for(const struct image *img, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    return gopclntab_go_image(img) ? &kind_static_go : &kind_static;
+    return gopclntab_go_image(img) ? &kind_static_go : stripped(img) ? &kind_static_stripped : &kind_static;
 }

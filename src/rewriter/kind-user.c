@@ -71,7 +71,7 @@ static int prebuilt_bake(const struct bake_job *j, char *err, size_t errlen)
     struct bake_result br;
     size_t grown = 0;
     const char *runtime = j->runtime ? j->runtime : KPRW_RUNTIME_DEFAULT;
-    struct added_rt rt = { runtime, NULL, 0, 0 };
+    struct added_rt rt = { runtime, NULL, 0, 0, 0 };
     if (bake_added_pool(j->img, j->probes, j->dest, &rt, j->pool->shared_detours, j->compact, &br, &grown,
                         err, errlen) < 0)
         return -1;

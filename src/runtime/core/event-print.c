@@ -260,9 +260,15 @@ void kprw_event_print_point_line(const struct kprw_event *ev, const uint8_t *rec
     struct kprw_sbuf nb = { name, 0, sizeof name }, wb = { where, 0, sizeof where };
     kprw_event_point_name(ev, sym, offset, skipped, addr, &nb);
     kprw_sb_end(&nb);
-    kprw_sb_str(&wb, sym);
-    kprw_sb_char(&wb, '+');
-    kprw_sb_hex(&wb, offset);
+    if (ev->is_return) {   /* CALLER <- SYM, the caller by its address */
+        kprw_sb_hex(&wb, ((const struct kprw_rec_ret *)(rec + KPRW_REC_HDR))->ret_ip);
+        kprw_sb_str(&wb, " <- ");
+        kprw_sb_str(&wb, sym);
+    } else {
+        kprw_sb_str(&wb, sym);
+        kprw_sb_char(&wb, '+');
+        kprw_sb_hex(&wb, offset);
+    }
     kprw_sb_end(&wb);
     kprw_event_print_line(ev, rec, ts_ns, comm, name, where, NULL, b);
 }

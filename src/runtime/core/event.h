@@ -256,10 +256,11 @@ void kprw_event_print_args(const struct kprw_event *ev, const uint8_t *rec, cons
  * ts_ns the record's time in nanoseconds. */
 void kprw_event_print_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
                            const char *event, const char *where, const struct kprw_fmt_env *env, struct kprw_sbuf *b);
-/* One line of an entry event on a point named SYM+OFFSET (as
+/* One line of an event on a point named SYM+OFFSET (as
  * kprw_event_point_name names the event), without a symbol table: symbol
- * fields print as addresses (the static runtime's exit writer and
- * kprewrite ctl reading a static program). */
+ * fields print as addresses, and so does a return event's caller
+ * ("0xRET_IP <- SYM") (the static runtime's exit writer and kprewrite ctl
+ * reading a static program). */
 void kprw_event_print_point_line(const struct kprw_event *ev, const uint8_t *rec, uint64_t ts_ns, const char *comm,
                                  const char *sym, uint32_t offset, uint32_t skipped, uint64_t addr,
                                  struct kprw_sbuf *b);

@@ -14,12 +14,15 @@
 #define KPRS_SEC_RT ".kprewrite.rt"
 #define KPRS_HEAD_MAGIC 0x5350524bu      /* "KRPS" */
 #define KPRS_AREA_MAGIC 0x4145524bu      /* "KREA" */
-#define KPRS_VERSION 3
+#define KPRS_VERSION 4
 #define KPRS_EXITS 2                     /* report points the head names */
 #define KPRS_STACKS 8                    /* the runtime's stacks, after the area's arrays */
 #define KPRS_STACK_SHIFT 14              /* each 16 KiB */
 #define KPRS_ARENA (256 * 1024)          /* with events: what their definitions parse into */
 #define KPRS_RING (4u << 20)             /* with events: the ring of records (a power of 2) */
+#define KPRS_HOOKS 1024                  /* hooked calls live at once, all threads (a power of 2) */
+#define KPRS_HOOK_PROBE 16               /* the table's entries a call's slot may take (linear probing) */
+#define KPRS_UNWINDERS 4                 /* the unwinder's entry points guarded (guard.c) */
 
 /* Offsets start-x86.S uses (init.c asserts them). */
 #define KPRS_HEAD_AREA_REL 24
@@ -34,6 +37,7 @@
 #define KPRS_PT_GUARD 10
 #define KPRS_PT_EV 12
 #define KPRS_PT_GO 14
+#define KPRS_PT_RET 15
 #define KPRS_PT_DROPPED 16
 
 #ifndef __ASSEMBLER__
@@ -44,7 +48,12 @@ struct kprs_head {
     uint32_t magic;                      /* KPRS_HEAD_MAGIC */
     uint32_t version;                    /* KPRS_VERSION */
     uint32_t start_off;                  /* the start routine (e_entry), from the head */
-    uint32_t pad;
+    uint32_t hook_ok;                    /* the rewriter: 0 when no call may be hooked for a return
+                                            event (a Go program: its stacks move; a stripped one:
+                                            its unwinder cannot be found); else 1 + how many of the
+                                            unwinder's entry points (_Unwind_RaiseException ...) the
+                                            image names, each of which must be a guard point in the
+                                            table for calls to be hooked (guard.c) */
     int64_t table_rel;                   /* the rewriter: .kprewrite.table - head */
     int64_t area_rel;                    /* the rewriter: struct kprs_area - head */
     int64_t entry_rel;                   /* the rewriter: the program's own entry point - head */
@@ -68,8 +77,11 @@ struct kprs_point {
     uint16_t ev;                         /* the event definition bound here + 1 (0: none; events.c) */
     uint8_t go;                          /* a Go function's (KPRW_F_GO): its C runs on the runtime's
                                             stacks only, never on the goroutine's */
-    uint8_t pad;
+    uint8_t ret;                         /* its event is a return event: each call is hooked
+                                            (hook.c) */
     uint64_t dropped;                    /* its events lost: the ring full, or no stack free */
+    uint64_t missed;                     /* calls not hooked for its return event (kretprobe's
+                                            nmissed): the hook table full, or a tail call */
 };
 
 /* Points where the runtime acts, besides counting. */
@@ -79,6 +91,21 @@ enum kprs_guard {
                                             KPREWRITE_TRACE written */
     KPRS_GUARD_SIGACTION,                /* libc's sigaction (the head's): a handler for SIGTRAP
                                             takes the int3 probes' signal, so they are put back */
+    KPRS_GUARD_UNWIND,                   /* the unwinder's entry points (by name): the thread's
+                                            hooked calls get their return addresses back first */
+};
+
+/* A call hooked for a return event (hook.c), in the area's table: keyed
+ * by the address of its return address's slot. */
+struct kprs_hook {
+    uint64_t slot;                       /* the key (0: free; bit 0 set: being filled or freed) */
+    uint64_t ret;                        /* the real return address */
+    uint64_t ts;                         /* the entry's time (the record's clock) */
+    uint64_t thread;                     /* the thread's %fs base at the entry */
+    uint32_t point;                      /* the entry's index */
+    uint32_t pad;
+    uint64_t entry[16];                  /* the $argN a return event keeps from the entry
+                                            (KPRW_EV_ENTRY_ARGS: hook.c asserts it) */
 };
 
 #define KPRS_REC_PAD 0xffffffffu         /* a record's id: padding to the ring's end */
@@ -113,7 +140,10 @@ struct kprs_area {
     uint32_t env_defs_len;               /* their bytes */
     uint8_t clock_tsc;                   /* 1: records' times are TSC ticks (rdtscp, an invariant TSC);
                                             0: CLOCK_MONOTONIC nanoseconds (a system call each) */
-    uint8_t pad2[3];
+    uint8_t fsgsbase;                    /* rdfsbase works (AT_HWCAP2): the thread's %fs base
+                                            without a system call (hook.c) */
+    uint8_t hook_ok;                     /* calls may be hooked for return events (hook.c) */
+    uint8_t trace_json;                  /* KPREWRITE_TRACE_FORMAT=json (trace-json.c) */
     uint64_t ring_head __attribute__((aligned(64)));   /* bytes reserved, ever (the writers') */
     uint64_t ring_tail __attribute__((aligned(64)));   /* bytes read, ever (the reader's) */
     /* then nentries struct kprs_point, and nentries uint32_t: the entries'
@@ -121,11 +151,12 @@ struct kprs_area {
      * with events, the arena and the ring */
 };
 
-/* Where the area's parts are, from its start. The arena and the ring are
- * there whether the table has definitions or not (KPREWRITE_EVENTS may
- * bring some): zero-filled memory, touched only as used. */
+/* Where the area's parts are, from its start. The hook table, the arena
+ * and the ring are there whether the table has definitions or not
+ * (KPREWRITE_EVENTS may bring some): zero-filled memory, touched only as
+ * used. */
 struct kprs_layout {
-    uint64_t points, sorted, stacks, arena, ring, size;
+    uint64_t points, sorted, stacks, hooks, arena, ring, size;
 };
 
 static inline struct kprs_layout kprs_area_layout(uint32_t n)
@@ -134,7 +165,8 @@ static inline struct kprs_layout kprs_area_layout(uint32_t n)
     l.points = sizeof(struct kprs_area);
     l.sorted = l.points + (uint64_t)n * sizeof(struct kprs_point);
     l.stacks = (l.sorted + (uint64_t)n * sizeof(uint32_t) + 63) & ~(uint64_t)63;
-    l.arena = l.stacks + ((uint64_t)KPRS_STACKS << KPRS_STACK_SHIFT);
+    l.hooks = l.stacks + ((uint64_t)KPRS_STACKS << KPRS_STACK_SHIFT);
+    l.arena = l.hooks + (uint64_t)KPRS_HOOKS * sizeof(struct kprs_hook);
     l.ring = l.arena + KPRS_ARENA;
     l.size = l.ring + KPRS_RING;
     return l;

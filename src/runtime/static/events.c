@@ -160,7 +160,11 @@ static uint8_t *ring_reserve(struct kprs_area *a, uint32_t size)
     return ring + ((head + pad) & mask);
 }
 
-void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
+/* One record of entry i's event into the ring: the header, the return
+ * part (ret: NULL for an entry event), the arguments (entry: the $argN a
+ * return event kept at the entry); the filter decides. */
+static void emit(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs, const uint64_t *entry,
+                 const struct kprw_rec_ret *ret)
 {
     struct kprs_area *a = r->area;
     struct kprs_point *pt = &r->pt[i];
@@ -176,11 +180,13 @@ void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
     char comm[16] = { 0 };
     if (ev->uses_comm)
         kprs_sys(SYS_prctl, PR_GET_NAME, (long)comm, 0, 0);
-    struct kprw_fetch_env env = { (const unsigned long *)regs, 0, comm, vm_read, vm_read_str, vm_read_word, X86_SP };
+    struct kprw_fetch_env env = { (const unsigned long *)regs, entry, comm, vm_read, vm_read_str, vm_read_word, X86_SP };
     struct kprw_rec *h = (struct kprw_rec *)rec;
     h->id = i;
     h->tid = (uint32_t)kprs_sys(SYS_gettid, 0, 0, 0, 0);
     h->ip = kprs_site(r, i);
+    if (ret)
+        memcpy(h + 1, ret, sizeof *ret);
     uint32_t size = kprw_event_fetch(ev, &env, rec);
     if (ev->filter && !kprw_event_match(ev, rec))
         return;
@@ -192,6 +198,38 @@ void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
     }
     memcpy(at + 4, rec + 4, size - 4);
     __atomic_store_n((uint32_t *)at, size, __ATOMIC_RELEASE);   /* the commit */
+}
+
+void kprs_event(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs)
+{
+    emit(r, i, regs, 0, 0);
+}
+
+void kprs_event_return(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs, const uint64_t *entry,
+                       uint64_t ret_ip, uint64_t entry_ts)
+{
+    struct kprw_rec_ret ret = { ret_ip, entry_ts };
+    emit(r, i, regs, entry, &ret);
+}
+
+void kprs_event_entry(const struct kprs_rt *r, uint32_t i, struct pt_regs *regs, uint64_t *entry)
+{
+    const struct kprw_event *ev = event_of(r->area, &r->pt[i]);
+    if (!ev->nentry)
+        return;
+    struct kprw_fetch_env env = { (const unsigned long *)regs, 0, "", vm_read, vm_read_str, vm_read_word, X86_SP };
+    kprw_event_fetch_entry(ev, &env, entry);
+}
+
+uint64_t kprs_event_now(const struct kprs_area *a)
+{
+    uint32_t cpu;
+    return tsc_cpu(a, &cpu);
+}
+
+bool kprs_read_word(uint64_t *dst, uintptr_t src)
+{
+    return vm_read_word(dst, src);
 }
 
 /* ---- start-up ---- */
@@ -216,16 +254,28 @@ static void note_def(const char *def, size_t len, const char *why)
 }
 
 /* Does ev bind to entry i (user runtime's point_fits: an entry event, on
- * what its spec names)? */
+ * what its spec names; a return event, on a return point whose calls can
+ * be hooked, the spec without its %return)? */
 static bool fits(const struct kprs_rt *r, const struct kprw_event *ev, uint32_t i)
 {
     const struct kprw_entry *e = &r->e[i];
     uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
-    if (ev->uses_args && ev->entry_off && !(skipped && skipped == e->offset))
+    size_t len = ev->spec_len;
+    static const char ret[] = "%return";
+    if (ev->is_return) {
+        if (!kprs_hook_point_ok(r, i))
+            return false;
+        size_t k = 0, n = sizeof ret - 1;
+        while (len > n && k < n && ev->spec[len - n + k] == ret[k])
+            k++;
+        if (k == n)
+            len -= n;
+    } else if (ev->uses_args && ev->entry_off && !(skipped && skipped == e->offset)) {
         return false;   /* (a return point, SYM%return baked, serves entry events too) */
+    }
     char name[300];
     kprs_entry_name(r, e, name, sizeof name);
-    return kprw_spec_matches_entry(ev->spec, ev->spec_len, name, e->offset, kprs_site(r, i), skipped);
+    return kprw_spec_matches_entry(ev->spec, len, name, e->offset, kprs_site(r, i), skipped);
 }
 
 /* "': column N: MSG: left out" */
@@ -256,8 +306,11 @@ static long define(const struct kprs_rt *r, struct kprw_arena *arena, struct kpr
         memset(ev, 0, sizeof *ev);
         return -1;
     }
-    if (ev->is_return) {
-        note_def(def, len, "': return events need the runtime library (a dynamic program): left out");
+    if (ev->is_return && !r->area->hook_ok) {
+        note_def(def, len, r->t->nentries && (r->e[0].flags & KPRW_F_GO)
+                               ? "': a return event in a Go program (goroutine stacks move: no call is hooked): left out"
+                               : "': a return event where the unwinder's entry points are not all guarded (a "
+                                 "stripped program, or one of them refused at bake time): left out");
         return -1;
     }
     if (!kprw_event_bind(ev, resolve_entry, (void *)r, &bad)) {
@@ -273,10 +326,12 @@ static long define(const struct kprs_rt *r, struct kprw_arena *arena, struct kpr
         if (!fits(r, ev, i))
             continue;
         named++;
-        if (r->pt[i].ev)
+        if (r->pt[i].ev) {
             note_def(def, len, "': a point of it has an event already (one a point here): not there");
-        else
+        } else {
             r->pt[i].ev = (uint16_t)(k + 1);
+            r->pt[i].ret = ev->is_return;
+        }
     }
     return named;
 }
@@ -358,11 +413,17 @@ void kprs_events_init(const struct kprs_rt *r, const char *buffer_kib, const cha
 
 /* ---- reading (the exit guard) ---- */
 
-/* One record's line of text into b. */
+/* One record's line of text (or JSON event, after a ",\n" unless it is
+ * the first) into b. */
 static void line_of(const struct kprs_rt *r, const uint8_t *rec, const struct kprw_clock *clk, const char *comm,
-                    struct kprw_sbuf *b)
+                    bool first, struct kprw_sbuf *b)
 {
     const struct kprw_rec *h = (const struct kprw_rec *)rec;
+    if (r->area->trace_json) {
+        kprw_sb_str(b, first ? "" : ",\n");
+        kprs_json_record(r, event_of(r->area, &r->pt[h->id]), rec, clk, b);
+        return;
+    }
     const struct kprw_entry *e = &r->e[h->id];
     char name[300];
     kprs_entry_name(r, e, name, sizeof name);
@@ -388,6 +449,9 @@ void kprs_trace_flush(const struct kprs_rt *r)
     uint8_t *ring = (uint8_t *)(uintptr_t)a->ring;
     uint64_t mask = a->ring_size - 1, tail = a->ring_tail, head = __atomic_load_n(&a->ring_head, __ATOMIC_ACQUIRE);
     size_t used = 0;
+    bool first = true;
+    if (a->trace_json)
+        kprs_write_all(a->trace_fd, "[\n", 2);
     while (tail < head) {
         uint8_t *rec = ring + (tail & mask);
         uint32_t size = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
@@ -396,19 +460,22 @@ void kprs_trace_flush(const struct kprs_rt *r)
         uint32_t id = ((const struct kprw_rec *)rec)->id;
         if (id < r->t->nentries && r->pt[id].ev && kprw_rec_valid(event_of(a, &r->pt[id]), rec, size)) {
             struct kprw_sbuf b = { buf + used, 0, (size_t)len - used };
-            line_of(r, rec, &clk, comm, &b);
+            line_of(r, rec, &clk, comm, first, &b);
             if (b.len >= b.cap) {   /* no room: write what is there, then again */
                 kprs_write_all(a->trace_fd, buf, used);
                 used = 0;
                 b = (struct kprw_sbuf){ buf, 0, (size_t)len };
-                line_of(r, rec, &clk, comm, &b);
+                line_of(r, rec, &clk, comm, first, &b);
             }
             used += b.len < b.cap ? b.len : b.cap;
+            first = false;
         }
         memset(rec, 0, size);
         tail += size;
         __atomic_store_n(&a->ring_tail, tail, __ATOMIC_RELEASE);
     }
     kprs_write_all(a->trace_fd, buf, used);
+    if (a->trace_json)
+        kprs_write_all(a->trace_fd, "\n]\n", 3);
     kprs_sys(SYS_munmap, (long)buf, len, 0, 0);
 }

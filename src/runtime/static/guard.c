@@ -13,6 +13,11 @@
  *                     for an int3 probe, the jump's for an unoptimized
  *                     point), the int3 probes are disabled, and one line
  *                     says so. A one-byte store, as kprewrite ctl makes.
+ *   the unwinder      _Unwind_RaiseException, _Unwind_Resume_or_Rethrow,
+ *                     _Unwind_ForcedUnwind, _Unwind_Backtrace (by name):
+ *                     the thread's calls hooked for return events get
+ *                     their return addresses back before it reads them
+ *                     (hook.c), as the runtime library's unwind.c does
  */
 #include "rt.h"
 #include "events.h"
@@ -67,10 +72,14 @@ static void give_up_sigtrap(const struct kprs_rt *r)
          "disabled, their instructions put back (the jumps stay)\n");
 }
 
-void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1)
+void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1, uint64_t sp)
 {
     struct kprs_rt r;
     kprs_rt_get(&r);
+    if (pt->guard == KPRS_GUARD_UNWIND) {
+        kprs_unhook_thread(&r, sp);
+        return;
+    }
     if (pt->guard == KPRS_GUARD_SIGACTION) {
         if (arg0 == KPRS_SIGTRAP && arg1)   /* sigaction(SIGTRAP, act, ...) */
             give_up_sigtrap(&r);

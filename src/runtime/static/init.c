@@ -13,7 +13,8 @@
 
 /* The table flags this runtime takes. Return-probe detours enter through
  * kprs_kret_enter only when they save %r11 around it (KPRW_T_KRET_R11);
- * they never jump to the return slot, as no call is taken. */
+ * a call it hooks (a return event's: hook.c) returns through the return
+ * slot, kprs_kret_return. */
 #define KPRS_T_READS (KPRW_T_ADDED_POOL | KPRW_T_ENTER | KPRW_T_ORIG_AT_COPY | KPRW_T_FOUND_NAMES | \
                       KPRW_T_KRET_ENTRY | KPRW_T_KRET_RETURN | KPRW_T_KRET_R11 | KPRW_T_EVENTS)
 
@@ -60,14 +61,30 @@ static const char *getenv_sp(uint64_t *sp, const char *name)
     return 0;
 }
 
+/* The unwinder's entry points, where a thread's hooked calls get their
+ * return addresses back (guard.c; kprewrite bakes them where the image
+ * names them and a return may be hooked: kind-static.c) */
+static bool unwinder(const char *name)
+{
+    static const char names[KPRS_UNWINDERS][28] = { "_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow",
+                                                    "_Unwind_ForcedUnwind", "_Unwind_Backtrace" };
+    for (unsigned k = 0; name && k < KPRS_UNWINDERS; k++)
+        if (!kprs_strcmp(name, names[k]))
+            return true;
+    return false;
+}
+
 /* _exit and libc's sigaction, whose addresses kprewrite
  * writes in the head (each by name, or by its code when stripped;
- * guard.c): an entry's point, or a return point (SYM%return baked too),
- * whose entry runs the guard as well (kprs_kret_enter) */
+ * guard.c), and the unwinder's entry points by name: an entry's point, or
+ * a return point (SYM%return baked too), whose entry runs the guard as
+ * well (kprs_kret_enter) */
 static uint8_t guard_of(const struct kprs_rt *r, uint32_t i)
 {
     const struct kprs_head *h = kprs_head_addr();
     const struct kprw_entry *e = &r->e[i];
+    if ((e->offset == 0 || (e->flags & KPRW_F_AFTER_ENDBR)) && unwinder(kprs_name(r, e)))
+        return KPRS_GUARD_UNWIND;
     for (unsigned k = 0; k < KPRS_EXITS; k++)
         if (h->exit_rel[k] && kprs_site(r, i) == (uintptr_t)h + (uintptr_t)h->exit_rel[k])
             return KPRS_GUARD_EXIT;
@@ -98,6 +115,7 @@ _Static_assert(__builtin_offsetof(struct kprs_point, guard) == KPRS_PT_GUARD, "s
 _Static_assert(__builtin_offsetof(struct kprs_point, ev) == KPRS_PT_EV, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, go) == KPRS_PT_GO, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, dropped) == KPRS_PT_DROPPED, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, ret) == KPRS_PT_RET, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_size) == KPRS_AREA_RING_SIZE, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_head) == KPRS_AREA_RING_HEAD, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_tail) == KPRS_AREA_RING_TAIL, "start-x86.S's offsets");
@@ -114,8 +132,8 @@ static bool is_go(const struct kprs_rt *r)
     return false;
 }
 
-/* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text
- * only, appended (whole lines: the processes of a workload share a file,
+/* KPREWRITE_TRACE=FILE | - (stderr): where the events go at exit; text,
+ * or JSON (KPREWRITE_TRACE_FORMAT=json: trace-json.c), appended (whole lines: the processes of a workload share a file,
  * as with the runtime library). */
 static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
 {
@@ -127,8 +145,10 @@ static void trace_setup(const struct kprs_rt *r, uint64_t *sp)
              "ignored");
         return;
     }
-    if (fmt && *fmt && kprs_strcmp(fmt, "text"))
-        note("KPREWRITE_TRACE_FORMAT: a static executable writes text only");
+    if (fmt && !kprs_strcmp(fmt, "json"))
+        r->area->trace_json = 1;
+    else if (fmt && *fmt && kprs_strcmp(fmt, "text"))
+        note("KPREWRITE_TRACE_FORMAT: a static executable writes text or json only: text it is");
     long fd = path[0] == '-' && !path[1] ? kprs_sys(SYS_fcntl, 2, KPRS_F_DUPFD_CLOEXEC, 3, 0)
                                          : kprs_sys(SYS_openat, -100 /* AT_FDCWD */, (long)path,
                                                     01 | 0100 | 02000 | 02000000 /* WRONLY CREAT APPEND CLOEXEC */,
@@ -177,6 +197,8 @@ void kprs_init(uint64_t *sp)
     if (getenv_sp(sp, "LD_PRELOAD"))   /* how handlers come: a library calling register_kprobe */
         note("LD_PRELOAD: nothing loads a library into a static executable: handlers need a dynamic program; "
              "its probes count hits only");
+    if (!is_go(&r))
+        kprs_hooks_init(&r, sp);
     kprs_events_init(&r, getenv_sp(sp, "KPREWRITE_TRACE_BUFFER"), getenv_sp(sp, "KPREWRITE_EVENTS"),
                      getenv_sp(sp, "KPREWRITE_TEST_CLOCK"));
     trace_setup(&r, sp);
@@ -190,6 +212,7 @@ void kprs_init(uint64_t *sp)
         note("cannot install its SIGTRAP handler: the int3 probes are put back");
     }
     void **slot = (void **)((char *)t + t->slot_rel);
+    slot[KPRW_SLOT_KRET_RETURN] = (void *)kprs_kret_return;   /* (before any call can be hooked) */
     slot[KPRW_SLOT_DISPATCH] = (void *)kprs_dispatch_entry;
     slot[KPRW_SLOT_ENTER] = (void *)kprs_enter;
     slot[KPRW_SLOT_KRET_ENTER] = (void *)kprs_kret_enter;
@@ -198,29 +221,36 @@ void kprs_init(uint64_t *sp)
 
 /* Inline and shared detours (through kprs_dispatch_entry, which stored
  * the callee-saved registers and sp): the state in %rdi; the detour saved
- * the caller-saved registers and the flags. */
+ * the caller-saved registers and the flags. Non-zero: a return event's
+ * call hooked (a return probe's detour with no kprs_kret_enter). */
 uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
 {
     struct kprs_point *pt = st->rt;
     if (pt && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&pt->hits, 1, __ATOMIC_RELAXED);
         if (pt->guard || pt->ev)
-            kprs_hit(pt, regs);
+            return kprs_hit(pt, regs, 1);
     }
     return 0;
 }
 
 /* A guard's or an event's point hit (counted): the event first (an event
- * on _exit is written by its guard), then the guard. */
-void kprs_hit(struct kprs_point *pt, void *regs)
+ * on _exit is written by its guard), then the guard; a return event's
+ * call hooked when the caller can (a detour; not the int3 path): non-zero
+ * then. */
+uint64_t kprs_hit(struct kprs_point *pt, void *regs, uint64_t can_hook)
 {
     struct kprs_rt r;
     kprs_rt_get(&r);
     uint32_t i = (uint32_t)(pt - r.pt);
     struct pt_regs *p = regs;
+    uint64_t hooked = 0;
     p->ip = kprs_site(&r, i);
-    if (pt->ev)
-        kprs_event(&r, i, p);
     if (pt->guard)
-        kprs_guard(pt, p->di, p->si);
+        kprs_guard(pt, p->di, p->si, p->sp);
+    if (pt->ev && !pt->ret)
+        kprs_event(&r, i, p);
+    else if (pt->ev && can_hook)
+        hooked = kprs_hook(&r, i, p);
+    return hooked;
 }

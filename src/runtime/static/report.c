@@ -61,7 +61,8 @@ static void report_line(const struct kprs_rt *r, int fd, uint32_t i)
     put_num(&l, r->e[i].offset, 16, 0);
     put(&l, "  hits ");
     put_num(&l, __atomic_load_n(&r->pt[i].hits, __ATOMIC_RELAXED), 10, 0);
-    put(&l, "  nmissed 0");
+    put(&l, "  nmissed ");   /* calls a return event could not hook (hook.c) */
+    put_num(&l, __atomic_load_n(&r->pt[i].missed, __ATOMIC_RELAXED), 10, 0);
     uint64_t dropped = __atomic_load_n(&r->pt[i].dropped, __ATOMIC_RELAXED);
     if (dropped) {   /* as the runtime library's: the events a full ring lost */
         put(&l, "  dropped ");

@@ -59,8 +59,9 @@ static inline uintptr_t kprs_site(const struct kprs_rt *r, uint32_t i)
 void kprs_init(uint64_t *sp) KPRS_HIDDEN;
 uint64_t kprs_dispatch(struct kprw_state *st, void *regs) KPRS_HIDDEN;
 /* init.c: a guard's or an event's hit, with the probed code's pt_regs
- * (start-x86.S, trap.c, kprs_dispatch) */
-void kprs_hit(struct kprs_point *pt, void *regs) KPRS_HIDDEN;
+ * (start-x86.S, trap.c, kprs_dispatch); can_hook: a return event's call
+ * may be hooked (non-zero returned when it was) */
+uint64_t kprs_hit(struct kprs_point *pt, void *regs, uint64_t can_hook) KPRS_HIDDEN;
 /* init.c: "kprewrite: static runtime: " a, b[0..n), c, a newline on stderr */
 void kprs_note3(const char *a, const char *b, size_t n, const char *c) KPRS_HIDDEN;
 /* report.c: an entry's name (by address: fde@0x..., fn@0x...) */
@@ -69,8 +70,8 @@ void kprs_entry_name(const struct kprs_rt *r, const struct kprw_entry *e, char *
 int kprs_trap_install(void) KPRS_HIDDEN;
 void kprs_sort_sites(struct kprs_rt *r) KPRS_HIDDEN;
 /* guard.c: a guard point's hit, with the probed function's first two
- * arguments */
-void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1) KPRS_HIDDEN;
+ * arguments and its %rsp */
+void kprs_guard(struct kprs_point *pt, uint64_t arg0, uint64_t arg1, uint64_t sp) KPRS_HIDDEN;
 /* guard.c: every int3 of the runtime's put back (the SIGTRAP is no longer
  * its), the int3 probes disabled */
 void kprs_int3_restore(const struct kprs_rt *r) KPRS_HIDDEN;
@@ -80,5 +81,6 @@ void kprs_report(const struct kprs_rt *r) KPRS_HIDDEN;
 void kprs_enter(void) KPRS_HIDDEN;
 void kprs_dispatch_entry(void) KPRS_HIDDEN;
 void kprs_kret_enter(void) KPRS_HIDDEN;
+void kprs_kret_return(void) KPRS_HIDDEN;
 void kprs_sigreturn(void) KPRS_HIDDEN;
 #endif

@@ -112,7 +112,9 @@ kprs_start:
 
 /* A guard or an event (the point in %rdx; %rax and %rdx pushed below the
  * detour's return address, and \spoff more bytes above it before the
- * probed %rsp): pt_regs, then C (kprs_hit: the point, pt_regs) on one of
+ * probed %rsp): pt_regs, then C (kprs_hit: the point, pt_regs; \mode 1:
+ * its answer, did it hook the call, in %r11 at \out; \mode 2: a hooked
+ * call's return, kprs_kret_ret with pt_regs, no point) on one of
  * the runtime's stacks, taken with a lock bts on the area's mask. None
  * free (more threads in C at once than stacks, or a signal handler's hit
  * meanwhile): on the stack it is on, unless the point is a Go function's,
@@ -127,7 +129,7 @@ kprs_start:
 #define F_RDX 32
 #define F_RAX 40
 #define F_SP 56                                 /* (the return address at 48) the probed %rsp, + \spoff */
-.macro FULL_PATH spoff, out
+.macro FULL_PATH spoff, out, mode
         push    %rcx
         push    %rbx
         push    %rdx
@@ -150,13 +152,16 @@ kprs_start:
         mov     %rdx, %rsp
         jmp     .Lregs\@
 .Lnone\@:
+.if \mode != 2
         mov     F_PT(%rbx), %rdx
         cmpb    $0, KPRS_PT_GUARD(%rdx)
         jne     .Lregs\@
         cmpb    $0, KPRS_PT_GO(%rdx)
         je      .Lregs\@
         lock incq KPRS_PT_DROPPED(%rdx)         /* a Go point's event, no stack free */
+        movq    $0, F_PT(%rbx)                  /* (not hooked) */
         jmp     .Ldone\@
+.endif
 .Lregs\@:
         and     $-16, %rsp
         sub     $(PTREGS_SIZE + 8), %rsp
@@ -188,9 +193,16 @@ kprs_start:
         lea     (F_SP + \spoff)(%rbx), %rax
         mov     %rax, PTREGS_SP(%rsp)
         movq    $0x2b, PTREGS_SS(%rsp)
+.if \mode == 2
+        mov     %rsp, %rdi
+        call    kprs_kret_ret
+.else
         mov     F_PT(%rbx), %rdi
         mov     %rsp, %rsi
+        mov     $1, %edx                        /* a call may be hooked */
         call    kprs_hit
+        mov     %rax, F_PT(%rbx)                /* (the answer) */
+.endif
         mov     PTREGS_R11(%rsp), %r11          /* the caller-saved registers C may have used */
         mov     PTREGS_R10(%rsp), %r10
         mov     PTREGS_R9(%rsp), %r9
@@ -205,6 +217,9 @@ kprs_start:
         add     KPRS_HEAD_AREA_REL(%rcx), %rcx
         lock btrq %rax, KPRS_AREA_STACK_BUSY(%rcx)
 .Ldone\@:
+.if \mode == 1
+        mov     F_PT(%rbx), %r11                /* the answer */
+.endif
         lea     16(%rbx), %rsp                  /* past the bit and the point */
         pop     %rbx
         pop     %rcx
@@ -236,7 +251,7 @@ kprs_enter:
 .Lenter_event:
         DROP_IF_FULL .Lenter_full, .Lenter_out
 .Lenter_full:
-        FULL_PATH 0, .Lenter_out
+        FULL_PATH 0, .Lenter_out, 0
         .size   kprs_enter, .-kprs_enter
 
 /* An inline or shared detour's call of the dispatcher (the first slot):
@@ -261,8 +276,9 @@ kprs_dispatch_entry:
 
 /* %r11 = the state's address + 1 (the detour saved %r11 and pops it);
  * every other register kept, the flags dead at a function entry. The call
- * is never taken (ZF set): a count-only return probe has nothing to run at
- * the return. A return point serves entry events and guards too: as
+ * is taken (ZF clear, %r11 non-zero) only for a return event whose call C
+ * hooked (hook.c): a count-only return probe has nothing to run at the
+ * return. A return point serves entry events and guards too: as
  * kprs_enter's, with the probed %r11 from the detour's push (above the
  * return address: the probed %rsp 8 bytes further up). */
         .globl  kprs_kret_enter
@@ -288,15 +304,41 @@ kprs_kret_enter:
         mov     24(%rsp), %r11                  /* the probed %r11 (the detour's push) */
         cmpb    $0, KPRS_PT_GUARD(%rdx)
         jne     .Lkret_full
-        DROP_IF_FULL .Lkret_full, .Lkret_out
+        cmpb    $0, KPRS_PT_RET(%rdx)           /* a return event: nothing recorded at the entry */
+        jne     .Lkret_full
+        DROP_IF_FULL .Lkret_full, .Lkret_none
 .Lkret_full:
-        FULL_PATH 8, .Lkret_out
+        FULL_PATH 8, .Lkret_out, 1
+.Lkret_none:
+        xor     %r11d, %r11d
 .Lkret_out:
         pop     %rdx
         pop     %rax
-        xor     %r11d, %r11d                    /* ZF set: not taken (the detour pops %r11) */
+        test    %r11, %r11                      /* the answer in ZF (the detour pops %r11) */
         ret
         .size   kprs_kret_enter, .-kprs_kret_enter
+
+/* A hooked call returns into its detour, which jumps here (detour.c: the
+ * return slot) with %rsp = S + 8, S the slot of the return address, which
+ * holds the hook now: C (kprs_kret_ret, on one of the runtime's stacks)
+ * puts the real return address there and records the event; every
+ * general register is kept (the return value's rax and rdx, and any a
+ * caller may keep across the call: -fipa-ra), the xmm ones are never
+ * touched (the blob is built -mgeneral-regs-only), the flags are dead at
+ * a return. Then ret: to the caller. */
+        .globl  kprs_kret_return
+        .hidden kprs_kret_return
+        .type   kprs_kret_return, @function
+kprs_kret_return:
+        lea     -8(%rsp), %rsp                  /* S */
+        push    %rax
+        push    %rdx
+        FULL_PATH 0, .Lret_out, 2
+.Lret_out:
+        pop     %rdx
+        pop     %rax
+        ret
+        .size   kprs_kret_return, .-kprs_kret_return
 
         .globl  kprs_sigreturn
         .hidden kprs_sigreturn

@@ -73,7 +73,7 @@ static void on_trap(int sig, void *info, void *uc)
         if (pt->guard || pt->ev) {
             struct pt_regs regs;
             regs_of(uc, &regs);
-            kprs_hit(pt, &regs);
+            kprs_hit(pt, &regs, 0);   /* (a return event's call is not hooked on the int3 path) */
         }
     }
     const struct kprw_entry *e = &r.e[i];
