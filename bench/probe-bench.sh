@@ -28,6 +28,7 @@ $cc -O2 -static -mno-red-zone -o "$w/static" "$src/bench/static-bench.c" "$src/b
 "$build/kprewrite" --probe 'p:b bench_probed a=%di b=%bx' -o "$w/static_ev2" "$w/static" >/dev/null 2>&1
 "$build/kprewrite" --probe 'p:b bench_probed a=%di b=%bx c=+0(%sp):u64 s=+0(%si):string' -o "$w/static_ev4" "$w/static" \
     >/dev/null 2>&1
+"$build/kprewrite" --probe 'r:b bench_probed ret=$retval' -o "$w/static_ret" "$w/static" >/dev/null 2>&1
 ref=$src/../shared/reference/detour-floor
 [ -d "$ref" ] || ref=$(cd "$src/.." && pwd)/shared/reference/detour-floor
 have_ref=false
@@ -77,6 +78,7 @@ for round in $(seq 1 "$ROUNDS"); do
     "$w/static_count" static_count_only "$N" "$REPS" >>"$w/all"
     "$w/static_ev2" static_event_2regs "$N_STATIC_EVENT" "$REPS" >>"$w/all"
     "$w/static_ev4" static_event_4args "$N_STATIC_EVENT" "$REPS" >>"$w/all"
+    "$w/static_ret" static_return_event "$N_STATIC_EVENT" "$REPS" >>"$w/all"
     # int3 and disabled probes: need the control directory (FUSE)
     # (the control directory at once: by default it comes 20 ms after start-up)
     BENCH_STATE=disabled KPREWRITE_CTL_DELAY_MS=0 "$w/probed" kprewrite_disabled "$N" "$REPS" >>"$w/all" 2>"$w/ctl.err" || true
@@ -128,8 +130,8 @@ keh=$(med event_4args_hot); kieh=$(med inline_event_4args_hot); ke0=$(med event_
 kehc=$(med event_4args_hot_c); ke0c=$(med event_0args_hot_c)
 [ -n "$keh" ] && [ -n "$kehc" ] && printf 'generated recorder / C recorder (KPREWRITE_RECORDER=c), in cache (medians): 4 args %s (%s vs %s ns), no argument %s (%s vs %s ns)\n' \
     "$(r "$keh" "$kehc")" "$keh" "$kehc" "$(r "${ke0:-0}" "${ke0c:-1}")" "${ke0:--}" "${ke0c:--}"
-sc=$(med static_count_only); s2=$(med static_event_2regs); s4=$(med static_event_4args)
-[ -n "$sc" ] && [ -n "$kc" ] && printf 'static runtime (medians): count only %s ns (runtime library %s: a shared counter, lock add); event with 2 registers %s ns, with 4 args (a dereference and a string: a system call each) %s ns\n' \
-    "$sc" "$kc" "$s2" "$s4"
+sc=$(med static_count_only); s2=$(med static_event_2regs); s4=$(med static_event_4args); sr=$(med static_return_event)
+[ -n "$sc" ] && [ -n "$kc" ] && printf 'static runtime (medians): count only %s ns (runtime library %s: a shared counter, lock add); event with 2 registers %s ns, with 4 args (a dereference and a string: a system call each) %s ns; a return event ($retval: the call hooked) %s ns\n' \
+    "$sc" "$kc" "$s2" "$s4" "${sr:--}"
 [ -s "$w/ctl.err" ] && { echo "(int3/disabled rows need the control directory:)"; head -n 2 "$w/ctl.err"; }
 $have_ref || echo "(reference detours not found at $ref: ratios unavailable)"
