@@ -176,6 +176,25 @@ is "main.a+0x0 main.b+0x0" "$("$KPREWRITE" --check --probe 'main.*' "$D/fake-go"
     "the Go fixture's functions are named"
 like 'main\.b\+0x0  refused: go-runtime \(main\.b loads %rsp at 0x' "$("$KPREWRITE" --check --probe main.b "$D/fake-go")" \
     "a Go function that loads %rsp, unflagged, is refused (go-runtime)"
+# the same table in Go 1.16's and 1.20's layouts (fake-go.S --defsym GOVER):
+# names, each function's end from its SP table (12 instructions: no
+# padding decoded), and the flag byte where each layout has it (1.16 has
+# none: main.b is refused for loading %rsp; 1.20's says SPWRITE)
+for v in 116 120; do
+    as --defsym GOVER=$v -o "$D/fake-go$v.o" "$KP_SRCDIR/t/data/fake-go.S" &&
+        ld -static -nostdlib -e _start -o "$D/fake-go$v" "$D/fake-go$v.o"
+    "$KPREWRITE" --check --summary --probe 'main.*' "$D/fake-go$v" >"$D/go$v.out" 2>&1
+    is "main.a+0x0 main.b+0x0" "$(awk '/^[0-9a-f]/ { print $3 }' "$D/go$v.out" | tr '\n' ' ' | sed 's/ $//')" \
+        "Go $v layout: the functions are named"
+    like "^summary: 2 Go functions \(.gopclntab, Go 1\.${v#1} layout" "$(grep '^summary: 2 Go' "$D/go$v.out")" \
+        "Go $v layout: read as such"
+    like "^summary: 2 functions decoded, 12 instructions" "$(grep '^summary: 2 functions' "$D/go$v.out")" \
+        "Go $v layout: each function's end from its SP table (12 instructions, no padding decoded)"
+done
+like 'main\.b\+0x0  refused: go-runtime \(main\.b loads %rsp' "$(grep main.b "$D/go116.out")" \
+    "Go 1.16 layout: no flag byte read (main.b refused for loading %rsp)"
+like "main\.b\+0x0  refused: go-runtime \(main\.b writes SP \(Go's SPWRITE flag\)\)" "$(grep main.b "$D/go120.out")" \
+    "Go 1.20 layout: the flag byte after startLine (main.b's SPWRITE)"
 # gobreak NAME OFFSET BYTES WANT: the table with BYTES (printf escapes) at OFFSET; the
 # error names the field read last (the list's offset, an entry, a record)
 gobreak() {
