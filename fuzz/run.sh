@@ -11,7 +11,7 @@
 set -u
 src=$1 build=$2 core=$3
 shift 3
-harnesses=${*:-spec elf check rewrite prebuilt}
+harnesses=${*:-spec elf check rewrite prebuilt recorder}
 cc=${FUZZ_CC:-clang}
 secs=${FUZZ_SECONDS:-60}
 W=$build/fuzz-work
@@ -32,7 +32,9 @@ for f in $core; do
     objs="$objs $o"
 done
 for h in $harnesses; do
-    $cc $flags -fsanitize=fuzzer $inc -o "$W/fuzz-$h" "$src/fuzz/fuzz-$h.c" $objs -lelf -lZydis -lZycore || exit 1
+    extra=   # the recorder harness: the emitter and the runtime's reads, beside the core
+    [ "$h" = recorder ] && extra="$src/src/arch/x86/recorder.c $src/src/runtime/user/safe-read-x86.S"
+    $cc $flags -fsanitize=fuzzer $inc -o "$W/fuzz-$h" "$src/fuzz/fuzz-$h.c" $extra $objs -lelf -lZydis -lZycore || exit 1
 done
 
 # Seeds: the fixtures as ELF images (user programs, one with a pool and one
@@ -61,6 +63,13 @@ if [ ! -s "$D/pool" ]; then
 fi
 for s in main main+4 'f_*' 'do_sys_open%return' 0xffffffff81000000 'vfs_[rw]*+0x10' 'a-1' '%return' 'x+0y'; do
     printf '%s\n' "$s" >"$W/seeds/spec/$(printf '%s' "$s" | od -An -tx1 | tr -d ' \n')"
+done
+# event definitions for the recorder harness (each kind it compiles, and some it does not)
+mkdir -p "$W/seeds/recorder"
+for s in 'f a=%di b=%bx c=+0(%di):u64 s=+0(+8(%di)):string' 'f a=%cx:u8 b=%cx:s16 c=%cx:u32 d=%cx:x64 e=%bx:s8' \
+    'f s=+0(%si):string t=+16(%di):string u=+0(+24(%di)):string' 'f g=@glob:u64 h=+0(@ptr):string i=@name:string' \
+    'f st=$stack0 a7=$arg7 x=+8(%sp):u64 i=%ip' 'f a=+0(%dx):u64 b=+0(+0(%dx)):string' 'f a=%di if a == 1' 'f'; do
+    printf '%s\n0123456789abcdefghijklmnopqrstuvwxyz0123456789\n' "$s" >"$W/seeds/recorder/$(printf '%s' "$s" | od -An -tx1 | tr -d ' \n' | cut -c1-60)"
 done
 
 # Prebuilt layouts (t/phdr.t makes the same): the pool added over two
@@ -110,7 +119,7 @@ mkdir -p "$TMPD" || exit 1
 status=0
 summary=
 for h in $harnesses; do
-    case $h in spec) seeds=$W/seeds/spec ;; *) seeds=$W/seeds/elf ;; esac
+    case $h in spec) seeds=$W/seeds/spec ;; recorder) seeds=$W/seeds/recorder ;; *) seeds=$W/seeds/elf ;; esac
     corpus=$W/corpus-$h
     mkdir -p "$corpus"
     touch "$W/started-$h"
