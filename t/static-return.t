@@ -167,9 +167,17 @@ neg: (CALLER <- ret_int) ret=-5" "$(callers "$D/$k.env")" \
     wait_lines "$D/ctl.trace" 4
     kill -INT $tpid; wait $tpid
     "$KPREWRITE" ctl $pid list >"$D/ctl.list"
+    # untraced: ret_int's calls counted, no longer hooked, nothing recorded
+    "$KPREWRITE" ctl $pid untrace neg 2>"$D/untrace.err"; urc=$?
+    echo "call 6" >&3; read -r answer2 <&4
+    "$KPREWRITE" ctl $pid trace >"$D/ctl.trace2" 2>&1 &
+    tpid=$!; sleep 1; kill -INT $tpid; wait $tpid
+    "$KPREWRITE" ctl $pid list >"$D/ctl.list2"
     echo quit >&3
     wait $pid; rc=$?
     exec 3>&- 4<&-
+    is "0 0 14 0" "$urc $(grep -c ': neg: ' "$D/ctl.trace2") $(report "$D/ctl.list2" ret_int hits) $(report "$D/ctl.list2" ret_int nmissed)" \
+        "$k: ctl untrace neg: 6 more calls counted, none recorded, none missed ($(cat "$D/untrace.err"))"
     is "0 done 104|neg: (CALLER <- ret_int) ret=-1|neg: (CALLER <- ret_int) ret=-3|neg: (CALLER <- ret_int) ret=-5|neg: (CALLER <- ret_int) ret=-7|" \
         "$rc $answer|$(callers "$D/ctl.trace" | tr '\n' '|')" "$k: kprewrite ctl PID trace: the return lines, as they happen"
     is "8 0" "$(report "$D/ctl.list" ret_int hits) $(report "$D/ctl.list" ret_int nmissed)" "$k: ctl list: ret_int hit 8 times, nmissed 0"

@@ -75,7 +75,7 @@ serve_check() {
         "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
     like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's guards" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
         "$k: the report's guard stays enabled"
-    like "ctl $pid: hist: a static program's runtime .* has list, enable, disable, optimize, unoptimize and trace" \
+    like "ctl $pid: hist: a static program's runtime .* has list, enable, disable, optimize, unoptimize, trace \\(text\\), events and untrace only" \
         "$("$KPREWRITE" ctl $pid hist 2>&1)" "$k: what it has not: one line"
     ask ownsig
     "$KPREWRITE" ctl $pid list >"$D/l5"
@@ -83,10 +83,27 @@ serve_check() {
         "$k: a SIGTRAP handler of its own: the int3 probe disabled, the jump kept"
     like "ctl $pid: unoptimize tick: 1 of the points it names need an int3, and the program has a SIGTRAP handler" \
         "$("$KPREWRITE" ctl $pid unoptimize tick 2>&1)" "$k: ... ctl unoptimize refused, saying why"
+    # events and untrace: what the ring holds read first (tick's 3 calls
+    # through the int3 and 2 optimized; none while disabled), then tick's
+    # event untraced: its calls counted, nothing recorded
+    like '^p:kprobes/tk tick\+0x0 x=%di:s64 cm=\$comm  # dropped 0$' "$("$KPREWRITE" ctl $pid events 2>&1 | grep /tk)" \
+        "$k: ctl events lists tick's event as kprobe_events would"
+    "$KPREWRITE" ctl $pid trace >"$D/ctl.trace1" 2>&1 &
+    tpid=$!; wait_lines "$D/ctl.trace1" 5; sleep 0.3; kill -INT $tpid; wait $tpid
+    is 5 "$(grep -c ': tk: ' "$D/ctl.trace1")" "$k: the ring held tick's 5 events since (3 through the int3, 2 optimized)"
+    "$KPREWRITE" ctl $pid untrace tk; ok $? "$k: ctl untrace tk"
+    like '^p:kprobes/tk tick\+0x0 .*  \[UNTRACED\]  # dropped 0$' "$("$KPREWRITE" ctl $pid events | grep /tk)" \
+        "$k: ctl events: [UNTRACED]"
+    ask "tick 4"
+    "$KPREWRITE" ctl $pid trace >"$D/ctl.trace2" 2>&1 &
+    tpid=$!; sleep 1; kill -INT $tpid; wait $tpid
+    "$KPREWRITE" ctl $pid list >"$D/l6"
+    is "0 14" "$(grep -c ': tk: ' "$D/ctl.trace2") $(hits "$D/l6" tick)" "$k: untraced: tick's 4 more calls counted, none recorded"
+    like "untrace nosuch: no event matches" "$("$KPREWRITE" ctl $pid untrace nosuch 2>&1)" "$k: ctl untrace of no event: one line"
     echo quit >&3
     wait $pid; rc=$?
     exec 3>&- 4<&-
-    is "0 10" "$rc $(hits "$D/serve.err" tick)" "$k: exit 0; its report at exit agrees with ctl list (tick 10)"
+    is "0 14" "$rc $(hits "$D/serve.err" tick)" "$k: exit 0; its report at exit agrees with ctl list (tick 14)"
     like "installs a SIGTRAP handler of its own" "$(cat "$D/serve.err")" "$k: ... and its stderr says its int3 probes went"
 }
 

@@ -186,3 +186,103 @@ int sproc_trace(const struct sproc *s)
     free(arena.base);
     return 0;
 }
+
+/* The definitions, parsed into f with an arena of the caller's (freed by
+ * it); false, said in one line, when there are none or they cannot be
+ * read. */
+static bool load_defs(const struct sproc *s, const char *verb, struct follow *f, struct kprw_arena *arena)
+{
+    *f = (struct follow){ s, NULL, 0, s->a.tsc0, s->a.ns0 };
+    if (!s->a.ring) {
+        fprintf(stderr, "kprewrite: ctl %ld: %s: no event is defined in this program\n", s->pid, verb);
+        return false;
+    }
+    if (!arena->base || parse_defs(f, arena) < 0) {
+        fprintf(stderr, "kprewrite: ctl %ld: %s: cannot read its event definitions\n", s->pid, verb);
+        return false;
+    }
+    return true;
+}
+
+/* Point i's event (NULL: none), its name and group. */
+static const struct kprw_event *point_event(const struct follow *f, uint32_t i, char *name, size_t size)
+{
+    const struct sproc *s = f->s;
+    if (!s->pt[i].ev || s->pt[i].ev > f->nevs || !f->evs[s->pt[i].ev - 1].spec)
+        return NULL;
+    const struct kprw_event *ev = &f->evs[s->pt[i].ev - 1];
+    const struct kprw_entry *e = &s->e[i];
+    char sym[512];
+    sproc_name(s, i, sym, sizeof sym);
+    struct kprw_sbuf b = { name, 0, size };
+    kprw_event_point_name(ev, sym, e->offset, e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, i), &b);
+    kprw_sb_end(&b);
+    return ev;
+}
+
+int sproc_events(const struct sproc *s)
+{
+    struct follow f;
+    struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
+    if (!load_defs(s, "events", &f, &arena)) {
+        free(arena.base);
+        return 1;
+    }
+    for (uint32_t i = 0; i < s->t.nentries; i++) {
+        char name[KPRW_EV_NAME_MAX * 2], sym[512];
+        const struct kprw_event *ev = point_event(&f, i, name, sizeof name);
+        if (!ev)
+            continue;
+        const struct kprw_entry *e = &s->e[i];
+        sproc_name(s, i, sym, sizeof sym);
+        const char *args = ev->text + ev->spec_col - 1 + ev->spec_len;
+        if (ev->is_return)
+            printf("r:%s/%s %s%s", ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP, name, sym, args);
+        else
+            printf("p:%s/%s %s+0x%x%s", ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP, name, sym,
+                   e->flags & KPRW_F_AFTER_ENDBR ? 0 : e->offset, args);
+        printf("%s  # dropped %lu\n", s->pt[i].ev_off ? "  [UNTRACED]" : "", (unsigned long)s->pt[i].dropped);
+    }
+    free(arena.base);
+    return 0;
+}
+
+int sproc_untrace(const struct sproc *s, const char *spec)
+{
+    struct follow f;
+    struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
+    if (!load_defs(s, "untrace", &f, &arena)) {
+        free(arena.base);
+        return 1;
+    }
+    size_t n = strlen(spec), matched = 0;
+    const char *slash = memchr(spec, '/', n);
+    for (uint32_t i = 0; i < s->t.nentries; i++) {
+        char name[KPRW_EV_NAME_MAX * 2], sym[512];
+        const struct kprw_event *ev = point_event(&f, i, name, sizeof name);
+        if (!ev)
+            continue;
+        const struct kprw_entry *e = &s->e[i];
+        const char *group = ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP;
+        sproc_name(s, i, sym, sizeof sym);
+        uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
+        bool hit = slash ? kprw_glob(spec, (size_t)(slash - spec), group) && kprw_glob(slash + 1, n - (size_t)(slash - spec) - 1, name)
+                         : kprw_glob(spec, n, name) || kprw_spec_matches_entry(spec, n, sym, e->offset, sproc_site(s, i), skipped);
+        if (!hit)
+            continue;
+        uint64_t at = s->area + sizeof(struct kprs_area) + i * sizeof(struct kprs_point) + offsetof(struct kprs_point, ev_off);
+        uint8_t one = 1;
+        if (pwrite(s->mem, &one, 1, (off_t)at) != 1) {
+            fprintf(stderr, "kprewrite: ctl %ld: untrace %s: writing %s's state: %s\n", s->pid, spec, name, strerror(errno));
+            free(arena.base);
+            return 1;
+        }
+        matched++;
+    }
+    free(arena.base);
+    if (matched)
+        return 0;
+    fprintf(stderr, "kprewrite: ctl %ld: untrace %s: no event matches\n", s->pid, spec);
+    return 1;
+}
+

@@ -290,6 +290,11 @@ int ctl_static_main(long pid, int argc, char **argv)
         rc = static_list(&s);
     } else if (!strcmp(cmd, "trace") && (argc == 3 || (argc == 4 && !strcmp(argv[3], "--format=text")))) {
         rc = sproc_trace(&s);
+    } else if (!strcmp(cmd, "events") && argc == 3) {
+        rc = sproc_events(&s);
+    } else if (!strcmp(cmd, "untrace") && argc > 3) {
+        for (int i = 3; i < argc; i++)
+            rc |= sproc_untrace(&s, argv[i]);
     } else if (!strcmp(cmd, "enable") || !strcmp(cmd, "disable") || !strcmp(cmd, "optimize") ||
                !strcmp(cmd, "unoptimize")) {
         if (argc < 4) {
@@ -300,7 +305,7 @@ int ctl_static_main(long pid, int argc, char **argv)
             rc |= static_control(&s, cmd, argv[i]);
     } else {
         fprintf(stderr, "kprewrite: ctl %ld: %s: a static program's runtime (the static runtime) has list, enable, "
-                "disable, optimize, unoptimize and trace (text) only\n", pid, cmd);
+                "disable, optimize, unoptimize, trace (text), events and untrace only\n", pid, cmd);
         rc = 1;
     }
     sproc_close(&s);

@@ -29,4 +29,10 @@ uint64_t sproc_site(const struct sproc *s, uint32_t i);
 /* ctl PID trace: the ring's events as text, followed until interrupted
  * or the process ends (ctl-static-trace.c); the exit status. */
 int sproc_trace(const struct sproc *s);
+/* ctl PID events: each point's event as kprobe_events lists it, its drops,
+ * [UNTRACED]; ctl PID untrace SPEC: the events SPEC names (GROUP/NAME or
+ * NAME globs, or their points' spec) record nothing more, their points
+ * count on (ctl-static-trace.c). The exit status. */
+int sproc_events(const struct sproc *s);
+int sproc_untrace(const struct sproc *s, const char *spec);
 #endif

@@ -14,7 +14,7 @@
 #define KPRS_SEC_RT ".kprewrite.rt"
 #define KPRS_HEAD_MAGIC 0x5350524bu      /* "KRPS" */
 #define KPRS_AREA_MAGIC 0x4145524bu      /* "KREA" */
-#define KPRS_VERSION 4
+#define KPRS_VERSION 5
 #define KPRS_EXITS 2                     /* report points the head names */
 #define KPRS_STACKS 8                    /* the runtime's stacks, after the area's arrays */
 #define KPRS_STACK_SHIFT 14              /* each 16 KiB */
@@ -39,6 +39,7 @@
 #define KPRS_PT_GO 14
 #define KPRS_PT_RET 15
 #define KPRS_PT_DROPPED 16
+#define KPRS_PT_EV_OFF 32
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -82,6 +83,8 @@ struct kprs_point {
     uint64_t dropped;                    /* its events lost: the ring full, or no stack free */
     uint64_t missed;                     /* calls not hooked for its return event (kretprobe's
                                             nmissed): the hook table full, or a tail call */
+    uint8_t ev_off;                      /* ctl untrace: its event records nothing more (ev is
+                                            kept: the records in the ring are still its) */
 };
 
 /* Points where the runtime acts, besides counting. */

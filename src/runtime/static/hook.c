@@ -191,7 +191,8 @@ void kprs_kret_ret(struct pt_regs *regs)
     *(uint64_t *)(uintptr_t)slot = ret;
     regs->ip = ret;
     struct kprs_point *pt = &r.pt[i];
-    if (pt->ev && pt->ret && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED))
+    if (pt->ev && pt->ret && !__atomic_load_n(&pt->disabled, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&pt->ev_off, __ATOMIC_RELAXED))
         kprs_event_return(&r, i, regs, entry, ret, ts);
 }
 

@@ -116,6 +116,7 @@ _Static_assert(__builtin_offsetof(struct kprs_point, ev) == KPRS_PT_EV, "start-x
 _Static_assert(__builtin_offsetof(struct kprs_point, go) == KPRS_PT_GO, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, dropped) == KPRS_PT_DROPPED, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_point, ret) == KPRS_PT_RET, "start-x86.S's offsets");
+_Static_assert(__builtin_offsetof(struct kprs_point, ev_off) == KPRS_PT_EV_OFF, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_size) == KPRS_AREA_RING_SIZE, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_head) == KPRS_AREA_RING_HEAD, "start-x86.S's offsets");
 _Static_assert(__builtin_offsetof(struct kprs_area, ring_tail) == KPRS_AREA_RING_TAIL, "start-x86.S's offsets");
@@ -248,9 +249,10 @@ uint64_t kprs_hit(struct kprs_point *pt, void *regs, uint64_t can_hook)
     p->ip = kprs_site(&r, i);
     if (pt->guard)
         kprs_guard(pt, p->di, p->si, p->sp);
-    if (pt->ev && !pt->ret)
+    bool ev = pt->ev && !__atomic_load_n(&pt->ev_off, __ATOMIC_RELAXED);   /* (ctl untrace) */
+    if (ev && !pt->ret)
         kprs_event(&r, i, p);
-    else if (pt->ev && can_hook)
+    else if (ev && can_hook)
         hooked = kprs_hook(&r, i, p);
     return hooked;
 }

@@ -243,7 +243,9 @@ kprs_enter:
         cmpb    $0, KPRS_PT_GUARD(%rdx)
         jne     .Lenter_full
         cmpw    $0, KPRS_PT_EV(%rdx)
-        jne     .Lenter_event
+        je      .Lenter_out
+        cmpb    $0, KPRS_PT_EV_OFF(%rdx)        /* untraced (ctl untrace): counted only */
+        je      .Lenter_event
 .Lenter_out:
         pop     %rdx
         pop     %rax
@@ -295,7 +297,9 @@ kprs_kret_enter:
         cmpb    $0, KPRS_PT_GUARD(%r11)
         jne     2f
         cmpw    $0, KPRS_PT_EV(%r11)
-        jne     2f
+        je      1f
+        cmpb    $0, KPRS_PT_EV_OFF(%r11)        /* untraced: counted only, no call hooked */
+        je      2f
 1:      xor     %r11d, %r11d                    /* ZF set: not taken */
         ret
 2:      push    %rax
