@@ -204,85 +204,76 @@ static bool load_defs(const struct sproc *s, const char *verb, struct follow *f,
     return true;
 }
 
-/* Point i's event (NULL: none), its name and group. */
-static const struct kprw_event *point_event(const struct follow *f, uint32_t i, char *name, size_t size)
+/* Point i's event (NULL: none): its name, its group, its function's name
+ * and the bytes skipped at its entry (an endbr64). */
+struct pev {
+    const struct kprw_event *ev;
+    char name[KPRW_EV_NAME_MAX * 2], sym[512];
+    const char *group;
+    uint32_t skipped;
+};
+static bool point_event(const struct follow *f, uint32_t i, struct pev *p)
 {
     const struct sproc *s = f->s;
     if (!s->pt[i].ev || s->pt[i].ev > f->nevs || !f->evs[s->pt[i].ev - 1].spec)
-        return NULL;
-    const struct kprw_event *ev = &f->evs[s->pt[i].ev - 1];
+        return false;
     const struct kprw_entry *e = &s->e[i];
-    char sym[512];
-    sproc_name(s, i, sym, sizeof sym);
-    struct kprw_sbuf b = { name, 0, size };
-    kprw_event_point_name(ev, sym, e->offset, e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, i), &b);
+    p->ev = &f->evs[s->pt[i].ev - 1];
+    p->group = p->ev->group ? p->ev->group : KPRW_EV_DEFAULT_GROUP;
+    p->skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
+    sproc_name(s, i, p->sym, sizeof p->sym);
+    struct kprw_sbuf b = { p->name, 0, sizeof p->name };
+    kprw_event_point_name(p->ev, p->sym, e->offset, p->skipped, sproc_site(s, i), &b);
     kprw_sb_end(&b);
-    return ev;
+    return true;
 }
 
 int sproc_events(const struct sproc *s)
 {
     struct follow f;
     struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
-    if (!load_defs(s, "events", &f, &arena)) {
-        free(arena.base);
-        return 1;
-    }
-    for (uint32_t i = 0; i < s->t.nentries; i++) {
-        char name[KPRW_EV_NAME_MAX * 2], sym[512];
-        const struct kprw_event *ev = point_event(&f, i, name, sizeof name);
-        if (!ev)
+    struct pev p;
+    bool ok = load_defs(s, "events", &f, &arena);
+    for (uint32_t i = 0; ok && i < s->t.nentries; i++) {
+        if (!point_event(&f, i, &p))
             continue;
-        const struct kprw_entry *e = &s->e[i];
-        sproc_name(s, i, sym, sizeof sym);
-        const char *args = ev->text + ev->spec_col - 1 + ev->spec_len;
-        if (ev->is_return)
-            printf("r:%s/%s %s%s", ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP, name, sym, args);
+        const char *args = p.ev->text + p.ev->spec_col - 1 + p.ev->spec_len;
+        if (p.ev->is_return)
+            printf("r:%s/%s %s%s", p.group, p.name, p.sym, args);
         else
-            printf("p:%s/%s %s+0x%x%s", ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP, name, sym,
-                   e->flags & KPRW_F_AFTER_ENDBR ? 0 : e->offset, args);
+            printf("p:%s/%s %s+0x%x%s", p.group, p.name, p.sym, s->e[i].offset - p.skipped, args);
         printf("%s  # dropped %lu\n", s->pt[i].ev_off ? "  [UNTRACED]" : "", (unsigned long)s->pt[i].dropped);
     }
     free(arena.base);
-    return 0;
+    return ok ? 0 : 1;
 }
 
 int sproc_untrace(const struct sproc *s, const char *spec)
 {
     struct follow f;
     struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
-    if (!load_defs(s, "untrace", &f, &arena)) {
-        free(arena.base);
-        return 1;
-    }
+    struct pev p;
     size_t n = strlen(spec), matched = 0;
     const char *slash = memchr(spec, '/', n);
-    for (uint32_t i = 0; i < s->t.nentries; i++) {
-        char name[KPRW_EV_NAME_MAX * 2], sym[512];
-        const struct kprw_event *ev = point_event(&f, i, name, sizeof name);
-        if (!ev)
+    bool ok = load_defs(s, "untrace", &f, &arena);
+    for (uint32_t i = 0; ok && i < s->t.nentries; i++) {
+        if (!point_event(&f, i, &p))
             continue;
-        const struct kprw_entry *e = &s->e[i];
-        const char *group = ev->group ? ev->group : KPRW_EV_DEFAULT_GROUP;
-        sproc_name(s, i, sym, sizeof sym);
-        uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
-        bool hit = slash ? kprw_glob(spec, (size_t)(slash - spec), group) && kprw_glob(slash + 1, n - (size_t)(slash - spec) - 1, name)
-                         : kprw_glob(spec, n, name) || kprw_spec_matches_entry(spec, n, sym, e->offset, sproc_site(s, i), skipped);
-        if (!hit)
+        if (slash ? !kprw_glob(spec, (size_t)(slash - spec), p.group) ||
+                        !kprw_glob(slash + 1, n - (size_t)(slash - spec) - 1, p.name)
+                  : !kprw_glob(spec, n, p.name) &&
+                        !kprw_spec_matches_entry(spec, n, p.sym, s->e[i].offset, sproc_site(s, i), p.skipped))
             continue;
         uint64_t at = s->area + sizeof(struct kprs_area) + i * sizeof(struct kprs_point) + offsetof(struct kprs_point, ev_off);
         uint8_t one = 1;
         if (pwrite(s->mem, &one, 1, (off_t)at) != 1) {
-            fprintf(stderr, "kprewrite: ctl %ld: untrace %s: writing %s's state: %s\n", s->pid, spec, name, strerror(errno));
-            free(arena.base);
-            return 1;
+            fprintf(stderr, "kprewrite: ctl %ld: untrace %s: writing %s's state: %s\n", s->pid, spec, p.name, strerror(errno));
+            ok = false;
         }
         matched++;
     }
     free(arena.base);
-    if (matched)
-        return 0;
-    fprintf(stderr, "kprewrite: ctl %ld: untrace %s: no event matches\n", s->pid, spec);
-    return 1;
+    if (ok && !matched)
+        fprintf(stderr, "kprewrite: ctl %ld: untrace %s: no event matches\n", s->pid, spec);
+    return ok && matched ? 0 : 1;
 }
-

@@ -223,6 +223,43 @@ void kprw_event_json_args(const struct kprw_event *ev, const uint8_t *rec, const
     }
 }
 
+void kprw_sb_us(struct kprw_sbuf *b, uint64_t ns)
+{
+    kprw_sb_u64(b, ns / 1000);
+    kprw_sb_char(b, '.');
+    uint64_t f = ns % 1000;
+    kprw_sb_char(b, (char)('0' + f / 100));
+    kprw_sb_char(b, (char)('0' + f / 10 % 10));
+    kprw_sb_char(b, (char)('0' + f % 10));
+}
+
+void kprw_event_json_record(const struct kprw_event *ev, const uint8_t *rec, const char *name, const char *sym,
+                            uint64_t ts_ns, uint64_t entry_ns, uint64_t pid, const struct kprw_fmt_env *env,
+                            struct kprw_sbuf *b)
+{
+    const struct kprw_rec *h = (const struct kprw_rec *)rec;
+    kprw_sb_str(b, "{\"name\":\"");
+    kprw_sb_json(b, ev->is_return ? sym : name);
+    kprw_sb_str(b, "\",\"cat\":\"");
+    kprw_sb_json(b, name);
+    if (ev->is_return) {
+        kprw_sb_str(b, "\",\"ph\":\"X\",\"ts\":");
+        kprw_sb_us(b, entry_ns);
+        kprw_sb_str(b, ",\"dur\":");
+        kprw_sb_us(b, ts_ns >= entry_ns ? ts_ns - entry_ns : 0);
+    } else {
+        kprw_sb_str(b, "\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        kprw_sb_us(b, ts_ns);
+    }
+    kprw_sb_str(b, ",\"pid\":");
+    kprw_sb_u64(b, pid);
+    kprw_sb_str(b, ",\"tid\":");
+    kprw_sb_u64(b, h->tid);
+    kprw_sb_str(b, ",\"args\":{");
+    kprw_event_json_args(ev, rec, env, b);
+    kprw_sb_str(b, "}}");
+}
+
 void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, uint64_t addr, struct kprw_sbuf *b)
 {
     size_t at = b->len;

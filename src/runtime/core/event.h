@@ -279,6 +279,15 @@ void kprw_sb_json(struct kprw_sbuf *b, const char *s);
  * u and s, strings for the rest; null for a fault). */
 void kprw_event_json_args(const struct kprw_event *ev, const uint8_t *rec, const struct kprw_fmt_env *env,
                           struct kprw_sbuf *b);
+/* A record as a Chrome trace event: a return record a complete event
+ * ("X": from the call's entry, entry_ns, to its return, ts_ns), an entry
+ * record an instant one ("i"); named by the function (a return event) or
+ * the event (name), its category the event. */
+void kprw_event_json_record(const struct kprw_event *ev, const uint8_t *rec, const char *name, const char *sym,
+                            uint64_t ts_ns, uint64_t entry_ns, uint64_t pid, const struct kprw_fmt_env *env,
+                            struct kprw_sbuf *b);
+/* ns as microseconds with three decimals (JSON's "ts" and "dur"). */
+void kprw_sb_us(struct kprw_sbuf *b, uint64_t ns);
 /* The event name the kernel would give a definition without one:
  * p_SYM_OFF / r_SYM_OFF, or p_0xADDR (non-alphanumerics become '_'). */
 void kprw_event_default_name(bool is_return, const char *sym, uint32_t offset, uint64_t addr, struct kprw_sbuf *b);

@@ -107,45 +107,12 @@ static void text_line(const struct ev_inst *in, const uint8_t *rec, const struct
 }
 
 /* microseconds with three decimals */
-static void json_us(struct kprw_sbuf *b, uint64_t ns)
-{
-    kprw_sb_u64(b, ns / 1000);
-    kprw_sb_char(b, '.');
-    uint64_t f = ns % 1000;
-    kprw_sb_char(b, (char)('0' + f / 100));
-    kprw_sb_char(b, (char)('0' + f / 10 % 10));
-    kprw_sb_char(b, (char)('0' + f % 10));
-}
-
-/* A Chrome trace event: a return record is a complete event ("X": the call
- * from entry to return), a probe record an instant one ("i"). */
+/* A Chrome trace event (the core's: kprw_event_json_record). */
 static void json_event(const struct ev_inst *in, const uint8_t *rec, struct kprw_sbuf *b)
 {
     const struct kprw_rec *h = (const void *)rec;
-    kprw_sb_str(b, "{\"name\":\"");
-    kprw_sb_json(b, in->is_return ? in->sym : in->name);
-    kprw_sb_str(b, "\",\"cat\":\"");
-    kprw_sb_json(b, in->name);
-    kprw_sb_str(b, "\",\"ph\":\"");
-    uint64_t ts = clk_ns(h->ts);
-    if (in->is_return) {
-        const struct kprw_rec_ret *r = (const void *)(rec + KPRW_REC_HDR);
-        uint64_t entry = clk_ns(r->entry_ts);
-        kprw_sb_str(b, "X\",\"ts\":");
-        json_us(b, entry);
-        kprw_sb_str(b, ",\"dur\":");
-        json_us(b, ts >= entry ? ts - entry : 0);
-    } else {
-        kprw_sb_str(b, "i\",\"s\":\"t\",\"ts\":");
-        json_us(b, ts);
-    }
-    kprw_sb_str(b, ",\"pid\":");
-    kprw_sb_u64(b, (uint64_t)getpid());
-    kprw_sb_str(b, ",\"tid\":");
-    kprw_sb_u64(b, h->tid);
-    kprw_sb_str(b, ",\"args\":{");
-    kprw_event_json_args(in->def, rec, &sym_env, b);
-    kprw_sb_str(b, "}}");
+    uint64_t entry = in->is_return ? clk_ns(((const struct kprw_rec_ret *)(rec + KPRW_REC_HDR))->entry_ts) : 0;
+    kprw_event_json_record(in->def, rec, in->name, in->sym, clk_ns(h->ts), entry, (uint64_t)getpid(), &sym_env, b);
 }
 
 /* The thread's name, once a ring (a metadata event). */
