@@ -20,6 +20,7 @@
 #include "arch/x86/regs.h"
 #include "runtime/core/event.h"
 #include "runtime/user/safe-read.h"
+#include "../t/recorder-call.h"
 
 struct f_inst {
     char kp[40];
@@ -27,7 +28,9 @@ struct f_inst {
     uint8_t enabled;
     uint64_t addr;
     void *hist;
+    const uint8_t *pt;   /* a point: its flags byte first */
 };
+#define FRAME 296
 struct f_ring {
     uint64_t head, tail;
     uint32_t size, tid;
@@ -109,14 +112,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct kprw_farg *bad;
     if (!kprw_event_parse(&x86_fetch_isa, text, len, &arena, &ev, &err) || !kprw_event_bind(&ev, resolve, NULL, &bad))
         return 0;
-    /* the registers: two bytes each from the rest of the input */
-    unsigned long regs[X86_NSLOTS];
+    /* the registers: two bytes each from the rest of the input; sp FRAME
+     * bytes above them (the direct entry's view), over the memory's words */
+    static unsigned long frame[1024];
+    unsigned long *regs = frame;
     const uint8_t *r = nl ? nl + 1 : data + size;
     size_t rn = (size_t)(data + size - r);
     for (unsigned i = 0; i < X86_NSLOTS; i++) {
         unsigned v = 2 * i + 1 < rn ? (unsigned)r[2 * i] | (unsigned)r[2 * i + 1] << 8 : i * 8u;
         regs[i] = v & 0x8000 ? (unsigned long)v * 0x10001ul : (unsigned long)(uintptr_t)mem + (v % (3 * page));
     }
+    regs[X86_SP] = (unsigned long)(uintptr_t)((char *)frame + FRAME);
+    memcpy((char *)frame + FRAME, mem, 1024);
     struct kprw_recorder_env env = {
         .inst_enabled = offsetof(struct f_inst, enabled), .inst_hist = offsetof(struct f_inst, hist),
         .inst_id = offsetof(struct f_inst, id), .inst_addr = offsetof(struct f_inst, addr),
@@ -126,19 +133,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .ring_data = offsetof(struct f_ring, data), .clock = 1,
         .cpu_tls = (int32_t)((char *)&cpu_tls - (char *)__builtin_thread_pointer()),
         .read_str = (uint64_t)(uintptr_t)rt_safe_read_str, .fallback = (uint64_t)(uintptr_t)fallback,
+        .frame = FRAME, .inst_point = offsetof(struct f_inst, pt), .point_flags = 0, .flags_saved = 1,
     };
     nfix = 0;
-    size_t n = kprw_recorder_emit(&ev, &env, code, 1 << 20, (uint64_t)(uintptr_t)code, fix, &nfix);
+    size_t direct;
+    size_t n = kprw_recorder_emit(&ev, &env, code, 1 << 20, (uint64_t)(uintptr_t)code, fix, &nfix, &direct);
     if (!n)
         return 0;
     __builtin___clear_cache((char *)code, (char *)code + n);
     int (*fn)(void *, void *);
     uintptr_t a = (uintptr_t)code;
     memcpy(&fn, &a, sizeof fn);
-    struct f_inst inst = { .id = 5, .enabled = 1, .addr = 0x1234 };
-    struct f_ring ring = { .head = 0, .tail = 0, .size = sizeof ring_mem, .tid = 9, .data = ring_mem };
+    static const uint8_t point_flags = 0;
+    struct f_inst inst = { .id = 5, .enabled = 1, .addr = 0x1234, .pt = &point_flags };
+    struct f_ring ring = { .size = sizeof ring_mem, .tid = 9, .data = ring_mem };
     ring_tls = &ring;
-    memset(ring_mem, 0xa5, sizeof ring_mem);
     memset(ref, 0xa5, sizeof ref);
     struct kprw_rec *h = (struct kprw_rec *)ref;
     h->id = inst.id;
@@ -146,14 +155,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     h->ip = inst.addr;
     const struct kprw_fetch_env cenv = { regs, NULL, "fuzz", rt_safe_read, rt_safe_read_str, rt_safe_read_word, X86_SP };
     h->size = kprw_event_fetch(&ev, &cenv, ref);
-    if (fn(&inst, regs) != 0)
-        abort();
-    const struct kprw_rec *got = (const struct kprw_rec *)ring_mem;
-    if (got->size != h->size || memcmp(got, ref, 12) != 0 || memcmp(ring_mem + 24, ref + 24, ev.max_size - 24) != 0 ||
-        ring.head != h->size || got->cpu != cpu_tls)
-        abort();
-    for (size_t b = ev.max_size; b < sizeof ring_mem; b++)
-        if (ring_mem[b] != 0xa5)
+    /* the pre_handler, then the direct entry with the callee-saved
+     * registers live and their pt_regs slots poisoned */
+    for (int d = 0; d < (direct ? 2 : 1); d++) {
+        memset(ring_mem, 0xa5, sizeof ring_mem);
+        ring.head = ring.tail = 0;
+        static const unsigned cs[6] = { X86_BX, X86_BP, X86_R12, X86_R13, X86_R14, X86_R15 };
+        unsigned long callee[6], saved[6];
+        for (unsigned i = 0; i < 6; i++) {
+            callee[i] = saved[i] = regs[cs[i]];
+            if (d)
+                regs[cs[i]] = 0xdeadbeefdeadbeeful;
+        }
+        int rc = d ? call_direct(code + direct, &inst, regs, callee) : fn(&inst, regs);
+        for (unsigned i = 0; i < 6; i++)
+            regs[cs[i]] = saved[i];
+        if (rc != 0)
             abort();
+        const struct kprw_rec *got = (const struct kprw_rec *)ring_mem;
+        if (got->size != h->size || memcmp(got, ref, 12) != 0 || memcmp(ring_mem + 24, ref + 24, ev.max_size - 24) != 0 ||
+            ring.head != h->size || got->cpu != cpu_tls)
+            abort();
+        for (size_t b = ev.max_size; b < sizeof ring_mem; b++)
+            if (ring_mem[b] != 0xa5)
+                abort();
+    }
     return 0;
 }

@@ -35,7 +35,14 @@ struct t_inst {
     uint8_t pad, enabled;
     uint64_t addr;
     void *hist;
+    const struct t_point *pt;
 };
+struct t_point {
+    uint32_t pad;
+    uint8_t flags;   /* FLAGS_SAVED: the detour saved the flags into pt_regs */
+};
+#define FLAGS_SAVED 0x10
+#define FRAME 296     /* the probed %rsp, from pt_regs (the direct entry) */
 struct t_ring {
     uint64_t tail, head;
     uint32_t tid, size;
@@ -46,13 +53,17 @@ static __thread uint32_t cpu_tls;
 
 static int fallbacks;
 static void *fb_kp, *fb_regs;
+static unsigned long fb_seen[X86_NSLOTS];   /* pt_regs as the C recorder got them */
 static int t_fallback(void *kp, void *regs)
 {
     fallbacks++;
     fb_kp = kp;
     fb_regs = regs;
+    memcpy(fb_seen, regs, sizeof fb_seen);
     return 0;
 }
+
+#include "recorder-call.h"
 
 static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];
 static unsigned nfix;
@@ -95,19 +106,22 @@ static struct kprw_recorder_env env_for(int clock)
         .ring_data = offsetof(struct t_ring, data), .clock = clock,
         .cpu_tls = (int32_t)((char *)&cpu_tls - (char *)__builtin_thread_pointer()),
         .read_str = (uint64_t)(uintptr_t)rt_safe_read_str, .fallback = (uint64_t)(uintptr_t)t_fallback,
+        .frame = FRAME, .inst_point = offsetof(struct t_inst, pt), .point_flags = offsetof(struct t_point, flags),
+        .flags_saved = FLAGS_SAVED,
     };
 }
 
 typedef int (*recorder_fn)(void *kp, void *regs);
+static size_t direct_off;   /* the last recorder's direct entry (0: none) */
 static recorder_fn make(const struct kprw_event *ev, int clock)
 {
     struct kprw_recorder_env env = env_for(clock);
-    size_t n = kprw_recorder_emit(ev, &env, NULL, 0, 0, fix, &nfix);
+    size_t n = kprw_recorder_emit(ev, &env, NULL, 0, 0, fix, &nfix, &direct_off);
     if (!n)
         return NULL;
     nfix = 0;
     memset(code, 0xcc, 65536);
-    if (kprw_recorder_emit(ev, &env, code, 65536, (uint64_t)(uintptr_t)code, fix, &nfix) != n)
+    if (kprw_recorder_emit(ev, &env, code, 65536, (uint64_t)(uintptr_t)code, fix, &nfix, &direct_off) != n)
         return NULL;
     __builtin___clear_cache((char *)code, (char *)code + n);
     recorder_fn f;
@@ -117,6 +131,21 @@ static recorder_fn make(const struct kprw_event *ev, int clock)
 }
 
 static unsigned long regs[X86_NSLOTS];
+/* the direct entry's pt_regs: the caller-saved registers as regs, the rest
+ * not filled (poison), the probed %rsp FRAME bytes above them */
+static union { unsigned long w[1024]; } frame_buf;
+static unsigned long *const fregs = frame_buf.w;
+static const unsigned callee_slots[6] = { X86_BX, X86_BP, X86_R12, X86_R13, X86_R14, X86_R15 };
+static void direct_frame(unsigned long *callee)
+{
+    memcpy(fregs, regs, sizeof regs);
+    for (unsigned i = 0; i < 6; i++) {
+        callee[i] = regs[callee_slots[i]];
+        fregs[callee_slots[i]] = 0xdeadbeefdeadbeeful;
+    }
+    fregs[X86_SP] = fregs[X86_IP] = fregs[X86_ORIG_AX] = 0xdeadbeefdeadbeeful;
+    fregs[X86_FLAGS] = 0x246;
+}
 static struct t_inst inst;
 static struct t_ring ring;
 static uint8_t ring_mem[1 << 16];
@@ -128,7 +157,7 @@ static const char *global_ptr = global_str;
 static const struct kprw_fetch_env cenv = { regs, NULL, "tester", rt_safe_read, rt_safe_read_str, rt_safe_read_word, X86_SP };
 
 /* The generated code's record at pos of the ring against the C fetch's. */
-static void compare(const char *def, const struct kprw_event *ev, recorder_fn f, int clock, uint32_t pos)
+static void compare(const char *def, const struct kprw_event *ev, recorder_fn f, int clock, uint32_t pos, bool direct)
 {
     memset(ring_mem, 0xa5, sizeof ring_mem);
     ring = (struct t_ring){ .tail = 3ull * sizeof ring_mem + pos, .head = 3ull * sizeof ring_mem + pos, .tid = 4242,
@@ -144,7 +173,9 @@ static void compare(const char *def, const struct kprw_event *ev, recorder_fn f,
     int fb = fallbacks;
     unsigned aux0, aux1;
     uint64_t t0 = __rdtscp(&aux0);
-    int r = f(&inst, regs);
+    unsigned long callee[6];
+    direct_frame(callee);
+    int r = direct ? call_direct((void *)((uint8_t *)code + direct_off), &inst, fregs, callee) : f(&inst, regs);
     uint64_t t1 = __rdtscp(&aux1);
     const struct kprw_rec *got = (const struct kprw_rec *)(ring_mem + pos);
     bool same = r == 0 && fallbacks == fb && got->size == h->size && memcmp(got, ref, 12) == 0 &&
@@ -157,8 +188,8 @@ static void compare(const char *def, const struct kprw_event *ev, recorder_fn f,
     bool when = got->ts >= t0 && got->ts <= t1 &&
                 (clock == 1 ? got->cpu == 7 : (got->cpu == (aux0 & 0xfff) || got->cpu == (aux1 & 0xfff)));
     ok(same && room && when && ring.head == 3ull * sizeof ring_mem + pos + h->size && ring.tail == 3ull * sizeof ring_mem + pos,
-       "%.70s%s (clock %d, at %u): the C recorder's record (%u bytes)%s%s%s", def, strlen(def) > 70 ? "..." : "", clock, pos,
-       h->size, same ? "" : ": differs", room ? "" : ": written outside its room", when ? "" : ": time or CPU wrong");
+       "%.70s%s (clock %d, at %u%s): the C recorder's record (%u bytes)%s%s%s", def, strlen(def) > 70 ? "..." : "", clock,
+       pos, direct ? ", the direct entry" : "", h->size, same ? "" : ": differs", room ? "" : ": written outside its room", when ? "" : ": time or CPU wrong");
 }
 
 int main(void)
@@ -196,8 +227,16 @@ int main(void)
     regs[X86_BX] = 0x0102030405060708ul;
     regs[X86_R9] = (unsigned long)(uintptr_t)m - 2147483632ul;
     regs[X86_R12] = (unsigned long)(uintptr_t)(edge - 5);   /* "wxyz": the page's last bytes */
-    regs[X86_SP] = (unsigned long)(uintptr_t)(m + 2048);
-    inst = (struct t_inst){ .id = 77, .enabled = 1, .addr = 0x401234 };
+    /* the probed %rsp where the direct entry finds it: FRAME above its
+     * pt_regs, over words of the memory's pattern ($stackN, +8(%sp)) */
+    regs[X86_SP] = (unsigned long)(uintptr_t)((char *)fregs + FRAME);
+    memcpy((char *)fregs + FRAME, m + 2048, 512);
+    regs[X86_BP] = (unsigned long)(uintptr_t)m;
+    regs[X86_R13] = 0x1357;
+    regs[X86_R14] = (unsigned long)(uintptr_t)m;
+    regs[X86_R15] = (unsigned long)(uintptr_t)strs[0];
+    static struct t_point point;
+    inst = (struct t_inst){ .id = 77, .enabled = 1, .addr = 0x401234, .pt = &point };
 
     char defs[8][1024];
     snprintf(defs[0], sizeof defs[0], "f c=@0x%lx:u64 g=+0(@0x%lx):string h=@0x%lx:string", (unsigned long)(uintptr_t)&global_u64,
@@ -209,6 +248,8 @@ int main(void)
             "w=+0(+40(%di)):string x=+0(+64(%di)):string y=+0(+72(%di)):string",
         "f p=+0(+48(%di)):string q=+0(+56(%di)):string r=+0(%dx):u64 z=+0(+0(%dx)):string n=+0(%di):u64",
         "f big=+2147483632(%r9):u64 st=+8(%sp):u64 i=%ip s0=$stack0 s2=$stack2 a7=$arg7:x64",
+        "f st=+8(%sp):u64 s0=$stack0 a7=$arg7:x64 sp=%sp b=%bx:u32 bp=%bp r13=%r13:s16 n=+0(%r14):u64 s=+0(%r15):string "
+            "t=+0(+8(%bp)):string",
         "f a=+0(%r12):string b=+512(%di):string c=+0(%dx):string d=+8(%r12):string e=+1000(%di):string",
         "f a=%di:u8",
         "f",
@@ -244,10 +285,16 @@ int main(void)
                 ok(false, "%s: a recorder is generated", all[d]);
                 continue;
             }
-            compare(all[d], &ev, f, clock, 0);
-            compare(all[d], &ev, f, clock, 8 * 37);
+            compare(all[d], &ev, f, clock, 0, false);
+            compare(all[d], &ev, f, clock, 8 * 37, false);
             /* the last place it fits without wrapping */
-            compare(all[d], &ev, f, clock, (uint32_t)(sizeof ring_mem - ((ev.max_size + 7) & ~7u)));
+            compare(all[d], &ev, f, clock, (uint32_t)(sizeof ring_mem - ((ev.max_size + 7) & ~7u)), false);
+            if (!direct_off) {
+                ok(strstr(all[d], "%ip") != NULL, "%.60s: no direct entry (it reads ip)", all[d]);
+                continue;
+            }
+            compare(all[d], &ev, f, clock, 8 * 37, true);
+            compare(all[d], &ev, f, clock, (uint32_t)(sizeof ring_mem - ((ev.max_size + 7) & ~7u)), true);
         }
     }
     ok(faults > 0, "faults in the generated loads were resumed at their fixups (%d)", faults);
@@ -291,6 +338,31 @@ int main(void)
         inst.enabled = 1;
     }
 
+    /* the direct entry hands C what the dispatcher did not fill: the
+     * callee-saved registers, sp, ip (addr + 1), orig_ax (-1), the flags
+     * (0x202, or kept when the point's detour saved them) */
+    if (parse(fixed[5], &ev)) {
+        recorder_fn f = make(&ev, 1);
+        for (int saved = 0; f && direct_off && saved < 2; saved++) {
+            ((struct t_point *)inst.pt)->flags = saved ? FLAGS_SAVED : 0;
+            ring_tls = NULL;   /* no ring yet: to C */
+            unsigned long callee[6];
+            direct_frame(callee);
+            int fb = fallbacks;
+            int r = call_direct((void *)((uint8_t *)code + direct_off), &inst, fregs, callee);
+            bool filled = true;
+            for (unsigned i = 0; i < 6; i++)
+                filled = filled && fb_seen[callee_slots[i]] == regs[callee_slots[i]];
+            ok(r == 0 && fallbacks == fb + 1 && fb_regs == fregs && filled && fb_seen[X86_SP] == regs[X86_SP] &&
+               fb_seen[X86_IP] == inst.addr + 1 && fb_seen[X86_ORIG_AX] == ~0ul &&
+               fb_seen[X86_FLAGS] == (saved ? 0x246ul : 0x202ul) && fb_seen[X86_DI] == regs[X86_DI],
+               "the direct entry to C, the point's flags %s: pt_regs filled as the dispatcher fills them",
+               saved ? "saved (kept)" : "dead (0x202)");
+        }
+        ((struct t_point *)inst.pt)->flags = 0;
+        ok(f && direct_off, "%.50s...: a direct entry", fixed[5]);
+    }
+
     /* definitions it leaves to the C recorder */
     const char *c_only[] = {
         "f a=%di if a == 1", "f a=$comm", "f a=+0(%di):u32", "f a=+0(+0(%di)):u64", "f a=+0(+0(+0(%di))):string",
@@ -301,10 +373,10 @@ int main(void)
         if (!parse(c_only[i], &e))
             continue;
         struct kprw_recorder_env env = env_for(1);
-        ok(kprw_recorder_emit(&e, &env, NULL, 0, 0, fix, &nfix) == 0, "%.60s%s: left to the C recorder", c_only[i],
+        ok(kprw_recorder_emit(&e, &env, NULL, 0, 0, fix, &nfix, &direct_off) == 0, "%.60s%s: left to the C recorder", c_only[i],
            strlen(c_only[i]) > 60 ? "..." : "");
     }
     struct kprw_recorder_env env = env_for(0);
-    ok(kprw_recorder_emit(&ev, &env, NULL, 0, 0, fix, &nfix) == 0, "no TSC clock: left to the C recorder");
+    ok(kprw_recorder_emit(&ev, &env, NULL, 0, 0, fix, &nfix, &direct_off) == 0, "no TSC clock: left to the C recorder");
     return tap_done();
 }

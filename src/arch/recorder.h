@@ -36,6 +36,16 @@ struct kprw_recorder_env {
     int32_t cpu_tls;        /* clock 1: a uint32_t CPU number, from the thread pointer */
     uint64_t read_str;      /* size_t (char *dst, uintptr_t src, size_t max): 0 on a fault */
     uint64_t fallback;      /* the C recorder, a pre_handler */
+    /* the direct entry (0: none): the dispatcher's call with only the
+     * caller-saved registers in pt_regs -- the callee-saved ones still
+     * hold the probed values, the probed sp is regs + frame -- which fills
+     * the rest as the dispatcher would (ip the instance's addr + 1, orig_ax
+     * -1, the flags 0x202 unless the point's flags byte has flags_saved)
+     * before it hands a hit to the C recorder */
+    int32_t frame;
+    int32_t inst_point;     /* a pointer: the instance's point */
+    int32_t point_flags;    /* a byte in the point */
+    uint8_t flags_saved;
 };
 
 /* A load of the program's memory in the code, which may fault: the
@@ -44,13 +54,15 @@ struct kprw_recorder_env {
 struct kprw_recorder_fixup {
     uint32_t load, load_end, fixup;
 };
-#define KPRW_RECORDER_FIXUPS KPRW_EV_MAX_ARGS   /* at most one an argument */
+#define KPRW_RECORDER_FIXUPS (4 * KPRW_EV_MAX_ARGS)   /* two an argument at most, in each of two entries */
 
 /* The recorder's bytes for ev into out (room bytes; out NULL: count them),
  * placed at address at, and its loads' fixups into fix (*nfix of them;
  * KPRW_RECORDER_FIXUPS room); its length, or 0 when this ISA has no
  * recorder or does not take ev (a filter, a return event, an argument of
- * the general kind, a record too large). */
+ * the general kind, a record too large). The pre_handler is at the code's
+ * start; the direct entry at *direct (0: none, when env->frame is 0 or an
+ * argument reads a register the dispatcher leaves unfilled). */
 size_t kprw_recorder_emit(const struct kprw_event *ev, const struct kprw_recorder_env *env, uint8_t *out, size_t room,
-                          uint64_t at, struct kprw_recorder_fixup *fix, unsigned *nfix);
+                          uint64_t at, struct kprw_recorder_fixup *fix, unsigned *nfix, size_t *direct);
 #endif

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "regs.h"
 
 enum { RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
 
@@ -160,14 +161,17 @@ static void call_abs(struct buf *b, uint64_t fn)
     b1(b, 0xd0);   /* call *%rax */
 }
 
+struct variant;
+static void load_slot(struct buf *b, const struct variant *v, int dst, unsigned slot);
+
 /* The address an argument reads (IMM, or REG + offset) into dst. */
-static void address(struct buf *b, const struct kprw_fetch_op *o, bool from_reg, int regs, int dst)
+static void address(struct buf *b, const struct kprw_fetch_op *o, bool from_reg, const struct variant *v, int dst)
 {
     if (!from_reg) {
         movabs(b, dst, (uint64_t)o->a);
         return;
     }
-    ld64(b, dst, regs, o->reg * 8);
+    load_slot(b, v, dst, o->reg);
     if (o->a == (int32_t)o->a) {
         if (o->a)
             alu_imm(b, 0, true, dst, (int32_t)o->a);
@@ -199,7 +203,7 @@ static void fault_bit(struct buf *b, int rec, const struct kprw_event *ev, unsig
 static bool simple(const struct kprw_event *ev)
 {
     if (ev->is_return || ev->filter || ev->max_size > 4096 || ev->fixed < ev->fault_off || ev->fixed - ev->fault_off > 8 ||
-        ev->nargs > KPRW_RECORDER_FIXUPS / 2)
+        ev->nargs > KPRW_EV_MAX_ARGS / 2)
         return false;
     for (unsigned k = 0; k < ev->nargs; k++)
         if (ev->ops[k].kind == KPRW_FK_ANY || ev->ops[k].kind > KPRW_FK_STRAT_REG)
@@ -225,9 +229,10 @@ static bool is_string(const struct kprw_fetch_op *o)
 /* A string, in line: its first word copied when it holds the NUL and
  * the page holds the word; else (cold) rt_safe_read_str. STR_*: at a
  * pointer read first; STRAT_*: at the address itself. */
-static void string_hot(struct buf *b, struct fixups *f, const struct kprw_fetch_op *o, struct cold *c)
+static void string_hot(struct buf *b, struct fixups *f, const struct kprw_fetch_op *o, struct cold *c,
+                       const struct variant *v)
 {
-    address(b, o, o->kind == KPRW_FK_STR_REG || o->kind == KPRW_FK_STRAT_REG, REGS, RDX);
+    address(b, o, o->kind == KPRW_FK_STR_REG || o->kind == KPRW_FK_STRAT_REG, v, RDX);
     c->fix_first = f->n;
     if (o->kind == KPRW_FK_STR_IMM || o->kind == KPRW_FK_STR_REG) {
         load_program(b, f, RDX, RDX);                                /* the pointer */
@@ -305,16 +310,185 @@ static void number_cold(struct buf *b, struct fixups *f, const struct kprw_event
     bput(b, back, &d, 4);
 }
 
+/* Where a slot's value is: pt_regs, or (the direct entry) a register
+ * still holding the probed value (bx, bp, r12-r15), or sp above pt_regs. */
+static const int live_reg[X86_NSLOTS] = {
+    [X86_R15] = R15, [X86_R14] = R14, [X86_R13] = R13, [X86_R12] = R12, [X86_BP] = RBP, [X86_BX] = RBX,
+};
+static bool callee_saved(unsigned slot)
+{
+    return slot == X86_R15 || slot == X86_R14 || slot == X86_R13 || slot == X86_R12 || slot == X86_BP || slot == X86_BX;
+}
+
+struct variant {
+    const struct kprw_recorder_env *env;
+    bool direct;
+};
+
+static void load_slot(struct buf *b, const struct variant *v, int dst, unsigned slot)
+{
+    if (v->direct && callee_saved(slot))
+        mov_rr(b, true, dst, live_reg[slot]);
+    else if (v->direct && slot == X86_SP)
+        op_mem(b, 0x8d, true, dst, REGS, v->env->frame);             /* lea frame(%rsi),dst */
+    else
+        ld64(b, dst, REGS, (int32_t)slot * 8);
+}
+
+/* The direct entry's way to the C recorder: what the dispatcher did not
+ * fill of pt_regs, as it fills it (dispatch.S FILL_REST), first. */
+static void fill_rest(struct buf *b, const struct kprw_recorder_env *env)
+{
+    static const unsigned saved[] = { X86_BX, X86_BP, X86_R12, X86_R13, X86_R14, X86_R15 };
+    for (unsigned i = 0; i < sizeof saved / sizeof saved[0]; i++)
+        st64(b, live_reg[saved[i]], REGS, (int32_t)saved[i] * 8);
+    op_mem(b, 0x8d, true, RAX, REGS, env->frame);
+    st64(b, RAX, REGS, X86_SP * 8);
+    ld64(b, RAX, KP, env->inst_addr);                                /* ip: addr + 1, as after an int3 */
+    static const uint8_t inc_rax[] = { 0x48, 0xff, 0xc0 };
+    bn(b, inc_rax, sizeof inc_rax);
+    st64(b, RAX, REGS, X86_IP * 8);
+    st_imm(b, true, REGS, X86_ORIG_AX * 8, -1);
+    ld64(b, RAX, KP, env->inst_point);                               /* flags the detour did not save: 0x202 */
+    op_mem(b, 0xf6, false, 0, RAX, env->point_flags);                /* testb $saved,flags(%rax) */
+    b1(b, env->flags_saved);
+    size_t saved_flags = jump(b, CC_NE);
+    st_imm(b, true, REGS, X86_FLAGS * 8, 0x202);
+    land(b, saved_flags);
+}
+
+/* One entry point's code (v->direct: the dispatcher's), its cold code after it. */
+static void emit_variant(struct buf *b, struct fixups *f, const struct kprw_event *ev, const struct variant *v,
+                         struct cold *cold, bool strings)
+{
+    const struct kprw_recorder_env *env = v->env;
+    static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+    bn(b, endbr64, sizeof endbr64);
+    byte_imm(b, 7, KP, env->inst_enabled, 0);                        /* cmpb $0,enabled(%rdi) */
+    size_t to_ret0 = jump(b, CC_E);
+    ld_fs(b, true, RING, env->ring_tls);
+    alu_rr(b, 0x85, true, RING, RING);
+    size_t to_c[4];
+    to_c[0] = jump(b, CC_E);
+    op_mem(b, 0x83, true, 7, KP, env->inst_hist);                    /* cmpq $0,hist(%rdi) */
+    b1(b, 0);
+    to_c[1] = jump(b, CC_NE);
+    ld64(b, RCX, RING, env->ring_head);
+    ld32(b, RDX, RING, env->ring_size);
+    mov_rr(b, false, REC, RCX);                                      /* pos = head & (size - 1) */
+    op_mem(b, 0x8d, false, RAX, RDX, -1);                            /* lea -1(%rdx),%eax */
+    alu_rr(b, 0x21, false, REC, RAX);
+    op_mem(b, 0x8d, false, RAX, REC, (int32_t)ev->max_size);         /* pos + max > size: it would wrap */
+    alu_rr(b, 0x39, false, RAX, RDX);
+    to_c[2] = jump(b, CC_A);
+    op_mem(b, 0x8d, true, RAX, RCX, (int32_t)ev->max_size);          /* head + max - tail > size: full */
+    op_mem(b, 0x2b, true, RAX, RING, env->ring_tail);
+    alu_rr(b, 0x39, true, RAX, RDX);
+    to_c[3] = jump(b, CC_A);
+    op_mem(b, 0x03, true, REC, RING, env->ring_data);                /* the record: data + pos */
+    if (strings) {
+        b1(b, 0x41); b1(b, 0xba); b32(b, ev->fixed);                 /* mov $fixed,%r10d */
+    }
+    /* the header but its size, ts and cpu */
+    ld32(b, RAX, KP, env->inst_id);
+    st32(b, RAX, REC, (int32_t)offsetof(struct kprw_rec, id));
+    ld32(b, RAX, RING, env->ring_tid);
+    st32(b, RAX, REC, (int32_t)offsetof(struct kprw_rec, tid));
+    ld64(b, RAX, KP, env->inst_addr);
+    st64(b, RAX, REC, (int32_t)offsetof(struct kprw_rec, ip));
+    if (ev->fixed > ev->fault_off)
+        st_imm(b, true, REC, ev->fault_off, 0);
+    for (unsigned k = 0; k < ev->nargs; k++) {
+        const struct kprw_fetch_op *o = &ev->ops[k];
+        struct cold *c = &cold[k];
+        switch ((enum kprw_fkind)o->kind) {
+        case KPRW_FK_REG8: case KPRW_FK_REG4: case KPRW_FK_REG2: case KPRW_FK_REG1:
+            load_slot(b, v, RAX, o->reg);
+            st_rax(b, o->kind == KPRW_FK_REG8 ? 8 : o->kind == KPRW_FK_REG4 ? 4 : o->kind == KPRW_FK_REG2 ? 2 : 1, REC, o->off);
+            break;
+        case KPRW_FK_MEM8_IMM: case KPRW_FK_MEM8_REG:
+            address(b, o, o->kind == KPRW_FK_MEM8_REG, v, RDX);
+            c->fix_first = f->n;
+            load_program(b, f, RAX, RDX);
+            st64(b, RAX, REC, o->off);
+            break;
+        default:
+            string_hot(b, f, o, c, v);
+            break;
+        }
+        c->next = b->n;
+    }
+    /* the time, last; the CPU */
+    if (env->clock == 1) {
+        b1(b, 0x0f); b1(b, 0x31);                                    /* rdtsc */
+        ld_fs(b, false, RCX, env->cpu_tls);
+    } else {
+        b1(b, 0x0f); b1(b, 0x01); b1(b, 0xf9);                       /* rdtscp */
+        alu_imm(b, 4, false, RCX, 0xfff);
+    }
+    static const uint8_t tsc64[] = { 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0 };   /* shl $32,%rdx; or %rdx,%rax */
+    bn(b, tsc64, sizeof tsc64);
+    st64(b, RAX, REC, (int32_t)offsetof(struct kprw_rec, ts));
+    st32(b, RCX, REC, (int32_t)offsetof(struct kprw_rec, cpu));
+    /* the size, then head moves past it: the record published */
+    if (strings) {
+        mov_rr(b, false, RAX, DYN);
+        alu_imm(b, 0, false, RAX, 7);
+        alu_imm(b, 4, false, RAX, -8);
+        st32(b, RAX, REC, (int32_t)offsetof(struct kprw_rec, size));
+        op_mem(b, 0x01, true, RAX, RING, env->ring_head);            /* add %rax,head(ring) */
+    } else {
+        int32_t size = (int32_t)((ev->fixed + 7u) & ~7u);
+        st_imm(b, false, REC, (int32_t)offsetof(struct kprw_rec, size), size);
+        op_mem(b, 0x81, true, 0, RING, env->ring_head);              /* addq $size,head(ring) */
+        b32(b, (uint32_t)size);
+    }
+    land(b, to_ret0);
+    static const uint8_t ret0[] = { 0x31, 0xc0, 0xc3 };              /* xor %eax,%eax; ret */
+    bn(b, ret0, sizeof ret0);
+    for (unsigned i = 0; i < 4; i++)
+        land(b, to_c[i]);
+    if (v->direct)
+        fill_rest(b, env);
+    movabs(b, RAX, env->fallback);                                   /* the C recorder, same arguments */
+    b1(b, 0xff); b1(b, 0xe0);                                        /* jmp *%rax */
+    /* out of line: faults, and strings the first word does not hold */
+    for (unsigned k = 0; k < ev->nargs; k++) {
+        const struct kprw_fetch_op *o = &ev->ops[k];
+        if (o->kind == KPRW_FK_MEM8_IMM || o->kind == KPRW_FK_MEM8_REG)
+            number_cold(b, f, ev, k, &cold[k]);
+        else if (is_string(o))
+            string_cold(b, f, ev, k, &cold[k], env->read_str);
+    }
+}
+
+/* The direct entry takes registers past pt_regs' general ones and sp
+ * from nothing the dispatcher leaves unfilled: not ip, flags, orig_ax,
+ * cs or ss. */
+static bool direct_ok(const struct kprw_event *ev)
+{
+    for (unsigned k = 0; k < ev->nargs; k++) {
+        const struct kprw_fetch_op *o = &ev->ops[k];
+        bool reg = o->kind <= KPRW_FK_REG1 || o->kind == KPRW_FK_MEM8_REG || o->kind == KPRW_FK_STR_REG ||
+                   o->kind == KPRW_FK_STRAT_REG;
+        if (reg && o->reg >= X86_ORIG_AX && o->reg != X86_SP)
+            return false;
+    }
+    return true;
+}
+
 size_t kprw_recorder_emit(const struct kprw_event *ev, const struct kprw_recorder_env *env, uint8_t *out, size_t room,
-                          uint64_t at, struct kprw_recorder_fixup *fix, unsigned *nfix)
+                          uint64_t at, struct kprw_recorder_fixup *fix, unsigned *nfix, size_t *direct)
 {
     *nfix = 0;
+    *direct = 0;
     if (!simple(ev) || (env->clock != 1 && env->clock != 2))
         return 0;
     bool strings = false;
     for (unsigned k = 0; k < ev->nargs; k++)
         strings |= is_string(&ev->ops[k]);
-    struct cold cold[KPRW_RECORDER_FIXUPS / 2];
+    bool with_direct = env->frame && direct_ok(ev);
+    struct cold cold[KPRW_EV_MAX_ARGS / 2];
     struct fixups f = { fix, 0 };
     /* counted first (out NULL writes nothing), then written */
     struct buf b = { NULL, 0, at };
@@ -325,102 +499,13 @@ size_t kprw_recorder_emit(const struct kprw_event *ev, const struct kprw_recorde
             b = (struct buf){ out, 0, at };
         }
         f.n = 0;
-        static const uint8_t endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-        bn(&b, endbr64, sizeof endbr64);
-        byte_imm(&b, 7, KP, env->inst_enabled, 0);                   /* cmpb $0,enabled(%rdi) */
-        size_t to_ret0 = jump(&b, CC_E);
-        ld_fs(&b, true, RING, env->ring_tls);
-        alu_rr(&b, 0x85, true, RING, RING);
-        size_t to_c[4];
-        to_c[0] = jump(&b, CC_E);
-        op_mem(&b, 0x83, true, 7, KP, env->inst_hist);               /* cmpq $0,hist(%rdi) */
-        b1(&b, 0);
-        to_c[1] = jump(&b, CC_NE);
-        ld64(&b, RCX, RING, env->ring_head);
-        ld32(&b, RDX, RING, env->ring_size);
-        mov_rr(&b, false, REC, RCX);                                 /* pos = head & (size - 1) */
-        op_mem(&b, 0x8d, false, RAX, RDX, -1);                       /* lea -1(%rdx),%eax */
-        alu_rr(&b, 0x21, false, REC, RAX);
-        op_mem(&b, 0x8d, false, RAX, REC, (int32_t)ev->max_size);    /* pos + max > size: it would wrap */
-        alu_rr(&b, 0x39, false, RAX, RDX);
-        to_c[2] = jump(&b, CC_A);
-        op_mem(&b, 0x8d, true, RAX, RCX, (int32_t)ev->max_size);     /* head + max - tail > size: full */
-        op_mem(&b, 0x2b, true, RAX, RING, env->ring_tail);
-        alu_rr(&b, 0x39, true, RAX, RDX);
-        to_c[3] = jump(&b, CC_A);
-        op_mem(&b, 0x03, true, REC, RING, env->ring_data);           /* the record: data + pos */
-        if (strings) {
-            b1(&b, 0x41); b1(&b, 0xba); b32(&b, ev->fixed);          /* mov $fixed,%r10d */
-        }
-        /* the header but its size, ts and cpu */
-        ld32(&b, RAX, KP, env->inst_id);
-        st32(&b, RAX, REC, (int32_t)offsetof(struct kprw_rec, id));
-        ld32(&b, RAX, RING, env->ring_tid);
-        st32(&b, RAX, REC, (int32_t)offsetof(struct kprw_rec, tid));
-        ld64(&b, RAX, KP, env->inst_addr);
-        st64(&b, RAX, REC, (int32_t)offsetof(struct kprw_rec, ip));
-        if (ev->fixed > ev->fault_off)
-            st_imm(&b, true, REC, ev->fault_off, 0);
-        for (unsigned k = 0; k < ev->nargs; k++) {
-            const struct kprw_fetch_op *o = &ev->ops[k];
-            struct cold *c = &cold[k];
-            switch ((enum kprw_fkind)o->kind) {
-            case KPRW_FK_REG8: case KPRW_FK_REG4: case KPRW_FK_REG2: case KPRW_FK_REG1:
-                ld64(&b, RAX, REGS, o->reg * 8);
-                st_rax(&b, o->kind == KPRW_FK_REG8 ? 8 : o->kind == KPRW_FK_REG4 ? 4 : o->kind == KPRW_FK_REG2 ? 2 : 1, REC,
-                       o->off);
-                break;
-            case KPRW_FK_MEM8_IMM: case KPRW_FK_MEM8_REG:
-                address(&b, o, o->kind == KPRW_FK_MEM8_REG, REGS, RDX);
-                c->fix_first = f.n;
-                load_program(&b, &f, RAX, RDX);
-                st64(&b, RAX, REC, o->off);
-                break;
-            default:
-                string_hot(&b, &f, o, c);
-                break;
-            }
-            c->next = b.n;
-        }
-        /* the time, last; the CPU */
-        if (env->clock == 1) {
-            b1(&b, 0x0f); b1(&b, 0x31);                              /* rdtsc */
-            ld_fs(&b, false, RCX, env->cpu_tls);
-        } else {
-            b1(&b, 0x0f); b1(&b, 0x01); b1(&b, 0xf9);                /* rdtscp */
-            alu_imm(&b, 4, false, RCX, 0xfff);
-        }
-        static const uint8_t tsc64[] = { 0x48, 0xc1, 0xe2, 0x20, 0x48, 0x09, 0xd0 };   /* shl $32,%rdx; or %rdx,%rax */
-        bn(&b, tsc64, sizeof tsc64);
-        st64(&b, RAX, REC, (int32_t)offsetof(struct kprw_rec, ts));
-        st32(&b, RCX, REC, (int32_t)offsetof(struct kprw_rec, cpu));
-        /* the size, then head moves past it: the record published */
-        if (strings) {
-            mov_rr(&b, false, RAX, DYN);
-            alu_imm(&b, 0, false, RAX, 7);
-            alu_imm(&b, 4, false, RAX, -8);
-            st32(&b, RAX, REC, (int32_t)offsetof(struct kprw_rec, size));
-            op_mem(&b, 0x01, true, RAX, RING, env->ring_head);        /* add %rax,head(ring) */
-        } else {
-            int32_t size = (int32_t)((ev->fixed + 7u) & ~7u);
-            st_imm(&b, false, REC, (int32_t)offsetof(struct kprw_rec, size), size);
-            op_mem(&b, 0x81, true, 0, RING, env->ring_head);          /* addq $size,head(ring) */
-            b32(&b, (uint32_t)size);
-        }
-        land(&b, to_ret0);
-        static const uint8_t ret0[] = { 0x31, 0xc0, 0xc3 };          /* xor %eax,%eax; ret */
-        bn(&b, ret0, sizeof ret0);
-        for (unsigned i = 0; i < 4; i++)
-            land(&b, to_c[i]);
-        movabs(&b, RAX, env->fallback);                              /* the C recorder, same arguments */
-        b1(&b, 0xff); b1(&b, 0xe0);                                  /* jmp *%rax */
-        /* out of line: faults, and strings the first word does not hold */
-        for (unsigned k = 0; k < ev->nargs; k++) {
-            const struct kprw_fetch_op *o = &ev->ops[k];
-            if (o->kind == KPRW_FK_MEM8_IMM || o->kind == KPRW_FK_MEM8_REG)
-                number_cold(&b, &f, ev, k, &cold[k]);
-            else if (is_string(o))
-                string_cold(&b, &f, ev, k, &cold[k], env->read_str);
+        struct variant generic = { env, false }, dir = { env, true };
+        emit_variant(&b, &f, ev, &generic, cold, strings);
+        if (with_direct) {
+            while (b.n % 16)
+                b1(&b, 0xcc);
+            *direct = b.n;
+            emit_variant(&b, &f, ev, &dir, cold, strings);
         }
     }
     if (f.n > KPRW_RECORDER_FIXUPS)

@@ -105,20 +105,18 @@ rt_dispatch_handlers:
         lea     FRAME(%rsi), %rsi               /* the return slot: the probed %rsp */
         jmp     rt_kretprobe_enter              /* (rp, slot, point, rax): ends the mark */
 /* The point's only handler an event's generated recorder, enabled, no
- * C path: called alone, with nothing to reload after it (it writes no
- * register of regs and leaves bx, bp, r12-r15 alone; rt.h) and no
- * kretprobe to ask about */
+ * C path: its direct entry called alone (events.c, rt.h), which takes bx,
+ * bp, r12-r15 from the registers and sp from where pt_regs is, and fills
+ * the rest of pt_regs itself only when it hands the hit to C; no register
+ * to reload after it, no kretprobe to ask about */
 .Lrecorder:
         cmpq    $0, KP_NEXT(%rcx)
         jne     .Lfill
         cmpl    $0, PT_CPATH(%rdx)
         jne     .Lfill
-        mov     %rcx, %rdi                      /* (FILL_REST takes %rcx) */
-        lea     FRAME(%rsi), %r8
-        mov     %r8, PTREGS_SP(%rsi)
-        FILL_REST
+        mov     %rcx, %rdi
         push    %rax                            /* rt_self's offset; %rsp 16-aligned */
-        call    *KP_PRE_HANDLER(%rdi)           /* (kp, regs) */
+        call    *KP_DIRECT(%rdi)                /* (kp, regs) */
         pop     %rax
         movq    $0, %fs:TH_RUNNING(%rax)
         xor     %eax, %eax                      /* no return probe took the call */

@@ -28,6 +28,9 @@
 #include "rt.h"
 #include "safe-read.h"
 #include "tracebuf.h"
+#include "rt-offsets.h"
+
+OFFSET_CHECK(offsetof(struct ev_inst, direct) - offsetof(struct ev_inst, u.kp), KP_DIRECT);
 
 #define EV_MAX 65536                   /* instances in a process */
 #define ARENA_BYTES (64 * 1024)
@@ -221,6 +224,7 @@ struct ev_def {
     struct kprw_arena arena;
     struct ev_def *next;
     kprobe_pre_handler_t recorder;     /* generated (recorder.c), or NULL: on_entry */
+    kprobe_pre_handler_t direct;       /* ... its entry for the dispatcher's direct call, or NULL */
     bool recorder_tried;
 };
 static struct ev_def *defs;            /* under rt_lock */
@@ -406,13 +410,14 @@ static int inst_register(struct ev_inst *in)
     }
     struct ev_def *d = (struct ev_def *)((char *)ev - offsetof(struct ev_def, ev));
     if (!d->recorder_tried) {
-        d->recorder = ev_recorder_make(ev, on_entry);
+        d->recorder = ev_recorder_make(ev, on_entry, &d->direct);
         d->recorder_tried = true;
     }
     in->u.kp.addr = (void *)(uintptr_t)in->addr;
     in->u.kp.pre_handler = d->recorder ? d->recorder : on_entry;
+    in->direct = d->direct;
     int rc = register_kprobe(&in->u.kp);
-    if (rc == 0 && d->recorder)   /* (registration keeps no flag of the runtime's) */
+    if (rc == 0 && d->direct)   /* (registration keeps no flag of the runtime's) */
         __atomic_or_fetch(&in->u.kp.flags, KPROBE_FLAG_RT_RECORDER, __ATOMIC_RELEASE);
     return rc;
 }

@@ -39,6 +39,11 @@ struct ev_inst {
         struct kprobe kp;
         struct kretprobe rp;
     } u;
+    /* the generated recorder's entry for the dispatcher (dispatch.S
+     * .Lrecorder, KP_DIRECT from the kprobe): the callee-saved registers
+     * still the probed ones, pt_regs filled but for them, sp, ip, orig_ax
+     * and the flags */
+    kprobe_pre_handler_t direct;
     /* what a hit reads, in one cache line */
     const struct kprw_event *def;
     struct point *pt;
@@ -61,8 +66,11 @@ struct ev_inst {
 const struct kprw_fetch_isa *ev_isa(void);
 
 /* ev's generated recorder (recorder.c, src/arch/recorder.h), which hands
- * what it does not record to fallback; NULL: none here, fallback records. */
-kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_handler_t fallback);
+ * what it does not record to fallback; NULL: none here, fallback records.
+ * *direct: its entry for the dispatcher's direct call (ev_inst.direct), or
+ * NULL. */
+kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_handler_t fallback,
+                                      kprobe_pre_handler_t *direct);
 /* Where a fault at ip in a generated recorder resumes, or 0 (fault.c). */
 uintptr_t ev_recorder_fixup(uintptr_t ip);
 

@@ -17,6 +17,8 @@
 
 #include "arch/recorder.h"
 #include "clock.h"
+#include "kprewrite/ptrace.h"
+#include "rt.h"
 #include "events.h"
 #include "safe-read.h"
 #include "tracebuf.h"
@@ -43,8 +45,18 @@ uintptr_t ev_recorder_fixup(uintptr_t ip)
     return 0;
 }
 
-kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_handler_t fallback)
+static kprobe_pre_handler_t fn_at(const uint8_t *p)
 {
+    kprobe_pre_handler_t fn;
+    uintptr_t a = (uintptr_t)p;
+    memcpy(&fn, &a, sizeof fn);
+    return fn;
+}
+
+kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_handler_t fallback,
+                                      kprobe_pre_handler_t *direct)
+{
+    *direct = NULL;
     const char *want = getenv("KPREWRITE_RECORDER");
     if (want && strcmp(want, "c") == 0)
         return NULL;
@@ -58,10 +70,15 @@ kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_ha
         .cpu_tls = clk_mode == 1 ? (int32_t)(__rseq_offset + 4) : 0,   /* struct rseq's cpu_id (clock.h) */
         .read_str = (uint64_t)(uintptr_t)rt_safe_read_str,
         .fallback = (uint64_t)(uintptr_t)fallback,
+        /* the dispatcher's direct call (dispatch.S .Lrecorder): pt_regs
+         * below the red zone the detour skipped, as FILL_REST takes it */
+        .frame = PTREGS_SIZE + 128, .inst_point = INST(pt),
+        .point_flags = (int32_t)offsetof(struct point, flags), .flags_saved = KPRW_F_FLAGS_SAVED,
     };
     static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];   /* (the control thread's) */
     unsigned nfix;
-    size_t n = kprw_recorder_emit(ev, &env, NULL, 0, 0, fix, &nfix);
+    size_t direct_off;
+    size_t n = kprw_recorder_emit(ev, &env, NULL, 0, 0, fix, &nfix, &direct_off);
     if (!n)
         return NULL;
     size_t len = (n + 4095) & ~(size_t)4095;
@@ -70,7 +87,7 @@ kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_ha
         return NULL;
     pthread_mutex_lock(&fix_lock);
     unsigned at = atomic_load_explicit(&nfixes, memory_order_relaxed);
-    if (kprw_recorder_emit(ev, &env, p, len, (uint64_t)(uintptr_t)p, fix, &nfix) != n || nfix > FIXES_MAX - at ||
+    if (kprw_recorder_emit(ev, &env, p, len, (uint64_t)(uintptr_t)p, fix, &nfix, &direct_off) != n || nfix > FIXES_MAX - at ||
         mprotect(p, len, PROT_READ | PROT_EXEC) != 0) {
         pthread_mutex_unlock(&fix_lock);
         munmap(p, len);
@@ -83,8 +100,7 @@ kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_ha
     }
     atomic_store_explicit(&nfixes, at + nfix, memory_order_release);
     pthread_mutex_unlock(&fix_lock);
-    kprobe_pre_handler_t fn;
-    uintptr_t a = (uintptr_t)p;
-    memcpy(&fn, &a, sizeof fn);
-    return fn;
+    if (direct_off)
+        *direct = fn_at(p + direct_off);
+    return fn_at(p);
 }

@@ -19,6 +19,7 @@
 #define KP_PRE_HANDLER 24
 #define KP_FLAGS 56
 #define KP_NEXT 72
+#define KP_DIRECT 120                  /* events.h: an event's kprobe's struct ev_inst, its direct entry */
 /* struct kretprobe (kprobes.h) */
 #define KRP_ENTRY_HANDLER 88
 #define KRP_HOLDER 112

@@ -39,9 +39,11 @@
  * one bit of its own in kp->flags, never a caller's: */
 #define KPROBE_CALLER_FLAGS (KPROBE_FLAG_DISABLED | KPROBE_FLAG_FPU)
 /* set by events.c, after registration, on an event's kprobe whose
- * pre_handler is a generated recorder (recorder.c), which reads regs but
- * never writes them and leaves bx, bp and r12-r15 alone: the dispatcher
- * calls it alone with nothing to reload (dispatch.S) */
+ * generated recorder (recorder.c) has a direct entry (its ev_inst's
+ * direct, KP_DIRECT from the kprobe), which reads the callee-saved
+ * registers where they are, writes no register, and fills the rest of
+ * pt_regs itself before it hands a hit to C: the dispatcher calls it alone,
+ * with nothing filled or reloaded (dispatch.S) */
 #define KPROBE_FLAG_RT_RECORDER 0x40000000u
 
 struct point {
