@@ -83,28 +83,6 @@ __kprewrite_enter:
         mov     rt_self@gottpoff(%rip), %rax
         test    $15, %spl
         jnz     .Le_hunaligned
-        /* the point's lone handler an event's generated recorder: its
-         * direct entry called from here, as the dispatcher's .Lrecorder
-         * would (dispatch.S: the same checks, the thread marked before the
-         * handlers are read); anything else through the dispatcher */
-        mov     %rdx, %fs:TH_RUNNING(%rax)
-        mov     PT_HANDLERS(%rdx), %rcx
-        test    %rcx, %rcx
-        jz      .Le_dispatch
-        mov     KP_FLAGS(%rcx), %edi
-        and     $(KPROBE_FLAG_RT_RECORDER_VALUE | KPROBE_FLAG_DISABLED_VALUE), %edi
-        cmp     $KPROBE_FLAG_RT_RECORDER_VALUE, %edi
-        jne     .Le_dispatch
-        cmpq    $0, KP_NEXT(%rcx)
-        jne     .Le_dispatch
-        cmpl    $0, PT_CPATH(%rdx)
-        jne     .Le_dispatch
-        mov     %rcx, %rdi
-        call    *KP_DIRECT(%rdi)                /* (kp, regs) */
-        mov     rt_self@gottpoff(%rip), %rax
-        movq    $0, %fs:TH_RUNNING(%rax)
-        jmp     .Le_hback
-.Le_dispatch:
         call    rt_dispatch_handlers
 .Le_hback:
         /* a handler's writes to regs take effect */
