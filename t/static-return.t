@@ -11,7 +11,7 @@
 # built dynamic; a C++ exception through hooked calls; and what stays
 # refused (a stripped program: t/go.t has Go's).
 . "$KP_SRCDIR/t/lib.sh"
-need "$CC" nm readelf mkfifo
+need "$CC" nm readelf mkfifo perl
 D=$(tmpdir static-return)
 SRC=$KP_SRCDIR/t/data/static-ret.c
 
@@ -167,6 +167,21 @@ neg: (CALLER <- ret_int) ret=-5" "$(callers "$D/$k.env")" \
     wait_lines "$D/ctl.trace" 4
     kill -INT $tpid; wait $tpid
     "$KPREWRITE" ctl $pid list >"$D/ctl.list"
+    # the same as Chrome trace events: one array, a complete event a return
+    # (dur: the call's latency), ended when ctl is interrupted
+    echo "call 8" >&3; read -r answer1 <&4
+    : >"$D/ctl.json"
+    "$KPREWRITE" ctl $pid trace --format=json >>"$D/ctl.json" 2>&1 &
+    tpid=$!
+    wait_lines "$D/ctl.json" 4
+    sleep 0.3; kill -INT $tpid; wait $tpid
+    is "4 X ret_int neg -1,-3,-5,-7 ok" "$(perl -MJSON::PP -e '
+        local $/; my $ev = decode_json(<STDIN>);
+        my %ph = map { $_->{ph} => 1 } @$ev; my %n = map { $_->{name} . " " . $_->{cat} => 1 } @$ev;
+        my $dur = grep { $_->{dur} >= 0 && $_->{ts} > 0 } @$ev;
+        printf "%d %s %s %s %s\n", scalar @$ev, join(",", keys %ph), join(",", keys %n),
+            join(",", map { $_->{args}{ret} } @$ev), $dur == @$ev ? "ok" : "bad";' <"$D/ctl.json" 2>&1)" \
+        "$k: ctl trace --format=json: the 4 returns as complete events, ret in args, a duration each"
     # untraced: ret_int's calls counted, no longer hooked, nothing recorded
     "$KPREWRITE" ctl $pid untrace neg 2>"$D/untrace.err"; urc=$?
     echo "call 6" >&3; read -r answer2 <&4
@@ -176,7 +191,7 @@ neg: (CALLER <- ret_int) ret=-5" "$(callers "$D/$k.env")" \
     echo quit >&3
     wait $pid; rc=$?
     exec 3>&- 4<&-
-    is "0 0 14 0" "$urc $(grep -c ': neg: ' "$D/ctl.trace2") $(report "$D/ctl.list2" ret_int hits) $(report "$D/ctl.list2" ret_int nmissed)" \
+    is "0 0 22 0" "$urc $(grep -c ': neg: ' "$D/ctl.trace2") $(report "$D/ctl.list2" ret_int hits) $(report "$D/ctl.list2" ret_int nmissed)" \
         "$k: ctl untrace neg: 6 more calls counted, none recorded, none missed ($(cat "$D/untrace.err"))"
     is "0 done 104|neg: (CALLER <- ret_int) ret=-1|neg: (CALLER <- ret_int) ret=-3|neg: (CALLER <- ret_int) ret=-5|neg: (CALLER <- ret_int) ret=-7|" \
         "$rc $answer|$(callers "$D/ctl.trace" | tr '\n' '|')" "$k: kprewrite ctl PID trace: the return lines, as they happen"

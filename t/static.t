@@ -75,7 +75,7 @@ serve_check() {
         "$("$KPREWRITE" ctl $pid optimize raw_getpid 2>&1)" "$k: an int3 point cannot be optimized"
     like "ctl $pid: disable _\\[eE\\]xit: .*static runtime's guards" "$("$KPREWRITE" ctl $pid disable '_[eE]xit' 2>&1)" \
         "$k: the report's guard stays enabled"
-    like "ctl $pid: hist: a static program's runtime .* has list, enable, disable, optimize, unoptimize, trace \\(text\\), events and untrace only" \
+    like "ctl $pid: hist: a static program's runtime .* has list, enable, disable, optimize, unoptimize, trace \\(text or json\\), events and untrace only" \
         "$("$KPREWRITE" ctl $pid hist 2>&1)" "$k: what it has not: one line"
     ask ownsig
     "$KPREWRITE" ctl $pid list >"$D/l5"

@@ -36,6 +36,8 @@ struct follow {
     struct kprw_event *evs;        /* the definitions, by index */
     uint32_t nevs;
     uint64_t tsc0, ns0;
+    bool json;                     /* --format=json: Chrome trace events, one a line, in an array */
+    bool first;                    /* no event printed yet */
 };
 
 static uint64_t mono_ns(void)
@@ -92,8 +94,10 @@ static void comm_of(const struct sproc *s, uint32_t tid, char *buf, size_t size)
 }
 
 /* One record's line on stdout (a record that cannot be the event's --
- * the process wrote its ring as it liked -- is left out). */
-static void print(const struct follow *f, const uint8_t *rec, uint32_t size, const struct kprw_clock *clk)
+ * the process wrote its ring as it liked -- is left out): text, or a
+ * Chrome trace event (the runtime core's, as the static runtime's exit
+ * writer and the runtime library write them). */
+static void print(struct follow *f, const uint8_t *rec, uint32_t size, const struct kprw_clock *clk)
 {
     const struct sproc *s = f->s;
     const struct kprw_rec *h = (const void *)rec;
@@ -105,16 +109,28 @@ static void print(const struct follow *f, const uint8_t *rec, uint32_t size, con
     const struct kprw_entry *e = &s->e[h->id];
     char name[512], comm[32], line[16384];
     struct kprw_sbuf lb = { line, 0, sizeof line };
+    uint32_t skipped = e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0;
     sproc_name(s, h->id, name, sizeof name);
-    comm_of(s, h->tid, comm, sizeof comm);
-    kprw_event_print_point_line(ev, rec, kprw_clock_ns(clk, h->ts), comm, name, e->offset,
-                                e->flags & KPRW_F_AFTER_ENDBR ? e->offset : 0, sproc_site(s, h->id), &lb);
+    if (f->json) {
+        char evname[KPRW_EV_NAME_MAX * 2];
+        struct kprw_sbuf nb = { evname, 0, sizeof evname };
+        kprw_event_point_name(ev, name, e->offset, skipped, sproc_site(s, h->id), &nb);
+        kprw_sb_end(&nb);
+        uint64_t entry = ev->is_return ? kprw_clock_ns(clk, ((const struct kprw_rec_ret *)(rec + KPRW_REC_HDR))->entry_ts) : 0;
+        kprw_sb_str(&lb, f->first ? "[\n" : ",\n");
+        kprw_event_json_record(ev, rec, evname, name, kprw_clock_ns(clk, h->ts), entry, (uint64_t)s->pid, NULL, &lb);
+        f->first = false;
+    } else {
+        comm_of(s, h->tid, comm, sizeof comm);
+        kprw_event_print_point_line(ev, rec, kprw_clock_ns(clk, h->ts), comm, name, e->offset, skipped,
+                                    sproc_site(s, h->id), &lb);
+    }
     fwrite(line, 1, lb.len < lb.cap ? lb.len : lb.cap, stdout);
 }
 
 /* The committed records from the tail: printed, zeroed, the tail moved
  * on. The records read; -1 when the process cannot be read or written. */
-static long drain(const struct follow *f)
+static long drain(struct follow *f)
 {
     const struct sproc *s = f->s;
     uint64_t head, tail, at = s->area + offsetof(struct kprs_area, ring_head),
@@ -149,7 +165,7 @@ static long drain(const struct follow *f)
     return n;
 }
 
-int sproc_trace(const struct sproc *s)
+int sproc_trace(const struct sproc *s, bool json)
 {
     if (!s->a.ring) {
         fprintf(stderr, "kprewrite: ctl %ld: trace: no event is defined in this program (kprewrite --probe 'p:EVENT "
@@ -161,7 +177,7 @@ int sproc_trace(const struct sproc *s)
                 "set in its environment)\n", s->pid);
         return 1;
     }
-    struct follow f = { s, NULL, 0, s->a.tsc0, s->a.ns0 };
+    struct follow f = { s, NULL, 0, s->a.tsc0, s->a.ns0, json, true };
     struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
     if (!arena.base || parse_defs(&f, &arena) < 0) {
         fprintf(stderr, "kprewrite: ctl %ld: trace: cannot read its event definitions\n", s->pid);
@@ -183,6 +199,8 @@ int sproc_trace(const struct sproc *s)
             nanosleep(&ts, NULL);
         }
     }
+    if (json)   /* the array ended: a document whatever stopped it */
+        fputs(f.first ? "[]\n" : "\n]\n", stdout);
     free(arena.base);
     return 0;
 }
@@ -192,7 +210,7 @@ int sproc_trace(const struct sproc *s)
  * read. */
 static bool load_defs(const struct sproc *s, const char *verb, struct follow *f, struct kprw_arena *arena)
 {
-    *f = (struct follow){ s, NULL, 0, s->a.tsc0, s->a.ns0 };
+    *f = (struct follow){ s, NULL, 0, s->a.tsc0, s->a.ns0, false, true };
     if (!s->a.ring) {
         fprintf(stderr, "kprewrite: ctl %ld: %s: no event is defined in this program\n", s->pid, verb);
         return false;

@@ -288,8 +288,9 @@ int ctl_static_main(long pid, int argc, char **argv)
             fprintf(stderr, "kprewrite: ctl %ld: forked by %d, no exec since: its counts include %d's from before "
                     "the fork\n", pid, (int)s.a.pid, (int)s.a.pid);
         rc = static_list(&s);
-    } else if (!strcmp(cmd, "trace") && (argc == 3 || (argc == 4 && !strcmp(argv[3], "--format=text")))) {
-        rc = sproc_trace(&s);
+    } else if (!strcmp(cmd, "trace") && (argc == 3 || (argc == 4 && (!strcmp(argv[3], "--format=text") ||
+                                                                      !strcmp(argv[3], "--format=json"))))) {
+        rc = sproc_trace(&s, argc == 4 && !strcmp(argv[3], "--format=json"));
     } else if (!strcmp(cmd, "events") && argc == 3) {
         rc = sproc_events(&s);
     } else if (!strcmp(cmd, "untrace") && argc > 3) {
@@ -305,7 +306,7 @@ int ctl_static_main(long pid, int argc, char **argv)
             rc |= static_control(&s, cmd, argv[i]);
     } else {
         fprintf(stderr, "kprewrite: ctl %ld: %s: a static program's runtime (the static runtime) has list, enable, "
-                "disable, optimize, unoptimize, trace (text), events and untrace only\n", pid, cmd);
+                "disable, optimize, unoptimize, trace (text or json), events and untrace only\n", pid, cmd);
         rc = 1;
     }
     sproc_close(&s);

@@ -5,6 +5,7 @@
 #include "kprewrite/abi.h"
 #include "../runtime/static/blob.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,9 +27,10 @@ int sproc_rd(const struct sproc *s, uint64_t at, void *buf, size_t n);
 /* Entry i's name, as the runtime spells it, and its site's address. */
 void sproc_name(const struct sproc *s, uint32_t i, char *buf, size_t size);
 uint64_t sproc_site(const struct sproc *s, uint32_t i);
-/* ctl PID trace: the ring's events as text, followed until interrupted
- * or the process ends (ctl-static-trace.c); the exit status. */
-int sproc_trace(const struct sproc *s);
+/* ctl PID trace: the ring's events as text (json: Chrome trace events in
+ * one array, ended when it stops), followed until interrupted or the
+ * process ends (ctl-static-trace.c); the exit status. */
+int sproc_trace(const struct sproc *s, bool json);
 /* ctl PID events: each point's event as kprobe_events lists it, its drops,
  * [UNTRACED]; ctl PID untrace SPEC: the events SPEC names (GROUP/NAME or
  * NAME globs, or their points' spec) record nothing more, their points
