@@ -20,44 +20,12 @@
 #include "arch/x86/regs.h"
 #include "runtime/core/event.h"
 #include "runtime/user/safe-read.h"
-#include "../t/recorder-call.h"
-
-struct f_inst {
-    char kp[40];
-    uint32_t id;
-    uint8_t enabled;
-    uint64_t addr;
-    void *hist;
-    const uint8_t *pt;   /* a point: its flags byte first */
-};
-#define FRAME 296
-struct f_ring {
-    uint64_t head, tail;
-    uint32_t size, tid;
-    uint8_t *data;
-};
-static __thread struct f_ring *ring_tls;
-static __thread uint32_t cpu_tls;
+#include "../t/recorder-harness.h"
 
 static int fallback(void *kp, void *regs) { (void)kp; (void)regs; abort(); }   /* never: the ring has room */
 
-static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];
-static unsigned nfix;
-static uint8_t *code, *mem, *edge;
+static uint8_t *mem, *edge;
 static long page;
-
-static void on_segv(int sig, siginfo_t *si, void *vuc)
-{
-    (void)sig; (void)si;
-    ucontext_t *uc = vuc;
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = rt_safe_read_fixup(ip);
-    for (unsigned i = 0; !to && i < nfix; i++)
-        if (ip >= (uintptr_t)code + fix[i].load && ip < (uintptr_t)code + fix[i].load_end)
-            to = (uintptr_t)code + fix[i].fixup;
-    if (!to)
-        abort();
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
-}
 
 static bool resolve(void *ctx, const char *sym, uint64_t *addr)
 {
@@ -124,17 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     regs[X86_SP] = (unsigned long)(uintptr_t)((char *)frame + FRAME);
     memcpy((char *)frame + FRAME, mem, 1024);
-    struct kprw_recorder_env env = {
-        .inst_enabled = offsetof(struct f_inst, enabled), .inst_hist = offsetof(struct f_inst, hist),
-        .inst_id = offsetof(struct f_inst, id), .inst_addr = offsetof(struct f_inst, addr),
-        .ring_tls = (int32_t)((char *)&ring_tls - (char *)__builtin_thread_pointer()),
-        .ring_head = offsetof(struct f_ring, head), .ring_tail = offsetof(struct f_ring, tail),
-        .ring_size = offsetof(struct f_ring, size), .ring_tid = offsetof(struct f_ring, tid),
-        .ring_data = offsetof(struct f_ring, data), .clock = 1,
-        .cpu_tls = (int32_t)((char *)&cpu_tls - (char *)__builtin_thread_pointer()),
-        .read_str = (uint64_t)(uintptr_t)rt_safe_read_str, .fallback = (uint64_t)(uintptr_t)fallback,
-        .frame = FRAME, .inst_point = offsetof(struct f_inst, pt), .point_flags = 0, .flags_saved = 1,
-    };
+    struct kprw_recorder_env env = harness_env(1, fallback);
     nfix = 0;
     size_t direct;
     size_t n = kprw_recorder_emit(&ev, &env, code, 1 << 20, (uint64_t)(uintptr_t)code, fix, &nfix, &direct);
@@ -144,9 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int (*fn)(void *, void *);
     uintptr_t a = (uintptr_t)code;
     memcpy(&fn, &a, sizeof fn);
-    static const uint8_t point_flags = 0;
-    struct f_inst inst = { .id = 5, .enabled = 1, .addr = 0x1234, .pt = &point_flags };
-    struct f_ring ring = { .size = sizeof ring_mem, .tid = 9, .data = ring_mem };
+    static const struct t_point point;
+    struct t_inst inst = { .id = 5, .enabled = 1, .addr = 0x1234, .pt = &point };
+    struct t_ring ring = { .size = sizeof ring_mem, .tid = 9, .data = ring_mem };
     ring_tls = &ring;
     memset(ref, 0xa5, sizeof ref);
     struct kprw_rec *h = (struct kprw_rec *)ref;

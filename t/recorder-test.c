@@ -28,28 +28,7 @@
 #include "runtime/user/safe-read.h"
 #include "tap.h"
 
-/* what the code reads, laid out as the runtime's are not: offsets only */
-struct t_inst {
-    char kp[40];
-    uint32_t id;
-    uint8_t pad, enabled;
-    uint64_t addr;
-    void *hist;
-    const struct t_point *pt;
-};
-struct t_point {
-    uint32_t pad;
-    uint8_t flags;   /* FLAGS_SAVED: the detour saved the flags into pt_regs */
-};
-#define FLAGS_SAVED 0x10
-#define FRAME 296     /* the probed %rsp, from pt_regs (the direct entry) */
-struct t_ring {
-    uint64_t tail, head;
-    uint32_t tid, size;
-    uint8_t *data;
-};
-static __thread struct t_ring *ring_tls;   /* (an executable's: a fixed offset from the thread pointer) */
-static __thread uint32_t cpu_tls;
+#include "recorder-harness.h"
 
 static int fallbacks;
 static void *fb_kp, *fb_regs;
@@ -63,27 +42,6 @@ static int t_fallback(void *kp, void *regs)
     return 0;
 }
 
-#include "recorder-call.h"
-
-static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];
-static unsigned nfix;
-static uint8_t *code;
-static int faults;
-
-static void on_segv(int sig, siginfo_t *si, void *vuc)
-{
-    (void)sig; (void)si;
-    ucontext_t *uc = vuc;
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP], to = rt_safe_read_fixup(ip);
-    for (unsigned i = 0; !to && i < nfix; i++)
-        if (ip >= (uintptr_t)code + fix[i].load && ip < (uintptr_t)code + fix[i].load_end)
-            to = (uintptr_t)code + fix[i].fixup;
-    if (!to)
-        _exit(99);   /* a fault outside the reads: a bug */
-    uc->uc_mcontext.gregs[REG_RIP] = (greg_t)to;
-    faults++;
-}
-
 static char arena_mem[1 << 20];
 static bool parse(const char *def, struct kprw_event *ev)
 {
@@ -95,21 +53,7 @@ static bool parse(const char *def, struct kprw_event *ev)
     return false;
 }
 
-static struct kprw_recorder_env env_for(int clock)
-{
-    return (struct kprw_recorder_env){
-        .inst_enabled = offsetof(struct t_inst, enabled), .inst_hist = offsetof(struct t_inst, hist),
-        .inst_id = offsetof(struct t_inst, id), .inst_addr = offsetof(struct t_inst, addr),
-        .ring_tls = (int32_t)((char *)&ring_tls - (char *)__builtin_thread_pointer()),
-        .ring_head = offsetof(struct t_ring, head), .ring_tail = offsetof(struct t_ring, tail),
-        .ring_size = offsetof(struct t_ring, size), .ring_tid = offsetof(struct t_ring, tid),
-        .ring_data = offsetof(struct t_ring, data), .clock = clock,
-        .cpu_tls = (int32_t)((char *)&cpu_tls - (char *)__builtin_thread_pointer()),
-        .read_str = (uint64_t)(uintptr_t)rt_safe_read_str, .fallback = (uint64_t)(uintptr_t)t_fallback,
-        .frame = FRAME, .inst_point = offsetof(struct t_inst, pt), .point_flags = offsetof(struct t_point, flags),
-        .flags_saved = FLAGS_SAVED,
-    };
-}
+static struct kprw_recorder_env env_for(int clock) { return harness_env(clock, t_fallback); }
 
 typedef int (*recorder_fn)(void *kp, void *regs);
 static size_t direct_off;   /* the last recorder's direct entry (0: none) */

@@ -165,25 +165,38 @@ static long drain(struct follow *f)
     return n;
 }
 
+/* The definitions, parsed into f with an arena of the caller's (freed by
+ * it); false, said in one line, when there are none or they cannot be
+ * read. */
+static bool load_defs(const struct sproc *s, const char *verb, struct follow *f, struct kprw_arena *arena)
+{
+    *f = (struct follow){ s, NULL, 0, s->a.tsc0, s->a.ns0, false, true };
+    if (!s->a.ring) {
+        fprintf(stderr, "kprewrite: ctl %ld: %s: no event is defined in this program (kprewrite --probe 'p:EVENT "
+                "SPEC ARGS', or KPREWRITE_EVENTS in its environment)\n", s->pid, verb);
+        return false;
+    }
+    if (!arena->base || parse_defs(f, arena) < 0) {
+        fprintf(stderr, "kprewrite: ctl %ld: %s: cannot read its event definitions\n", s->pid, verb);
+        return false;
+    }
+    return true;
+}
+
 int sproc_trace(const struct sproc *s, bool json)
 {
-    if (!s->a.ring) {
-        fprintf(stderr, "kprewrite: ctl %ld: trace: no event is defined in this program (kprewrite --probe 'p:EVENT "
-                "SPEC ARGS', or KPREWRITE_EVENTS in its environment)\n", s->pid);
-        return 1;
-    }
-    if (s->a.trace_fd >= 0) {
+    if (s->a.ring && s->a.trace_fd >= 0) {
         fprintf(stderr, "kprewrite: ctl %ld: trace: the program writes its events itself at exit (KPREWRITE_TRACE is "
                 "set in its environment)\n", s->pid);
         return 1;
     }
-    struct follow f = { s, NULL, 0, s->a.tsc0, s->a.ns0, json, true };
+    struct follow f;
     struct kprw_arena arena = { malloc(ARENA), ARENA, 0 };
-    if (!arena.base || parse_defs(&f, &arena) < 0) {
-        fprintf(stderr, "kprewrite: ctl %ld: trace: cannot read its event definitions\n", s->pid);
+    if (!load_defs(s, "trace", &f, &arena)) {
         free(arena.base);
         return 1;
     }
+    f.json = json;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -203,23 +216,6 @@ int sproc_trace(const struct sproc *s, bool json)
         fputs(f.first ? "[]\n" : "\n]\n", stdout);
     free(arena.base);
     return 0;
-}
-
-/* The definitions, parsed into f with an arena of the caller's (freed by
- * it); false, said in one line, when there are none or they cannot be
- * read. */
-static bool load_defs(const struct sproc *s, const char *verb, struct follow *f, struct kprw_arena *arena)
-{
-    *f = (struct follow){ s, NULL, 0, s->a.tsc0, s->a.ns0, false, true };
-    if (!s->a.ring) {
-        fprintf(stderr, "kprewrite: ctl %ld: %s: no event is defined in this program\n", s->pid, verb);
-        return false;
-    }
-    if (!arena->base || parse_defs(f, arena) < 0) {
-        fprintf(stderr, "kprewrite: ctl %ld: %s: cannot read its event definitions\n", s->pid, verb);
-        return false;
-    }
-    return true;
 }
 
 /* Point i's event (NULL: none): its name, its group, its function's name

@@ -75,7 +75,7 @@ kprobe_pre_handler_t ev_recorder_make(const struct kprw_event *ev, kprobe_pre_ha
         .frame = PTREGS_SIZE + 128, .inst_point = INST(pt),
         .point_flags = (int32_t)offsetof(struct point, flags), .flags_saved = KPRW_F_FLAGS_SAVED,
     };
-    static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];   /* (the control thread's) */
+    static struct kprw_recorder_fixup fix[KPRW_RECORDER_FIXUPS];   /* (written only under fix_lock: the count pass writes none) */
     unsigned nfix;
     size_t direct_off;
     size_t n = kprw_recorder_emit(ev, &env, NULL, 0, 0, fix, &nfix, &direct_off);
