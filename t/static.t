@@ -128,6 +128,13 @@ check_kind() { # KIND COMPILER FLAGS...
     cmp -s "$D/$k.want" "$D/$k.got"; ok $? "$k: output identical ($(wc -l <"$D/$k.want") lines)"
     KPREWRITE_REPORT=1 "$B.p" count 1000 >/dev/null 2>"$D/$k.hits"
     is "1000 1" "$(hits "$D/$k.hits" tick) $(hits "$D/$k.hits" main)" "$k: exact hits (tick 1000, main 1)"
+    # an event on every entry, given at start-up: a line for each hit
+    # counted, the report's point _exit's own too (its event recorded before
+    # its guard writes the trace)
+    KPREWRITE_EVENTS='p * a=%di' KPREWRITE_REPORT=all KPREWRITE_TRACE="$D/$k.every" "$B.p" count 100 >/dev/null 2>"$D/$k.every.rep"
+    is "$(awk '$5 == "hits" { h += $6 } END { print h + 0 }' "$D/$k.every.rep") 1" \
+        "$(wc -l <"$D/$k.every" | tr -d ' ') $(grep -c ': p__[eE]xit_0: ' "$D/$k.every")" \
+        "$k: an event on every entry: one line a hit, _exit's included"
     # the events, written at exit (KPREWRITE_TRACE)
     KPREWRITE_TRACE="$D/$k.trace" "$B.p" words alpha be gamma delta >/dev/null
     is "wd: (word+0x0) s=\"alpha\" n=1 pn=1 pw=\"alpha\"

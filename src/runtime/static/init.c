@@ -235,10 +235,11 @@ uint64_t kprs_dispatch(struct kprw_state *st, void *regs)
     return 0;
 }
 
-/* A guard's or an event's point hit (counted): the event first (an event
- * on _exit is written by its guard), then the guard; a return event's
- * call hooked when the caller can (a detour; not the int3 path): non-zero
- * then. */
+/* A guard's or an event's point hit (counted): an entry event first (an
+ * event on _exit is written by its guard), then the guard, then a return
+ * event's call hooked when the caller can (a detour; not the int3 path:
+ * non-zero then) -- after an unwinder's guard, which gives back the
+ * thread's hooked calls above sp, this one's too were it hooked first. */
 uint64_t kprs_hit(struct kprs_point *pt, void *regs, uint64_t can_hook)
 {
     struct kprs_rt r;
@@ -247,12 +248,12 @@ uint64_t kprs_hit(struct kprs_point *pt, void *regs, uint64_t can_hook)
     struct pt_regs *p = regs;
     uint64_t hooked = 0;
     p->ip = kprs_site(&r, i);
-    if (pt->guard)
-        kprs_guard(pt, p->di, p->si, p->sp);
     bool ev = pt->ev && !__atomic_load_n(&pt->ev_off, __ATOMIC_RELAXED);   /* (ctl untrace) */
     if (ev && !pt->ret)
-        kprs_event(&r, i, p);
-    else if (ev && can_hook)
-        hooked = kprs_hook(&r, i, p);
+        kprs_event(&r, i, p);   /* before the guard: _exit's writes the trace */
+    if (pt->guard)
+        kprs_guard(pt, p->di, p->si, p->sp);
+    if (ev && pt->ret && can_hook)
+        hooked = kprs_hook(&r, i, p);   /* after the guard: an unwinder's gives back the calls above sp */
     return hooked;
 }
