@@ -32,10 +32,12 @@
 
 OFFSET_CHECK(offsetof(struct ev_inst, direct) - offsetof(struct ev_inst, u.kp), KP_DIRECT);
 
-#define EV_MAX 65536                   /* instances in a process */
+#define EV_MAX (1 << 18)               /* instances in a process (node, every entry traced: 78,126;
+                                          the table is zero pages until used) */
 #define ARENA_BYTES (64 * 1024)
 
 
+_Static_assert(EV_MAX == 262144, "define's -ENOSPC message says 262144");
 static struct ev_inst *_Atomic table[EV_MAX];
 static _Atomic uint32_t ninst;
 
@@ -530,6 +532,8 @@ int ev_define_in(const char *text, size_t len, const struct kprw_table *only, st
                    : rc == -ENOENT ? (d->ev.is_return ? "no return point matches the spec (bake SYM%return)"
                                                       : "no probe point matches the spec")
                    : rc == -EEXIST ? taken_msg
+                   : rc == -ENOSPC ? "more points than the 262144 event instances a process holds (the points "
+                                     "bound before the last stay)"
                                    : "cannot register the event";
         /* instances made before a failure stay (never freed), so d does too */
         if (rc == -ENOENT || rc == -EEXIST) {
